@@ -1,0 +1,36 @@
+"""Repository-wide pytest fixtures: where the shared QA corpora live."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _data_dir() -> Path:
+    env = os.environ.get("GRAPHSTRATA_DATA")
+    return Path(env) if env else ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data`` (or ``$GRAPHSTRATA_DATA``): musique, hotpotqa, lihua_world.
+
+    Skips where the data is absent, except under CI (``CI`` set), where it fails: CI always
+    has ``shared/`` beside the clone.
+    """
+    d = _data_dir()
+    if not (d / "musique" / "corpus.jsonl").is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"shared QA data not found at {d}")
+        pytest.skip(f"shared QA data not found at {d}")
+    return d
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

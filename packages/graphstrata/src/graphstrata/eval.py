@@ -1,0 +1,133 @@
+"""Evidence recall@k of retrieval methods on QA sets with gold evidence documents.
+
+Question files are JSONL, one object per line with ``"question"`` and ``"evidence_ids"`` (the
+shared data format of DESIGN.md). For each method the ranking of *distinct document ids* is
+taken from the method's chunk ranking; recall@k of a question = |gold ∩ top-k documents| /
+|gold|, averaged over questions with non-empty evidence (HippoRAG-style, k = 2, 5, 10).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def load_questions(path: str | Path) -> list[dict[str, Any]]:
+    """Read a question JSONL file.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a line is not JSON or lacks ``question`` (line number in the message).
+    """
+    path = Path(path)
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+            if not isinstance(rec, dict) or not isinstance(rec.get("question"), str):
+                raise ValueError(f'{path}:{lineno}: expected an object with a "question" string')
+            rec.setdefault("evidence_ids", [])
+            out.append(rec)
+    return out
+
+
+def ranked_documents(hits: Sequence[Any]) -> list[str]:
+    """Distinct document ids in order of first appearance among chunk hits."""
+    seen: dict[str, None] = {}
+    for h in hits:
+        if h.kind == "chunk":
+            for d in h.document_ids:
+                seen.setdefault(d, None)
+    return list(seen)
+
+
+def recall_at(ranked: Sequence[str], gold: Sequence[str], k: int) -> float:
+    """|gold ∩ ranked[:k]| / |gold| (``gold`` non-empty)."""
+    g = set(gold)
+    return len(g.intersection(ranked[:k])) / len(g)
+
+
+def evaluate(
+    gs,
+    questions: Sequence[dict[str, Any]],
+    methods: Sequence[str] = ("archrag",),
+    ks: Sequence[int] = (2, 5, 10),
+    chunk_factor: int = 3,
+    progress: bool = False,
+) -> dict[str, dict[str, float]]:
+    """Evidence recall@k and latency per method.
+
+    Args:
+        gs: a :class:`~graphstrata.GraphStrata`.
+        questions: records with ``question`` and ``evidence_ids``; those without evidence are
+            skipped (e.g. unanswerable questions).
+        methods: method names, reported in this order.
+        ks: cut-offs (> 0).
+        chunk_factor: chunks requested per document slot (``max(ks) · chunk_factor``), so
+            documents split into several chunks still fill ``max(ks)`` distinct documents.
+        progress: show a tqdm bar per method.
+
+    Returns:
+        ``{method: {"recall@2": r, ..., "questions": n, "p50_ms": t, "p95_ms": t}}``;
+        latencies in milliseconds of wall time per retrieval (query embedding included).
+
+    Raises:
+        ValueError: no question has evidence, a k ≤ 0, or an unknown method.
+    """
+    ks = sorted({int(k) for k in ks})
+    if not ks or ks[0] <= 0:
+        raise ValueError(f"every k must be > 0, got {list(ks)}")
+    unknown = [m for m in methods if m not in gs.methods]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; known: {', '.join(gs.methods)}")
+    qs = [q for q in questions if q.get("evidence_ids")]
+    if not qs:
+        raise ValueError("no question has evidence_ids to score against")
+    depth = max(ks) * chunk_factor
+    report: dict[str, dict[str, float]] = {}
+    for method in methods:
+        sums = dict.fromkeys(ks, 0.0)
+        times = []
+        it = qs
+        if progress:
+            from tqdm.auto import tqdm
+
+            it = tqdm(qs, desc=f"eval {method}", unit="q")
+        for q in it:
+            t0 = time.perf_counter()
+            hits = gs.retrieve(q["question"], method=method, k=depth, kinds=("chunk",))
+            times.append((time.perf_counter() - t0) * 1000.0)
+            ranked = ranked_documents(hits)
+            for k in ks:
+                sums[k] += recall_at(ranked, q["evidence_ids"], k)
+        row = {f"recall@{k}": round(sums[k] / len(qs), 4) for k in ks}
+        row["questions"] = len(qs)
+        row["p50_ms"] = round(float(np.percentile(times, 50)), 2)
+        row["p95_ms"] = round(float(np.percentile(times, 95)), 2)
+        report[method] = row
+    return report
+
+
+def format_table(report: dict[str, dict[str, float]]) -> str:
+    """Plain-text table of an :func:`evaluate` report."""
+    if not report:
+        return ""
+    cols = [c for c in next(iter(report.values())) if c.startswith("recall@")]
+    head = ["method", *cols, "questions", "p50 ms"]
+    rows = [
+        [m, *(f"{r[c]:.3f}" for c in cols), str(r["questions"]), f"{r['p50_ms']:.1f}"]
+        for m, r in report.items()
+    ]
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+    return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, rows)])

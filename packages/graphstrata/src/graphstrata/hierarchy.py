@@ -1,0 +1,294 @@
+"""Layers of attributed communities over the knowledge graph (ArchRAG Algorithm 1, §3.1.2).
+
+One iteration of :func:`attributed_communities` (spec seed-archrag.md §1.3, the CODE procedure):
+
+1. weight every existing edge by the cosine similarity of its endpoints' vectors (spec A1:
+   similarity, not ``1 − cos``, clipped to ``min_weight``);
+2. augment with k-NN edges (spec A3): ``K`` = mean degree of non-isolated nodes (capped at
+   ``max_knn``), ``int(1.5·K)+1`` nearest candidates per node (scikit-learn
+   ``NearestNeighbors``), keep at most ``K`` new edges whose cosine exceeds the
+   ``similarity_percentile`` of existing-edge cosines;
+3. weighted Leiden with a maximum community size (graspologic-native ``hierarchical_leiden``,
+   leaf clusters, fixed seed, spec A4); nodes left without any edge join the community of their
+   nearest clustered neighbour (our choice: the spec leaves them undefined);
+4. stop when a level yields fewer than ``min_communities`` communities (the level is discarded)
+   or ``max_layers`` layers exist (spec A5);
+5. summarise each community (extractive offline: :func:`extractive_summary`), embed
+   ``title + summary``;
+6. the next level's graph: one node per community, an edge between two communities whose
+   members are linked in the level's original graph (spec A2).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .types import Community
+
+log = logging.getLogger(__name__)
+
+LEIDEN_SEED = 0xDEADBEEF
+
+
+@dataclass
+class HierarchyConfig:
+    """Parameters of Algorithm 1 (defaults: ArchRAG CODE run script, spec §1.6)."""
+
+    max_community_size: int = 15
+    min_communities: int = 10
+    max_layers: int = 5
+    similarity_percentile: float = 80.0
+    max_knn: int = 10
+    min_weight: float = 0.01
+    seed: int = LEIDEN_SEED
+
+
+def _edge_cosines(vectors: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    if len(edges) == 0:
+        return np.zeros(0, dtype=np.float32)
+    return np.einsum("ij,ij->i", vectors[edges[:, 0]], vectors[edges[:, 1]]).astype(np.float32)
+
+
+def knn_augment(
+    vectors: np.ndarray, edges: np.ndarray, config: HierarchyConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Augmented weighted edge list of one level (steps 1–2 above).
+
+    Args:
+        vectors: float32 ``(n, dim)``, rows L2-normalised.
+        edges: int64 ``(m, 2)`` existing undirected edges, ``i < j``, no duplicates.
+        config: hierarchy parameters.
+
+    Returns:
+        ``(edges, weights)``: int64 ``(m', 2)`` and float32 ``(m',)`` cosine weights.
+    """
+    n = len(vectors)
+    cos = _edge_cosines(vectors, edges)
+    if n < 2:
+        return edges, np.maximum(cos, config.min_weight)
+    degree = np.bincount(edges.ravel(), minlength=n) if len(edges) else np.zeros(n, int)
+    if len(edges):
+        k = int(degree[degree > 0].mean())
+        threshold = float(np.percentile(cos, config.similarity_percentile))
+    else:
+        k = int(np.sqrt(n) / 2)
+        threshold = -1.0
+    k = max(1, min(k, config.max_knn, n - 1))
+    n_candidates = min(n, int(1.5 * k) + 2)  # +1 for the node itself
+    from sklearn.neighbors import NearestNeighbors
+
+    nn = NearestNeighbors(n_neighbors=n_candidates, metric="cosine", algorithm="brute")
+    nn.fit(vectors)
+    dist, idx = nn.kneighbors(vectors)
+    existing = set(map(tuple, edges.tolist()))
+    new = []
+    for u in range(n):
+        added = 0
+        for d, v in zip(dist[u], idx[u]):
+            if v == u:
+                continue
+            sim = 1.0 - float(d)
+            if sim <= threshold:
+                break  # candidates are sorted by similarity
+            pair = (u, int(v)) if u < v else (int(v), u)
+            if pair in existing:
+                continue
+            existing.add(pair)
+            new.append(pair)
+            added += 1
+            if added >= k:
+                break
+    if new:
+        new_edges = np.asarray(new, dtype=np.int64)
+        edges = np.vstack([edges, new_edges]) if len(edges) else new_edges
+        cos = np.concatenate([cos, _edge_cosines(vectors, new_edges)])
+    return edges, np.maximum(cos, config.min_weight).astype(np.float32)
+
+
+def leiden_clusters(
+    n: int, edges: np.ndarray, weights: np.ndarray, vectors: np.ndarray, config: HierarchyConfig
+) -> list[list[int]]:
+    """Weighted Leiden with a size cap (graspologic-native), every node assigned.
+
+    Returns:
+        Clusters as lists of node indices, each of size ≤ ``max_community_size`` except when a
+        node without edges is attached to its nearest clustered neighbour's cluster; clusters
+        sorted by their smallest member.
+    """
+    import graspologic_native as gn
+
+    label = np.full(n, -1, dtype=np.int64)
+    if len(edges):
+        edge_list = [(str(a), str(b), float(w)) for (a, b), w in zip(edges.tolist(), weights)]
+        result = gn.hierarchical_leiden(
+            edge_list,
+            max_cluster_size=config.max_community_size,
+            seed=config.seed,
+            resolution=1.0,
+        )
+        final = {}
+        for hc in result:
+            if hc.is_final_cluster:
+                final[int(hc.node)] = int(hc.cluster)
+        remap: dict[int, int] = {}
+        for node in sorted(final):
+            cid = remap.setdefault(final[node], len(remap))
+            label[node] = cid
+    missing = np.flatnonzero(label < 0)
+    if len(missing):
+        clustered = np.flatnonzero(label >= 0)
+        if len(clustered) == 0:
+            # no edges at all: group by nearest-neighbour chains of size cap
+            for start in range(0, n, config.max_community_size):
+                label[start : start + config.max_community_size] = start // config.max_community_size
+        else:
+            sims = vectors[missing] @ vectors[clustered].T
+            label[missing] = label[clustered[np.argmax(sims, axis=1)]]
+    clusters: dict[int, list[int]] = {}
+    for node, cid in enumerate(label.tolist()):
+        clusters.setdefault(cid, []).append(node)
+    return sorted(clusters.values(), key=lambda members: members[0])
+
+
+SummariseFn = Callable[[int, list[list[int]]], list[tuple[str, str]]]
+EmbedFn = Callable[[list[str]], np.ndarray]
+
+
+def attributed_communities(
+    vectors: np.ndarray,
+    edges: np.ndarray,
+    summarise: SummariseFn,
+    embed: EmbedFn,
+    config: HierarchyConfig | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[list[Community]], list[np.ndarray]]:
+    """Build the community layers (ArchRAG Algorithm 1).
+
+    Args:
+        vectors: float32 ``(n_entities, dim)`` L2-normalised entity vectors (layer 0).
+        edges: int64 ``(m, 2)`` entity row pairs of the KG relations (``i < j``).
+        summarise: ``summarise(layer, clusters) -> [(title, summary), ...]`` where ``clusters``
+            are lists of node indices of the level below (entity rows for layer 1).
+        embed: ``embed(texts) -> float32 (len(texts), dim)`` normalised.
+        config: parameters; :class:`HierarchyConfig` defaults when ``None``.
+        progress: optional callback receiving one line per finished layer.
+
+    Returns:
+        ``(layers, layer_vectors)``: ``layers[i]`` are the communities of layer ``i + 1``
+        (``Community.members`` are *indices* into the level below, converted to ids by the
+        caller), ``layer_vectors[i]`` their float32 ``(n_i, dim)`` vectors.
+    """
+    config = config or HierarchyConfig()
+    layers: list[list[Community]] = []
+    layer_vectors: list[np.ndarray] = []
+    cur_vectors = np.asarray(vectors, dtype=np.float32)
+    cur_edges = _dedupe_edges(np.asarray(edges, dtype=np.int64).reshape(-1, 2))
+    # entity rows under each node of the current level
+    cur_entities: list[list[int]] = [[i] for i in range(len(cur_vectors))]
+    for level in range(1, config.max_layers + 1):
+        n = len(cur_vectors)
+        if n < config.min_communities:
+            break
+        aug_edges, weights = knn_augment(cur_vectors, cur_edges, config)
+        clusters = leiden_clusters(n, aug_edges, weights, cur_vectors, config)
+        if len(clusters) < config.min_communities or len(clusters) >= n:
+            break
+        texts = summarise(level, clusters)
+        comm_vectors = embed([f"{t}\n{s}" for t, s in texts])
+        communities = []
+        next_entities = []
+        for ci, (members, (title, summary)) in enumerate(zip(clusters, texts)):
+            ents = sorted({e for m in members for e in cur_entities[m]})
+            next_entities.append(ents)
+            communities.append(
+                Community(
+                    id=f"L{level}C{ci}",
+                    layer=level,
+                    members=[str(m) for m in members],
+                    entity_ids=[str(e) for e in ents],
+                    title=title,
+                    summary=summary,
+                )
+            )
+        layers.append(communities)
+        layer_vectors.append(comm_vectors)
+        if progress:
+            progress(f"layer {level}: {len(communities)} communities from {n} nodes")
+        # next level graph: communities linked when their members are linked (spec A2)
+        label = np.empty(n, dtype=np.int64)
+        for ci, members in enumerate(clusters):
+            label[members] = ci
+        if len(cur_edges):
+            a, b = label[cur_edges[:, 0]], label[cur_edges[:, 1]]
+            keep = a != b
+            pairs = np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1)
+            cur_edges = _dedupe_edges(pairs)
+        cur_vectors = comm_vectors
+        cur_entities = next_entities
+    return layers, layer_vectors
+
+
+def _dedupe_edges(edges: np.ndarray) -> np.ndarray:
+    if len(edges) == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    lo = np.minimum(edges[:, 0], edges[:, 1])
+    hi = np.maximum(edges[:, 0], edges[:, 1])
+    e = np.stack([lo, hi], axis=1)
+    e = e[lo != hi]
+    return np.unique(e, axis=0)
+
+
+def extractive_summary(
+    names: Sequence[str],
+    weights: Sequence[float],
+    sentences: Sequence[str],
+    vectorizer,
+    max_sentences: int = 3,
+    title_terms: int = 3,
+) -> tuple[str, str]:
+    """Offline community summary: a title from the top members, a body of central sentences.
+
+    Args:
+        names: member names (entity names, or child-community titles).
+        weights: member weights (occurrence counts), same length as ``names``.
+        sentences: candidate sentences (member descriptions / child summaries).
+        vectorizer: a fitted scikit-learn TF-IDF vectorizer; the body is the ``max_sentences``
+            candidate sentences closest (cosine) to the candidates' TF-IDF centroid.
+        max_sentences: sentences in the body.
+        title_terms: member names in the title.
+
+    Returns:
+        ``(title, summary)``.
+    """
+    order = sorted(range(len(names)), key=lambda i: (-weights[i], names[i]))
+    title_parts: list[str] = []
+    for i in order:
+        if names[i] and names[i].lower() not in (t.lower() for t in title_parts):
+            title_parts.append(names[i])
+        if len(title_parts) >= title_terms:
+            break
+    title = ", ".join(title_parts)
+    uniq = list(dict.fromkeys(s for s in sentences if s))
+    if len(uniq) <= max_sentences:
+        return title, " ".join(uniq)
+    m = vectorizer.transform(uniq)
+    centroid = np.asarray(m.mean(axis=0)).ravel()
+    scores = m @ centroid
+    top = np.argsort(-scores, kind="stable")[:max_sentences]
+    return title, " ".join(uniq[i] for i in sorted(top))
+
+
+def rank_chunks(entity_chunk_lists: Sequence[Sequence[str]], limit: int = 50) -> list[str]:
+    """Chunk ids of a community's members, most shared among members first (ties: first seen)."""
+    counts: Counter = Counter()
+    first: dict[str, int] = {}
+    for chunk_ids in entity_chunk_lists:
+        for cid in chunk_ids:
+            counts[cid] += 1
+            first.setdefault(cid, len(first))
+    return sorted(counts, key=lambda c: (-counts[c], first[c]))[:limit]

@@ -1,0 +1,172 @@
+"""Vector and lexical indexes over the store.
+
+* :class:`LayeredIndex` — one C-HNSW (``graphstrata_chnsw.CHNSW``) holding entities at layer 0
+  and the community layers 1..L above; one call answers every layer (ArchRAG §3.2.1).
+* :class:`ChunkIndex` — chunk vectors in their own single-layer C-HNSW, plus the raw vectors for
+  exact re-scoring of candidate chunks.
+* :class:`BM25Index` — Okapi BM25 over chunk texts (rank-bm25).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+_TOKEN_RE = re.compile(r"\w+", re.UNICODE)
+
+
+def _chnsw():
+    import graphstrata_chnsw
+
+    return graphstrata_chnsw
+
+
+class LayeredIndex:
+    """Entities (layer 0) and community layers (1..L) in one C-HNSW.
+
+    Node ids: entity row ``i`` → id ``i``; community row ``j`` of layer ``l`` → id
+    ``offsets[l] + j`` where ``offsets[l]`` is the number of nodes below layer ``l``.
+
+    Args:
+        layer_vectors: float32 arrays ``(n_l, dim)``, layer 0 first.
+        M, ef_construction: C-HNSW build parameters.
+    """
+
+    def __init__(self, index, offsets: list[int]) -> None:
+        self.index = index
+        self.offsets = offsets
+
+    @classmethod
+    def build(
+        cls, layer_vectors: Sequence[np.ndarray], M: int = 16, ef_construction: int = 200
+    ) -> LayeredIndex:
+        dim = int(layer_vectors[0].shape[1])
+        index = _chnsw().CHNSW(dim, metric="cosine", M=M, ef_construction=ef_construction)
+        offsets = []
+        total = 0
+        for vecs in layer_vectors:
+            offsets.append(total)
+            index.add_layer(np.ascontiguousarray(vecs, dtype=np.float32))
+            total += len(vecs)
+        return cls(index, offsets)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.offsets)
+
+    def search_all_layers(
+        self, query: np.ndarray, k: Sequence[int], ef_search: int | None = None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Top-k per layer in one top-down pass.
+
+        Args:
+            query: float32 ``(dim,)``.
+            k: one count per layer (layer 0 first).
+            ef_search: beam width (``None``: the index default).
+
+        Returns:
+            Per layer ``(rows, similarity)``: int64 row indices *within the layer* and float32
+            cosine similarities, best first, padding removed.
+        """
+        q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
+        results = self.index.search_all_layers(q, list(map(int, k)), ef_search=ef_search)
+        out = []
+        for layer, (ids, dist) in enumerate(results):
+            ids = np.asarray(ids).reshape(-1)
+            dist = np.asarray(dist).reshape(-1)
+            keep = ids >= 0
+            out.append(((ids[keep] - self.offsets[layer]).astype(np.int64), 1.0 - dist[keep]))
+        return out
+
+    def save(self, path: Path) -> None:
+        self.index.save(str(path))
+
+    @classmethod
+    def load(cls, path: Path, layer_sizes: Sequence[int]) -> LayeredIndex:
+        index = _chnsw().CHNSW.load(str(path))
+        offsets = list(np.cumsum([0, *layer_sizes[:-1]]).astype(int)) if layer_sizes else []
+        if index.num_layers != len(layer_sizes):
+            raise ValueError(
+                f"corrupt index: {path.name} has {index.num_layers} layers, "
+                f"the database has {len(layer_sizes)}"
+            )
+        return cls(index, [int(o) for o in offsets])
+
+
+class ChunkIndex:
+    """Chunk vectors: a single-layer C-HNSW for top-N search plus exact scoring.
+
+    Args:
+        index: a ``CHNSW`` whose layer 0 holds the chunk vectors (ids = chunk rows).
+        vectors: float32 ``(n_chunks, dim)``, L2-normalised.
+    """
+
+    def __init__(self, index, vectors: np.ndarray) -> None:
+        self.index = index
+        self.vectors = vectors
+
+    @classmethod
+    def build(cls, vectors: np.ndarray, M: int = 16, ef_construction: int = 200) -> ChunkIndex:
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        index = _chnsw().CHNSW(
+            int(vectors.shape[1]), metric="cosine", M=M, ef_construction=ef_construction
+        )
+        index.add_layer(vectors)
+        return cls(index, vectors)
+
+    def search(self, query: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Approximate top-``n`` chunks: int64 rows and float32 cosine similarities."""
+        n = min(int(n), len(self.vectors))
+        if n <= 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
+        ids, dist = self.index.search(q, n, layer=0, ef_search=max(64, 2 * n))
+        ids = np.asarray(ids).reshape(-1)
+        dist = np.asarray(dist).reshape(-1)
+        keep = ids >= 0
+        return ids[keep].astype(np.int64), (1.0 - dist[keep]).astype(np.float32)
+
+    def similarity(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Exact cosine similarity of ``query`` to chunk ``rows``: float32 ``(len(rows),)``."""
+        return self.vectors[np.asarray(rows, dtype=np.int64)] @ np.asarray(query, np.float32)
+
+    def save(self, path: Path) -> None:
+        self.index.save(str(path))
+
+    @classmethod
+    def load(cls, path: Path, vectors: np.ndarray) -> ChunkIndex:
+        index = _chnsw().CHNSW.load(str(path))
+        if len(index) != len(vectors):
+            raise ValueError(
+                f"corrupt index: {path.name} holds {len(index)} chunks, vectors hold {len(vectors)}"
+            )
+        return cls(index, vectors)
+
+
+def bm25_tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens minus English stop words (scikit-learn's list)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return [t for t in _TOKEN_RE.findall(text.lower()) if t not in ENGLISH_STOP_WORDS]
+
+
+class BM25Index:
+    """Okapi BM25 (rank-bm25, k1=1.5, b=0.75) over chunk texts; rebuilt on load (< 1 s / 5k)."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        from rank_bm25 import BM25Okapi
+
+        self.n = len(texts)
+        tokens = [bm25_tokenize(t) for t in texts]
+        # rank-bm25 divides by the corpus size; guard all-empty corpora
+        self._bm25 = BM25Okapi([t or ["\u2205"] for t in tokens])
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every chunk for ``query``: float32 ``(n_chunks,)``."""
+        q = bm25_tokenize(query)
+        if not q or self.n == 0:
+            return np.zeros(self.n, dtype=np.float32)
+        return np.asarray(self._bm25.get_scores(q), dtype=np.float32)

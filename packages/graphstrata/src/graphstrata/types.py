@@ -1,0 +1,153 @@
+"""The records every module shares: documents, chunks, entities, relations, communities, hits.
+
+All records are plain dataclasses with string ids so they persist to SQLite unchanged and
+cross framework boundaries without conversion. Vectors never live on the records: they are
+owned by :mod:`graphstrata.index`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+HitKind = Literal["chunk", "entity", "relation", "community", "path"]
+HIT_KINDS: tuple[str, ...] = ("chunk", "entity", "relation", "community", "path")
+
+
+@dataclass
+class Document:
+    """One input document.
+
+    Attributes:
+        id: caller-chosen id, kept verbatim end to end (evaluation scores by it).
+        text: the full text (str, UTF-8).
+        metadata: free-form JSON-serialisable mapping (title, source path, ...).
+    """
+
+    id: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Chunk:
+    """A token window of one document.
+
+    Attributes:
+        id: ``"<document_id>#<index>"``.
+        document_id: id of the source :class:`Document`.
+        index: position of the chunk within its document (0-based).
+        text: the chunk text (a substring of the document text).
+        start, end: character offsets of ``text`` in the document (``text == doc[start:end]``).
+        n_tokens: length in tokens of the embedder's tokenizer.
+    """
+
+    id: str
+    document_id: str
+    index: int
+    text: str
+    start: int
+    end: int
+    n_tokens: int
+
+
+@dataclass
+class Entity:
+    """A knowledge-graph node.
+
+    Attributes:
+        id: canonical key (lower-cased, whitespace-folded surface form).
+        name: the most frequent surface form seen in the corpus.
+        description: text attribute (offline: the sentences that mention it, joined).
+        chunk_ids: source chunks, in corpus order, without duplicates.
+        weight: occurrence count over the corpus.
+    """
+
+    id: str
+    name: str
+    description: str = ""
+    chunk_ids: list[str] = field(default_factory=list)
+    weight: float = 0.0
+
+
+@dataclass
+class Relation:
+    """An undirected knowledge-graph edge between two entities (``source < target``).
+
+    Attributes:
+        source, target: entity ids.
+        description: text attribute (offline: the sentences where both occur).
+        weight: co-occurrence count (or PMI-scaled count, see ``extraction``).
+        chunk_ids: source chunks.
+    """
+
+    source: str
+    target: str
+    description: str = ""
+    weight: float = 0.0
+    chunk_ids: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return f"{self.source}\u241f{self.target}"
+
+
+@dataclass
+class Community:
+    """An attributed community of one hierarchy layer (ArchRAG §3.1.2).
+
+    Attributes:
+        id: ``"L<layer>C<index>"``.
+        layer: 1 for communities of entities, i+1 for communities of layer-i communities.
+        members: ids of the members one layer below (entity ids when ``layer == 1``).
+        entity_ids: all entities under this community, flattened.
+        title: short title (offline: top TF-IDF terms of the members).
+        summary: text attribute (offline: representative member sentences).
+        chunk_ids: source chunks of the member entities, most shared first.
+    """
+
+    id: str
+    layer: int
+    members: list[str] = field(default_factory=list)
+    entity_ids: list[str] = field(default_factory=list)
+    title: str = ""
+    summary: str = ""
+    chunk_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Hit:
+    """One retrieved item.
+
+    Attributes:
+        id: id of the record hit (chunk id, entity id, relation id, community id, or a path id).
+        text: the text a reader/LLM should see.
+        score: relevance, higher is better; comparable only within one kind of one query.
+        kind: ``"chunk" | "entity" | "relation" | "community" | "path"``.
+        layer: hierarchy layer (0 entities/relations, i ≥ 1 communities); ``None`` for chunks/paths.
+        chunk_ids: provenance: the chunks the text comes from.
+        document_ids: provenance: the documents those chunks belong to (distinct, in order).
+        metadata: method-specific extras (e.g. ``{"title": ...}`` for communities).
+    """
+
+    id: str
+    text: str
+    score: float
+    kind: str
+    layer: int | None = None
+    chunk_ids: list[str] = field(default_factory=list)
+    document_ids: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable dict (used by the CLI's ``--json``)."""
+        return {
+            "id": self.id,
+            "text": self.text,
+            "score": float(self.score),
+            "kind": self.kind,
+            "layer": self.layer,
+            "chunk_ids": list(self.chunk_ids),
+            "document_ids": list(self.document_ids),
+            "metadata": dict(self.metadata),
+        }
