@@ -32,5 +32,12 @@ def shared_data() -> Path:
 
 
 def read_jsonl(path: Path) -> list[dict]:
+    """Records of a JSONL file, in order."""
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def jsonl():
+    """The :func:`read_jsonl` helper, as a fixture (test modules cannot import conftest)."""
+    return read_jsonl

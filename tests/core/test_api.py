@@ -203,3 +203,34 @@ def test_insert_and_delete_update_the_index_and_its_directory(gs, embedder, tmp_
     with pytest.raises(ValueError, match="every document"):
         gs.delete(list(gs.documents))
     assert np.isfinite(gs._vectors["chunks"]).all()
+
+
+def test_bm25_fills_k_with_non_matching_chunks(gs):
+    n = len(gs.chunks)
+    hits = gs.retrieve("zzzunmatched qqqword", method="bm25", k=n, kinds=["chunk"])
+    assert len(hits) == n and all(h.score == 0.0 for h in hits)
+    hits = gs.retrieve("Auckland", method="bm25", k=n, kinds=["chunk"])
+    assert len(hits) == n and hits[0].score > 0 and hits[-1].score == 0.0
+
+
+def test_upsert_replaces_in_place_and_appends(gs):
+    order = list(gs.documents)
+    ids = gs.upsert([
+        {"id": "auckland", "text": "Auckland hosts the Sky Tower, a telecommunications tower."},
+        {"id": "kiwi", "text": "The kiwi is a flightless bird."},
+    ])
+    assert ids == ["auckland", "kiwi"]
+    assert list(gs.documents) == order + ["kiwi"]
+    assert "Sky Tower" in gs.documents["auckland"].text
+    top = gs.retrieve("Sky Tower telecommunications", method="bm25", k=1, kinds=["chunk"])
+    assert top[0].document_ids == ["auckland"]
+    assert not any("North Island" in c.text for c in gs.chunks)  # the old text is gone
+
+
+def test_summary_embedded_communities(corpus, embedder, small_config):
+    gs = GraphStrata.build(corpus, config={**small_config, "community_vectors": "summary"}, embedder=embedder)
+    comm = gs.communities[0][0]
+    expected = embedder.embed([f"{comm.title}\n{comm.summary}"])[0]
+    assert np.allclose(gs._vectors["layer_1"][0], expected, atol=1e-5)
+    hits = gs.retrieve(comm.title, method="archrag", k=1, kinds=["community"])
+    assert hits and all(h.kind == "community" for h in hits)

@@ -198,7 +198,6 @@ class GraphStrata:
             else:
                 entity_vecs = names
             communities, layer_vecs = self._communities(kg, chunks, entity_vecs, prog)
-        self.build_seconds = {}
         layered = None
         if len(kg):
             layered = prog.stage(
@@ -283,7 +282,9 @@ class GraphStrata:
                 entity_vecs,
                 edges,
                 summarise,
-                lambda texts: prog.embed(self.embedder, texts, "embedding communities"),
+                (lambda texts: prog.embed(self.embedder, texts, "embedding communities"))
+                if cfg.community_vectors == "summary"
+                else None,
                 hcfg,
             )
 
@@ -420,6 +421,23 @@ class GraphStrata:
             if clash:
                 raise ValueError(f"document id(s) already in the index: {clash[:5]}")
             self._rebuild(list(self.documents.values()) + new, show_progress)
+            return [d.id for d in new]
+
+    def upsert(self, documents: Iterable[Any], show_progress: bool = False) -> list[str]:
+        """Insert documents, replacing those whose id already exists, in one rebuild.
+
+        Replaced documents keep their position; new ones are appended. Persisted like
+        :meth:`insert`.
+
+        Returns:
+            The upserted document ids, in input order.
+        """
+        with self._lock:
+            new = load_documents(documents, start=len(self.documents))
+            merged = dict(self.documents)
+            for d in new:
+                merged[d.id] = d
+            self._rebuild(list(merged.values()), show_progress)
             return [d.id for d in new]
 
     def delete(self, document_ids: Iterable[str], show_progress: bool = False) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -23,6 +25,10 @@ class GraphStrataConfig(BaseModel):
         ge=0.0,
         le=1.0,
         description="entity vector = (1-w)·name vector + w·mean of its chunks' vectors",
+    )
+    community_vectors: Literal["centroid", "summary"] = Field(
+        "centroid",
+        description="community vector: members' centroid (no model call) or embedded title+summary",
     )
     max_community_size: int = Field(15, ge=2)
     min_communities: int = Field(10, ge=1)

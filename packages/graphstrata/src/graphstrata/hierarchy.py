@@ -13,8 +13,9 @@ One iteration of :func:`attributed_communities` (spec seed-archrag.md §1.3, the
    nearest clustered neighbour (our choice: the spec leaves them undefined);
 4. stop when a level yields fewer than ``min_communities`` communities (the level is discarded)
    or ``max_layers`` layers exist (spec A5);
-5. summarise each community (extractive offline: :func:`extractive_summary`), embed
-   ``title + summary``;
+5. summarise each community (extractive offline: :func:`extractive_summary`); its vector is
+   the embedding of ``title + summary`` (spec §1.5) or, offline by default, the normalised
+   centroid of its members' vectors;
 6. the next level's graph: one node per community, an edge between two communities whose
    members are linked in the level's original graph (spec A2).
 """
@@ -163,7 +164,7 @@ def attributed_communities(
     vectors: np.ndarray,
     edges: np.ndarray,
     summarise: SummariseFn,
-    embed: EmbedFn,
+    embed: EmbedFn | None,
     config: HierarchyConfig | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[list[list[Community]], list[np.ndarray]]:
@@ -174,7 +175,10 @@ def attributed_communities(
         edges: int64 ``(m, 2)`` entity row pairs of the KG relations (``i < j``).
         summarise: ``summarise(layer, clusters) -> [(title, summary), ...]`` where ``clusters``
             are lists of node indices of the level below (entity rows for layer 1).
-        embed: ``embed(texts) -> float32 (len(texts), dim)`` normalised.
+        embed: ``embed(texts) -> float32 (len(texts), dim)`` normalised, used on
+            ``title + "\n" + summary`` (spec §1.5). ``None``: a community's vector is the
+            normalised mean of its members' vectors (no model call; our offline default,
+            since extractive summaries are made of the members' own sentences).
         config: parameters; :class:`HierarchyConfig` defaults when ``None``.
         progress: optional callback receiving one line per finished layer.
 
@@ -199,7 +203,11 @@ def attributed_communities(
         if len(clusters) < config.min_communities or len(clusters) >= n:
             break
         texts = summarise(level, clusters)
-        comm_vectors = embed([f"{t}\n{s}" for t, s in texts])
+        if embed is not None:
+            comm_vectors = embed([f"{t}\n{s}" for t, s in texts])
+        else:
+            comm_vectors = np.vstack([cur_vectors[m].mean(axis=0) for m in clusters])
+            comm_vectors /= np.maximum(np.linalg.norm(comm_vectors, axis=1, keepdims=True), 1e-12)
         communities = []
         next_entities = []
         for ci, (members, (title, summary)) in enumerate(zip(clusters, texts)):

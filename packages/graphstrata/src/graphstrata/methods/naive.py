@@ -21,7 +21,11 @@ class Dense(Method):
 
 
 class BM25(Method):
-    """Okapi BM25 top-k over chunk texts (rank-bm25)."""
+    """Okapi BM25 top-k over chunk texts (rank-bm25).
+
+    Chunks sharing no term with the query score 0; they fill the ranking after every matching
+    chunk (in corpus order), so exactly ``min(k, n_chunks)`` chunks come back.
+    """
 
     name = "bm25"
     defaults: dict[str, Any] = {}
@@ -29,7 +33,12 @@ class BM25(Method):
     def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         self.options(options)
         scores, _ = bm25_candidates(engine, query, k)
-        return Retrieval(rank(scores, k))
+        ranked = rank(scores, k)
+        if len(ranked) < k:
+            taken = set(scores)
+            fill = (r for r in range(len(engine.chunks)) if r not in taken)
+            ranked.extend((r, 0.0) for _, r in zip(range(k - len(ranked)), fill))
+        return Retrieval(ranked)
 
 
 class Hybrid(Method):

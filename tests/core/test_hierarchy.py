@@ -1,0 +1,91 @@
+"""ArchRAG Algorithm 1 on synthetic graphs whose community structure is known."""
+
+import numpy as np
+import pytest
+
+from graphstrata.hierarchy import (
+    HierarchyConfig,
+    attributed_communities,
+    knn_augment,
+    leiden_clusters,
+    rank_chunks,
+)
+
+
+def planted(n_groups=12, size=10, dim=16, seed=0):
+    """n_groups cliques of `size` nodes with group-specific vectors, one weak link between groups."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(n_groups, dim))
+    vectors = np.repeat(centers, size, axis=0) + 0.05 * rng.normal(size=(n_groups * size, dim))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    edges = []
+    for g in range(n_groups):
+        base = g * size
+        edges += [(base + i, base + j) for i in range(size) for j in range(i + 1, size)]
+        edges.append((base, ((g + 1) % n_groups) * size + 1))
+    edges = np.asarray([(min(a, b), max(a, b)) for a, b in edges], dtype=np.int64)
+    return vectors, edges, np.repeat(np.arange(n_groups), size)
+
+
+def test_leiden_recovers_planted_groups_with_size_cap():
+    vectors, edges, truth = planted()
+    cfg = HierarchyConfig(max_community_size=15)
+    aug, w = knn_augment(vectors, edges, cfg)
+    assert len(aug) >= len(edges) and np.all(w > 0)
+    clusters = leiden_clusters(len(vectors), aug, w, vectors, cfg)
+    assert sorted(i for c in clusters for i in c) == list(range(len(vectors)))  # a partition
+    assert max(len(c) for c in clusters) <= 15
+    purity = np.mean([np.bincount(truth[c]).max() / len(c) for c in clusters])
+    assert purity > 0.95
+
+
+def test_isolated_nodes_join_their_nearest_clustered_neighbour():
+    vectors, edges, truth = planted(n_groups=3, size=5)
+    # node 0 loses all its edges; it must still land with its own group
+    edges = edges[(edges[:, 0] != 0) & (edges[:, 1] != 0)]
+    clusters = leiden_clusters(len(vectors), edges, np.ones(len(edges), np.float32), vectors,
+                               HierarchyConfig())
+    home = next(c for c in clusters if 0 in c)
+    assert np.bincount(truth[home]).argmax() == truth[0]
+
+
+def test_layers_shrink_and_stop_below_min_communities():
+    vectors, edges, _ = planted(n_groups=40, size=8)
+    calls = []
+
+    def summarise(level, clusters):
+        calls.append((level, len(clusters)))
+        return [(f"t{level}-{i}", "s") for i in range(len(clusters))]
+
+    cfg = HierarchyConfig(max_community_size=10, min_communities=5, max_layers=4)
+    layers, vecs = attributed_communities(vectors, edges, summarise, None, cfg)
+    sizes = [len(x) for x in layers]
+    assert sizes[0] >= 30 and all(a > b for a, b in zip(sizes, sizes[1:]))
+    assert all(s >= cfg.min_communities for s in sizes) and len(layers) <= 4
+    for layer, v in zip(layers, vecs):
+        assert v.shape == (len(layer), vectors.shape[1])
+        assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    # every entity is under exactly one community of each layer
+    for layer in layers:
+        flat = sorted(int(e) for c in layer for e in c.entity_ids)
+        assert flat == list(range(len(vectors)))
+    assert [lvl for lvl, _ in calls] == list(range(1, len(calls) + 1))
+
+
+def test_max_layers_zero_gives_no_hierarchy():
+    vectors, edges, _ = planted()
+    layers, vecs = attributed_communities(vectors, edges, lambda l, c: [("", "")] * len(c), None,
+                                          HierarchyConfig(max_layers=0))
+    assert layers == [] and vecs == []
+
+
+def test_rank_chunks_orders_by_member_count():
+    assert rank_chunks([["a", "b"], ["b", "c"], ["b", "a"]]) == ["b", "a", "c"]
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_tiny_graphs_do_not_crash(n):
+    vectors = np.eye(n, 4, dtype=np.float32)
+    layers, _ = attributed_communities(vectors, np.zeros((0, 2), np.int64),
+                                       lambda l, c: [("", "")] * len(c), None, HierarchyConfig())
+    assert layers == []
