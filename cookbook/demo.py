@@ -48,7 +48,8 @@ def run_llama_index() -> None:
     from llama_index.core.query_engine import RetrieverQueryEngine
     from llama_index.retrievers.graphstrata import GraphStrataRetriever
 
-    Settings.llm = MockLLM()  # swap in any LlamaIndex LLM to get generated answers
+    # a placeholder LLM (emits 16 filler tokens); swap in any LlamaIndex LLM for real answers
+    Settings.llm = MockLLM(max_tokens=16)
     retriever = GraphStrataRetriever.from_persist_dir(str(INDEX), method="archrag", similarity_top_k=3)
     engine = RetrieverQueryEngine.from_args(retriever)
     for q in QUESTIONS:
@@ -56,7 +57,9 @@ def run_llama_index() -> None:
         print(f"\nQ: {q}")
         for n in response.source_nodes:
             text = " ".join(n.node.get_content().split())[:90]
-            print(f"  {n.score:6.3f}  {n.node.metadata.get('document_ids')}  {text}")
+            ids = n.node.metadata.get("document_ids") or []
+            where = ",".join(ids[:2]) + (f" +{len(ids) - 2}" if len(ids) > 2 else "")
+            print(f"  {n.node.metadata.get('kind'):<9} {n.score:6.3f}  [{where}]  {text}")
 
 
 def run_langchain() -> None:

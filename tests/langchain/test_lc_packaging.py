@@ -1,0 +1,74 @@
+"""The package builds and installs on its own; its README example runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PKG_DIR = Path(__file__).resolve().parents[2] / "packages" / "langchain-graphstrata"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: Any) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    # --no-build-isolation: hatchling comes from this environment, so no network is needed.
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "--wheel-dir", str(out), str(PKG_DIR)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (whl,) = out.glob("langchain_graphstrata-*.whl")
+    return whl
+
+
+def test_wheel_contents(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for module in ("__init__.py", "retrievers.py", "tools.py", "document_transformers.py",
+                   "py.typed"):
+        assert f"langchain_graphstrata/{module}" in names
+    assert not any(n.startswith(("tests/", "integration_tests/")) for n in names)
+    (meta_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+    meta = zipfile.ZipFile(wheel).read(meta_name).decode()
+    assert "Name: langchain-graphstrata" in meta
+    requires = re.findall(r"^Requires-Dist: (.+)$", meta, re.M)
+    assert any(r.startswith("langchain-core") and ">=1.7" in r for r in requires)
+    assert any(r.startswith("graphstrata") for r in requires)
+    assert "GraphStrataRetriever" in meta  # the README is the long description
+
+
+def test_wheel_installs_and_imports_alone(wheel: Path, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+         "--target", str(target), str(wheel)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    code = (
+        "import langchain_graphstrata as m, sys; "
+        "print(m.__file__); print(sorted(n for n in m.__all__ if not n.startswith('_')))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=120)
+    assert run.returncode == 0, run.stderr
+    path, names = run.stdout.splitlines()
+    assert Path(path).is_relative_to(target)  # the installed copy, not the source tree
+    assert names == str(sorted(["GraphStrataRetriever", "GraphStrataTransformer",
+                                "create_graphstrata_tool", "embedder_from_langchain"]))
+
+
+def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (PKG_DIR / "README.md").read_text()
+    example = re.findall(r"```python\n(.*?)```", readme, re.S)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example, "README.md", "exec"), {"__name__": "readme_example"})
+    assert (tmp_path / "demo_lc_index").is_dir()
