@@ -1,0 +1,688 @@
+"""``GraphStrataIndex``: a graphstrata graph-RAG index behind LlamaIndex's ``BaseIndex``.
+
+The graphstrata engine owns chunking, the knowledge graph, the community hierarchy and the
+C-HNSW index; this module translates LlamaIndex documents, storage contexts and retrievers to
+and from it.
+
+Persistence. The engine is a directory (SQLite + native index + manifest), not JSON. The index
+registers a :class:`GraphStrataStore` in ``storage_context.vector_stores["graphstrata"]``, so
+``index.storage_context.persist(persist_dir)`` writes LlamaIndex's usual JSON stores *and* the
+engine, atomically, into ``<persist_dir>/graphstrata/``. Loading needs the directory again,
+because a ``StorageContext`` built with ``StorageContext.from_defaults(persist_dir=...)`` does
+not remember where it was read from::
+
+    index = load_index_from_storage(StorageContext.from_defaults(persist_dir=d), persist_dir=d)
+    index = GraphStrataIndex.load(d)        # the same, in one call
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import fsspec
+from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.data_structs.data_structs import IndexStruct
+from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
+from llama_index.core.embeddings.utils import resolve_embed_model
+from llama_index.core.indices.base import BaseIndex
+from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
+from llama_index.core.llms.utils import LLMType, resolve_llm
+from llama_index.core.schema import BaseNode, Document, MetadataMode, TransformComponent
+from llama_index.core.settings import Settings
+from llama_index.core.storage.docstore.types import RefDocInfo
+from llama_index.core.storage.storage_context import StorageContext
+from llama_index.core.vector_stores.types import (
+    BasePydanticVectorStore,
+    VectorStoreQuery,
+    VectorStoreQueryResult,
+)
+from llama_index.retrievers.graphstrata import GraphStrataRetriever, embedder_from_llama_index
+
+logger = logging.getLogger(__name__)
+
+#: ``IndexStruct`` type tag of a GraphStrataIndex in an index store.
+GRAPHSTRATA_STRUCT_TYPE = "graphstrata"
+#: Namespace of the :class:`GraphStrataStore` in ``storage_context.vector_stores``.
+GRAPHSTRATA_STORE_NAMESPACE = "graphstrata"
+#: Sub-directory of a persist dir holding the engine.
+DEFAULT_ENGINE_DIRNAME = "graphstrata"
+
+_LLAMA_INDEX_EMBEDDER_PREFIX = "llama_index:"
+
+
+# --------------------------------------------------------------------------------------------
+# translation helpers
+# --------------------------------------------------------------------------------------------
+def to_graphstrata_documents(nodes: Sequence[BaseNode]) -> List[Any]:
+    """Map LlamaIndex documents / nodes to ``graphstrata.Document`` records.
+
+    A ``Document`` keeps its ``doc_id``; any other node is indexed as one document whose id
+    is its ``node_id`` and whose metadata records its ``ref_doc_id`` (so
+    ``delete_ref_doc(ref_doc_id)`` still removes it). Text is ``get_content(MetadataMode.NONE)``.
+
+    Raises:
+        ValueError: two inputs share an id.
+    """
+    from graphstrata import Document as GSDocument
+
+    out = []
+    seen: set = set()
+    for node in nodes:
+        metadata = dict(node.metadata or {})
+        if isinstance(node, Document):
+            doc_id = node.doc_id
+        else:
+            doc_id = node.node_id
+            if node.ref_doc_id is not None and node.ref_doc_id != doc_id:
+                metadata.setdefault("ref_doc_id", node.ref_doc_id)
+        if doc_id in seen:
+            raise ValueError(f"duplicate document id {doc_id!r} in one call")
+        seen.add(doc_id)
+        out.append(
+            GSDocument(
+                id=doc_id,
+                text=node.get_content(metadata_mode=MetadataMode.NONE),
+                metadata=metadata,
+            )
+        )
+    return out
+
+
+def resolve_embedder(embed_model: Any = None) -> Any:
+    """Pick the embedder for a new index.
+
+    Order: ``embed_model`` when given (any LlamaIndex embedding, or a string that
+    ``resolve_embed_model`` understands, or a graphstrata ``Embedder``); else
+    ``Settings.embed_model`` when the user set one; else ``None`` (the core's offline
+    default). ``Settings.embed_model`` is never *read* when unset, because reading it
+    resolves LlamaIndex's hosted default.
+    """
+    if embed_model is None:
+        embed_model = getattr(Settings, "_embed_model", None)
+        if embed_model is None:
+            return None
+    if hasattr(embed_model, "embed") and hasattr(embed_model, "dim"):
+        return embed_model  # already a graphstrata Embedder
+    if isinstance(embed_model, str):
+        embed_model = resolve_embed_model(embed_model)
+    return embedder_from_llama_index(embed_model)
+
+
+# --------------------------------------------------------------------------------------------
+# storage-context integration
+# --------------------------------------------------------------------------------------------
+@dataclass
+class GraphStrataIndexStruct(IndexStruct):
+    """What a LlamaIndex index store keeps of a GraphStrataIndex (a few bytes of JSON).
+
+    Attributes:
+        engine_dir: sub-directory of the persist dir that holds the engine.
+        embedder_id: id of the embedder the engine was built with (``"llama_index:<name>"``
+            for a LlamaIndex embedding), used at load time to pick the right one.
+    """
+
+    engine_dir: str = DEFAULT_ENGINE_DIRNAME
+    embedder_id: Optional[str] = None
+
+    @classmethod
+    def get_type(cls) -> Any:
+        """Index struct type tag (``"graphstrata"``)."""
+        return GRAPHSTRATA_STRUCT_TYPE
+
+
+class GraphStrataStore(BasePydanticVectorStore):
+    """The engine as a (read-only) member of a ``StorageContext``.
+
+    It exists so that ``storage_context.persist(persist_dir)`` also persists the engine: its
+    ``persist`` writes the engine directory ``<persist_dir>/<engine_dir>`` through
+    ``GraphStrata.persist`` (atomic directory swap) and writes no JSON file, so
+    ``StorageContext.from_defaults(persist_dir=...)`` never mistakes it for a
+    ``SimpleVectorStore``. Queried directly, it answers with chunk hits of ``method``.
+
+    Raises:
+        NotImplementedError: ``add`` (insert documents through ``GraphStrataIndex``).
+        ValueError: ``persist`` with a non-local fsspec filesystem.
+    """
+
+    stores_text: bool = True
+    is_embedding_query: bool = False
+    engine_dir: str = DEFAULT_ENGINE_DIRNAME
+    method: str = "hybrid"
+
+    _engine: Any = PrivateAttr()
+
+    def __init__(self, engine: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._engine = engine
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Serialisation name of the component."""
+        return "GraphStrataStore"
+
+    @property
+    def client(self) -> Any:
+        """The ``graphstrata.GraphStrata`` engine."""
+        return self._engine
+
+    def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[str]:
+        """Always raises ``NotImplementedError``: the engine embeds and indexes by itself."""
+        raise NotImplementedError(
+            "GraphStrataStore is written through GraphStrataIndex.insert / insert_nodes"
+        )
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Delete one document (and its chunks) from the engine."""
+        self._engine.delete([ref_doc_id])
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """Top ``query.similarity_top_k`` chunks of ``query.query_str`` by ``self.method``."""
+        from llama_index.retrievers.graphstrata import hit_to_node
+
+        if not query.query_str:
+            raise ValueError("GraphStrataStore needs query.query_str (it embeds queries itself)")
+        method = self.method if self.method in self._engine.methods else "dense"
+        hits = self._engine.retrieve(
+            query.query_str, method=method, k=query.similarity_top_k, kinds=("chunk",)
+        )
+        nws = [hit_to_node(h, method) for h in hits]
+        return VectorStoreQueryResult(
+            nodes=[n.node for n in nws],
+            similarities=[float(n.score or 0.0) for n in nws],
+            ids=[n.node.node_id for n in nws],
+        )
+
+    def persist(self, persist_path: str, fs: Optional[fsspec.AbstractFileSystem] = None) -> None:
+        """Persist the engine to ``<dirname(persist_path)>/<engine_dir>`` (atomic)."""
+        if fs is not None:
+            protocol = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+            if not {"file", "local"} & set(protocol):
+                raise ValueError(
+                    "GraphStrataIndex persists to the local filesystem only, "
+                    f"got an fsspec filesystem with protocol {fs.protocol!r}"
+                )
+        self._engine.persist(Path(persist_path).parent / self.engine_dir)
+
+
+# --------------------------------------------------------------------------------------------
+# the index
+# --------------------------------------------------------------------------------------------
+class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
+    """A graphstrata graph-RAG index (knowledge graph + community hierarchy + C-HNSW).
+
+    Build it with :meth:`from_documents` (LlamaIndex ``Document`` ids are kept as the core's
+    document ids), wrap an existing engine with :meth:`from_engine`, or load it with
+    :meth:`load` / ``load_index_from_storage(storage_context, persist_dir=...)``.
+
+    Args:
+        nodes: LlamaIndex nodes to index (each becomes one graphstrata document; prefer
+            :meth:`from_documents`).
+        engine: an existing ``graphstrata.GraphStrata`` to wrap.
+        index_struct: a :class:`GraphStrataIndexStruct` (set by the loaders).
+        storage_context: LlamaIndex storage context (a default one when ``None``).
+        embed_model: embedding used when the index is built here; ``None`` means
+            ``Settings.embed_model`` if the user set one, else the core's offline default.
+            When loading, ``None`` picks the persisted embedder (a LlamaIndex-built index
+            then needs ``embed_model`` or ``Settings.embed_model``).
+        config: ``graphstrata.GraphStrataConfig`` for a new build (``None``: core defaults).
+        persist_dir: where a persisted index lives (loading only).
+        show_progress: show the core's progress bars while building.
+        callback_manager, transformations: as for ``BaseIndex``; the core chunks documents
+            itself, so ``transformations`` are not applied.
+
+    Raises:
+        ValueError: loading without ``persist_dir``, loading with the wrong embedder (from
+            the core), or none of ``nodes`` / ``engine`` / ``index_struct`` given.
+    """
+
+    index_struct_cls = GraphStrataIndexStruct
+
+    def __init__(
+        self,
+        nodes: Optional[Sequence[BaseNode]] = None,
+        engine: Any = None,
+        index_struct: Optional[GraphStrataIndexStruct] = None,
+        storage_context: Optional[StorageContext] = None,
+        embed_model: Any = None,
+        config: Any = None,
+        persist_dir: "str | Path | None" = None,
+        show_progress: bool = False,
+        callback_manager: Optional[CallbackManager] = None,
+        transformations: Optional[List[TransformComponent]] = None,
+        **kwargs: Any,
+    ) -> None:
+        storage_context = storage_context or StorageContext.from_defaults()
+        self._config = config
+        self._embed_model_arg = embed_model
+        self._engine: Any = None
+        if engine is not None:
+            if nodes:
+                raise ValueError("pass either nodes or engine, not both")
+            self._engine = engine
+            index_struct = index_struct or GraphStrataIndexStruct(
+                embedder_id=_embedder_id(engine)
+            )
+        elif index_struct is not None:
+            self._engine = self._open_engine(index_struct, storage_context, persist_dir)
+        elif nodes is None:
+            raise ValueError("GraphStrataIndex needs nodes, an engine, or an index_struct")
+        self._show_progress = show_progress
+        super().__init__(
+            nodes=nodes,
+            index_struct=index_struct,
+            storage_context=storage_context,
+            callback_manager=callback_manager,
+            transformations=transformations,
+            show_progress=show_progress,
+            **kwargs,
+        )
+        self._attach_store()
+
+    # -- construction -----------------------------------------------------------------------
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Sequence[Document],
+        storage_context: Optional[StorageContext] = None,
+        show_progress: bool = False,
+        callback_manager: Optional[CallbackManager] = None,
+        transformations: Optional[List[TransformComponent]] = None,
+        embed_model: Any = None,
+        config: Any = None,
+        **kwargs: Any,
+    ) -> "GraphStrataIndex":
+        """Build an index from LlamaIndex ``Document``s.
+
+        Args:
+            documents: the documents; each ``doc_id`` becomes the core document id and every
+                retrieved chunk's ``ref_doc_id``. ``metadata`` is kept (JSON-serialisable).
+            storage_context: where LlamaIndex's stores live (default: in memory).
+            show_progress: show the core's progress bars.
+            embed_model: see the class docstring.
+            config: a ``graphstrata.GraphStrataConfig`` (chunk size, extraction, layers, ...).
+            transformations: must be ``None`` or empty: graphstrata chunks and extracts by
+                itself (``config``); clean documents beforehand with an ``IngestionPipeline``.
+
+        Raises:
+            ValueError: duplicate document ids, non-empty ``transformations``, or invalid input
+                rejected by the core (e.g. empty corpus).
+        """
+        from graphstrata import GraphStrata
+
+        if transformations:
+            raise ValueError(
+                "GraphStrataIndex chunks and extracts documents itself (see config); "
+                "run your transformations in an IngestionPipeline before from_documents"
+            )
+        storage_context = storage_context or StorageContext.from_defaults()
+        callback_manager = callback_manager or Settings.callback_manager
+        gs_docs = to_graphstrata_documents(documents)
+        with callback_manager.as_trace("index_construction"):
+            engine = GraphStrata.build(
+                gs_docs,
+                config=config,
+                embedder=resolve_embedder(embed_model),
+                show_progress=show_progress,
+            )
+            for doc in documents:
+                storage_context.docstore.set_document_hash(doc.doc_id, doc.hash)
+            return cls(
+                engine=engine,
+                storage_context=storage_context,
+                callback_manager=callback_manager,
+                show_progress=show_progress,
+                embed_model=embed_model,
+                config=config,
+                **kwargs,
+            )
+
+    @classmethod
+    def from_engine(
+        cls,
+        engine: Any,
+        storage_context: Optional[StorageContext] = None,
+        **kwargs: Any,
+    ) -> "GraphStrataIndex":
+        """Wrap an existing ``graphstrata.GraphStrata`` engine (no rebuild)."""
+        return cls(engine=engine, storage_context=storage_context, **kwargs)
+
+    @classmethod
+    def load(
+        cls,
+        persist_dir: "str | Path",
+        embed_model: Any = None,
+        **kwargs: Any,
+    ) -> "GraphStrataIndex":
+        """Load an index persisted with ``index.storage_context.persist(persist_dir)``.
+
+        A bare engine directory written by ``GraphStrata.persist`` (no LlamaIndex JSON
+        stores in it) is accepted too.
+
+        Args:
+            persist_dir: the directory.
+            embed_model: the LlamaIndex embedding the index was built with, when it was built
+                with one (``Settings.embed_model`` is used when set and this is ``None``).
+            **kwargs: passed to the constructor (``callback_manager``, ...).
+
+        Raises:
+            FileNotFoundError: ``persist_dir`` does not exist.
+            ValueError: wrong embedder (from the core) or not a graphstrata index.
+        """
+        from llama_index.core.indices.loading import load_index_from_storage
+
+        path = Path(persist_dir)
+        if not path.is_dir():
+            raise FileNotFoundError(f"no persisted index at {str(path)!r}")
+        if not (path / "index_store.json").exists():
+            from graphstrata import GraphStrata
+
+            embedder = resolve_embedder(embed_model) if embed_model is not None else None
+            return cls(engine=GraphStrata.load(path, embedder=embedder), **kwargs)
+        storage_context = StorageContext.from_defaults(persist_dir=str(path))
+        index = load_index_from_storage(
+            storage_context, persist_dir=path, embed_model=embed_model, **kwargs
+        )
+        if not isinstance(index, cls):
+            raise ValueError(f"{str(path)!r} holds a {type(index).__name__}, not a {cls.__name__}")
+        return index
+
+    def _open_engine(
+        self,
+        index_struct: GraphStrataIndexStruct,
+        storage_context: StorageContext,
+        persist_dir: "str | Path | None",
+    ) -> Any:
+        store = storage_context.vector_stores.get(GRAPHSTRATA_STORE_NAMESPACE)
+        if persist_dir is None and isinstance(store, GraphStrataStore):
+            return store.client  # same process, same storage context
+        if persist_dir is None:
+            raise ValueError(
+                "GraphStrataIndex keeps its graph in <persist_dir>/"
+                f"{index_struct.engine_dir}/ and a StorageContext does not remember the "
+                "directory it was loaded from: call load_index_from_storage(storage_context, "
+                "persist_dir=...) or GraphStrataIndex.load(persist_dir)"
+            )
+        from graphstrata import GraphStrata
+
+        embedder = None
+        persisted = index_struct.embedder_id or ""
+        if self._embed_model_arg is not None or persisted.startswith(_LLAMA_INDEX_EMBEDDER_PREFIX):
+            embedder = resolve_embedder(self._embed_model_arg)
+            if embedder is None:
+                raise ValueError(
+                    f"this index was built with the LlamaIndex embedding {persisted!r}; pass "
+                    "embed_model=... or set Settings.embed_model before loading it"
+                )
+        return GraphStrata.load(Path(persist_dir) / index_struct.engine_dir, embedder=embedder)
+
+    def _attach_store(self) -> None:
+        self._storage_context.vector_stores[GRAPHSTRATA_STORE_NAMESPACE] = GraphStrataStore(
+            self._engine, engine_dir=self._index_struct.engine_dir
+        )
+
+    # -- BaseIndex hooks --------------------------------------------------------------------
+    def _build_index_from_nodes(
+        self, nodes: Sequence[BaseNode], **build_kwargs: Any
+    ) -> GraphStrataIndexStruct:
+        from graphstrata import GraphStrata
+
+        self._engine = GraphStrata.build(
+            to_graphstrata_documents(nodes),
+            config=self._config,
+            embedder=resolve_embedder(self._embed_model_arg),
+            show_progress=self._show_progress,
+        )
+        return GraphStrataIndexStruct(embedder_id=_embedder_id(self._engine))
+
+    def _insert(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
+        self._upsert(to_graphstrata_documents(nodes))
+
+    def _delete_node(self, node_id: str, **delete_kwargs: Any) -> None:
+        if node_id not in self._engine.documents:
+            raise ValueError(
+                f"{node_id!r} is not a document of this index: GraphStrataIndex deletes whole "
+                "documents (use delete_ref_doc(document_id))"
+            )
+        self._engine.delete([node_id])
+
+    def _upsert(self, gs_docs: Sequence[Any]) -> None:
+        """Insert ``gs_docs``, replacing documents with the same ids."""
+        if not gs_docs:
+            return
+        engine = self._engine
+        upsert = getattr(engine, "upsert", None)
+        if callable(upsert):
+            upsert(list(gs_docs))
+            return
+        existing = {d.id for d in gs_docs if d.id in engine.documents}
+        if existing and existing == set(engine.documents):
+            # Every indexed document is replaced: the core refuses to delete them all, so
+            # build a fresh engine with the same config / embedder (and persist location).
+            from graphstrata import GraphStrata
+
+            fresh = GraphStrata.build(
+                list(gs_docs), config=engine.config, embedder=engine.embedder,
+                show_progress=self._show_progress,
+            )
+            if getattr(engine, "persist_dir", None) is not None:
+                fresh.persist(engine.persist_dir)
+            self._engine = fresh
+            self._attach_store()
+            return
+        if existing:
+            engine.delete(sorted(existing))
+        engine.insert(list(gs_docs))
+
+    # -- documents --------------------------------------------------------------------------
+    def insert(self, document: Document, **insert_kwargs: Any) -> None:
+        """Add one document (replacing a document with the same id), updating the graph.
+
+        The core chunks it; ``transformations`` are not applied.
+        """
+        self.insert_documents([document])
+
+    def insert_documents(self, documents: Sequence[Document]) -> None:
+        """Add several documents in one core ``insert`` (one graph / hierarchy update).
+
+        Documents whose id is already indexed are replaced.
+
+        Raises:
+            ValueError: duplicate ids in ``documents``.
+        """
+        with self._callback_manager.as_trace("insert"):
+            self._upsert(to_graphstrata_documents(documents))
+            for doc in documents:
+                self.docstore.set_document_hash(doc.doc_id, doc.hash)
+            self._storage_context.index_store.add_index_struct(self._index_struct)
+
+    async def ainsert(self, document: Document, **insert_kwargs: Any) -> None:
+        """Like :meth:`insert`, in a worker thread (the event loop keeps running)."""
+        await asyncio.to_thread(self.insert, document)
+
+    def delete_ref_doc(
+        self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
+    ) -> None:
+        """Delete a document, its chunks, and what the graph learnt only from it.
+
+        Also removes nodes inserted with ``insert_nodes`` whose ``ref_doc_id`` is
+        ``ref_doc_id``. An unknown id logs a warning and deletes nothing. The stored document
+        hash is always dropped, so a later ``refresh_ref_docs`` re-inserts the document.
+        """
+        ids = [
+            doc_id
+            for doc_id, doc in self._engine.documents.items()
+            if doc_id == ref_doc_id or (doc.metadata or {}).get("ref_doc_id") == ref_doc_id
+        ]
+        if not ids:
+            logger.warning("ref_doc_id %s not found, nothing deleted.", ref_doc_id)
+            return
+        with self._callback_manager.as_trace("delete_ref_doc"):
+            self._engine.delete(ids)
+            for doc_id in ids:
+                self.docstore.delete_document(doc_id, raise_error=False)
+            if delete_from_docstore:
+                self.docstore.delete_ref_doc(ref_doc_id, raise_error=False)
+            self._storage_context.index_store.add_index_struct(self._index_struct)
+
+    async def adelete_ref_doc(
+        self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
+    ) -> None:
+        """Like :meth:`delete_ref_doc`, in a worker thread."""
+        await asyncio.to_thread(
+            self.delete_ref_doc, ref_doc_id, delete_from_docstore=delete_from_docstore
+        )
+
+    def update_ref_doc(self, document: Document, **update_kwargs: Any) -> None:
+        """Replace a document (delete + insert in one graph update)."""
+        self.insert_documents([document])
+
+    async def aupdate_ref_doc(self, document: Document, **update_kwargs: Any) -> None:
+        """Like :meth:`update_ref_doc`, in a worker thread."""
+        await asyncio.to_thread(self.update_ref_doc, document)
+
+    def refresh_ref_docs(
+        self, documents: Sequence[Document], **update_kwargs: Any
+    ) -> List[bool]:
+        """Insert new documents and replace changed ones, in one core update.
+
+        A document counts as changed when its text or metadata differ from the indexed copy.
+
+        Returns:
+            one bool per input document: ``True`` when it was inserted or replaced.
+
+        Raises:
+            ValueError: duplicate ids in ``documents``.
+        """
+        flags: List[bool] = []
+        changed: List[Document] = []
+        indexed = self._engine.documents
+        for doc in documents:
+            old = indexed.get(doc.doc_id)
+            is_changed = (
+                old is None
+                or old.text != doc.get_content(metadata_mode=MetadataMode.NONE)
+                or dict(old.metadata or {}) != dict(doc.metadata or {})
+            )
+            flags.append(is_changed)
+            if is_changed:
+                changed.append(doc)
+        if changed:
+            with self._callback_manager.as_trace("refresh_ref_docs"):
+                self.insert_documents(changed)
+        return flags
+
+    async def arefresh_ref_docs(
+        self, documents: Sequence[Document], **update_kwargs: Any
+    ) -> List[bool]:
+        """Like :meth:`refresh_ref_docs`, in a worker thread."""
+        return await asyncio.to_thread(self.refresh_ref_docs, documents)
+
+    @property
+    def ref_doc_info(self) -> Dict[str, RefDocInfo]:
+        """``{document_id: RefDocInfo(node_ids=<its chunk ids>, metadata=<its metadata>)}``."""
+        chunks_of = _chunk_ids_by_document(self._engine)
+        return {
+            doc_id: RefDocInfo(node_ids=list(chunks_of.get(doc_id, [])), metadata=dict(doc.metadata or {}))
+            for doc_id, doc in self._engine.documents.items()
+        }
+
+    # -- engine access ----------------------------------------------------------------------
+    @property
+    def engine(self) -> Any:
+        """The ``graphstrata.GraphStrata`` engine (retrieve with the core API directly)."""
+        return self._engine
+
+    @property
+    def methods(self) -> Tuple[str, ...]:
+        """Retrieval method names the engine offers."""
+        return tuple(self._engine.methods)
+
+    # -- retrieval --------------------------------------------------------------------------
+    def as_retriever(
+        self,
+        method: str = "archrag",
+        similarity_top_k: int = 5,
+        kinds: Optional[Sequence[str]] = None,
+        method_options: Optional[Mapping[str, Any]] = None,
+        **kwargs: Any,
+    ) -> GraphStrataRetriever:
+        """A :class:`GraphStrataRetriever` over this index.
+
+        Args:
+            method: one of :attr:`methods`.
+            similarity_top_k: chunk hits per query (> 0).
+            kinds: hit kinds (``None``: chunks then the method's context hits).
+            method_options: the method's own options, passed to the core.
+            **kwargs: ``BaseRetriever`` options (``verbose``, ``objects``, ...).
+
+        Raises:
+            ValueError: unknown method, ``similarity_top_k <= 0``, unknown kinds.
+        """
+        kwargs.setdefault("callback_manager", self._callback_manager)
+        return GraphStrataRetriever(
+            self._engine,
+            method=method,
+            similarity_top_k=similarity_top_k,
+            kinds=kinds,
+            method_options=method_options,
+            **kwargs,
+        )
+
+    def as_query_engine(
+        self,
+        llm: Optional[LLMType] = None,
+        method: str = "archrag",
+        similarity_top_k: int = 5,
+        kinds: Optional[Sequence[str]] = None,
+        method_options: Optional[Mapping[str, Any]] = None,
+        **kwargs: Any,
+    ) -> BaseQueryEngine:
+        """A ``RetrieverQueryEngine`` over :meth:`as_retriever`.
+
+        Args:
+            llm: the answering LLM (``Settings.llm`` when ``None``).
+            method, similarity_top_k, kinds, method_options: as for :meth:`as_retriever`.
+            **kwargs: ``RetrieverQueryEngine.from_args`` options (``response_mode``,
+                ``node_postprocessors``, ``text_qa_template``, ``streaming``, ...).
+        """
+        from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
+
+        retriever = self.as_retriever(
+            method=method,
+            similarity_top_k=similarity_top_k,
+            kinds=kinds,
+            method_options=method_options,
+        )
+        resolved = (
+            resolve_llm(llm, callback_manager=self._callback_manager) if llm else Settings.llm
+        )
+        return RetrieverQueryEngine.from_args(retriever, llm=resolved, **kwargs)
+
+
+def _embedder_id(engine: Any) -> Optional[str]:
+    embedder = getattr(engine, "embedder", None)
+    return getattr(embedder, "id", None)
+
+
+def _chunk_ids_by_document(engine: Any) -> Dict[str, List[str]]:
+    """Chunk ids per document, if the engine exposes its chunks (else an empty dict)."""
+    chunks = getattr(engine, "chunks", None)
+    if chunks is None:
+        return {}
+    values = chunks.values() if isinstance(chunks, Mapping) else chunks
+    out: Dict[str, List[str]] = {}
+    for chunk in values:
+        out.setdefault(chunk.document_id, []).append(chunk.id)
+    return out
+
+
+# Let ``load_index_from_storage`` recognise the struct type (additive registration: these two
+# module-level registries are how llama-index-core dispatches on an index struct's type tag).
+INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS.setdefault(GRAPHSTRATA_STRUCT_TYPE, GraphStrataIndexStruct)  # type: ignore[index]
+INDEX_STRUCT_TYPE_TO_INDEX_CLASS.setdefault(GRAPHSTRATA_STRUCT_TYPE, GraphStrataIndex)  # type: ignore[index]

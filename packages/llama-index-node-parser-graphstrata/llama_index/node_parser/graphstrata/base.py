@@ -1,0 +1,343 @@
+"""graphstrata's chunking and knowledge-graph extraction as LlamaIndex transformations.
+
+* :class:`GraphStrataNodeParser` cuts documents into the same token windows as the core
+  (``graphstrata.chunking.chunk_documents``), with the core's chunk ids.
+* :class:`GraphStrataExtractor` runs the core's offline ``StatisticalExtractor`` and writes
+  ``metadata["nodes"]`` (``EntityNode``) and ``metadata["relations"]`` (``Relation``), the
+  ``KG_NODES_KEY`` / ``KG_RELATIONS_KEY`` contract of ``PropertyGraphIndex``'s extractors, so
+  it plugs into ``PropertyGraphIndex(kg_extractors=[...])`` and any property graph store.
+
+Both work in an ``IngestionPipeline``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.graph_stores.types import (
+    KG_NODES_KEY,
+    KG_RELATIONS_KEY,
+    EntityNode,
+    Relation,
+)
+from llama_index.core.node_parser.interface import NodeParser
+from llama_index.core.node_parser.node_utils import default_id_func
+from llama_index.core.schema import (
+    BaseNode,
+    MetadataMode,
+    NodeRelationship,
+    TextNode,
+    TransformComponent,
+)
+from llama_index.core.utils import get_tqdm_iterable
+
+#: Default window of the core (tokens of the embedder's tokenizer).
+DEFAULT_CHUNK_SIZE = 200
+DEFAULT_CHUNK_OVERLAP = 32
+
+
+def _core_chunk_defaults() -> Tuple[int, int]:
+    """The core's default chunk size and overlap (``GraphStrataConfig``), if it has them."""
+    try:
+        from graphstrata import GraphStrataConfig
+
+        cfg = GraphStrataConfig()
+        return int(cfg.chunk_size), int(cfg.chunk_overlap)
+    except Exception:  # older core or no config object: the chunking module's defaults
+        return DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP
+
+
+# --------------------------------------------------------------------------------------------
+# node parser
+# --------------------------------------------------------------------------------------------
+class GraphStrataNodeParser(NodeParser):
+    """Split documents into token windows exactly as the graphstrata core does.
+
+    Each output ``TextNode`` is a substring of its source (``start_char_idx`` /
+    ``end_char_idx`` are character offsets into the source text), links to it with
+    ``NodeRelationship.SOURCE`` (plus PREVIOUS / NEXT), inherits its metadata, and, with the
+    default ``id_func``, carries the core chunk id ``"<source node id>#<n>"``, so a node of
+    this parser and a chunk hit of ``GraphStrataRetriever`` for the same document share ids.
+
+    Args:
+        chunk_size: tokens per window (> 0); default: the core's default.
+        chunk_overlap: tokens shared by consecutive windows (0 ≤ overlap < chunk_size);
+            default: the core's default, or ``chunk_size // 4`` when that does not fit.
+        tokenizer: ``"default"``: the tokenizer of the core's offline default embedder
+            (what ``GraphStrata.build`` uses when given no embedder; loads the model once);
+            ``"words"``: the core's regex word tokenizer (what the core uses with a
+            LlamaIndex embedding, via ``CallableEmbedder``; no model); or a graphstrata
+            ``Embedder`` whose ``token_spans`` counts tokens.
+
+    Raises:
+        ValueError: bad ``chunk_size`` / ``chunk_overlap`` / ``tokenizer`` (at construction).
+    """
+
+    chunk_size: int = Field(default=0, description="Tokens per chunk (0: the core default).")
+    chunk_overlap: int = Field(default=-1, description="Overlap in tokens (-1: core default).")
+    tokenizer: Any = Field(
+        default="default",
+        description='"default" (core embedder tokenizer), "words", or a graphstrata Embedder.',
+        exclude=True,
+    )
+
+    def __init__(
+        self,
+        chunk_size: Optional[int] = None,
+        chunk_overlap: Optional[int] = None,
+        tokenizer: Any = "default",
+        **kwargs: Any,
+    ) -> None:
+        from graphstrata.chunking import validate_chunking
+
+        default_size, default_overlap = _core_chunk_defaults()
+        size = default_size if chunk_size is None else chunk_size
+        if chunk_overlap is not None:
+            overlap = chunk_overlap
+        elif isinstance(size, int) and default_overlap >= size:
+            overlap = size // 4  # the default overlap does not fit a small window
+        else:
+            overlap = default_overlap
+        validate_chunking(size, overlap)
+        if isinstance(tokenizer, str):
+            if tokenizer not in ("default", "words"):
+                raise ValueError(
+                    f'tokenizer must be "default", "words" or a graphstrata Embedder, got {tokenizer!r}'
+                )
+        elif not callable(getattr(tokenizer, "token_spans", None)):
+            raise ValueError(
+                "tokenizer must be \"default\", \"words\" or an object with token_spans(text), "
+                f"got {type(tokenizer).__name__}"
+            )
+        super().__init__(
+            chunk_size=int(size), chunk_overlap=int(overlap), tokenizer=tokenizer, **kwargs
+        )
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Serialisation name of the component."""
+        return "GraphStrataNodeParser"
+
+    def _embedder(self) -> Any:
+        if self.tokenizer == "words":
+            return None
+        if self.tokenizer == "default":
+            from graphstrata.models import default_embedder
+
+            return default_embedder()
+        return self.tokenizer
+
+    def _parse_nodes(
+        self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> List[BaseNode]:
+        from graphstrata import Document as GSDocument
+        from graphstrata.chunking import chunk_documents
+
+        embedder = self._embedder()
+        out: List[BaseNode] = []
+        for node in get_tqdm_iterable(nodes, show_progress, "Chunking like graphstrata"):
+            text = node.get_content(metadata_mode=MetadataMode.NONE)
+            chunks = chunk_documents(
+                [GSDocument(id=node.node_id, text=text)],
+                chunk_size=self.chunk_size,
+                chunk_overlap=self.chunk_overlap,
+                embedder=embedder,
+            )
+            source = {NodeRelationship.SOURCE: node.as_related_node_info()}
+            for i, chunk in enumerate(chunks):
+                node_id = chunk.id if self.id_func is default_id_func else self.id_func(i, node)
+                out.append(
+                    TextNode(
+                        id_=node_id,
+                        text=chunk.text,
+                        start_char_idx=chunk.start,
+                        end_char_idx=chunk.end,
+                        excluded_embed_metadata_keys=list(node.excluded_embed_metadata_keys),
+                        excluded_llm_metadata_keys=list(node.excluded_llm_metadata_keys),
+                        metadata_separator=node.metadata_separator,
+                        metadata_template=node.metadata_template,
+                        text_template=getattr(node, "text_template", TextNode().text_template),
+                        relationships=dict(source),
+                    )
+                )
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# KG extractor
+# --------------------------------------------------------------------------------------------
+class GraphStrataExtractor(TransformComponent):
+    """Offline knowledge-graph extraction (graphstrata's ``StatisticalExtractor``).
+
+    Entities are capitalised name spans, top TF-IDF 1–3-grams of each node and (optionally)
+    the document title; relations are entity pairs that co-occur in a sentence, described by
+    those sentences. The TF-IDF model is fitted on the nodes of one call, so pass a whole
+    corpus (or large batches) at once; ``PropertyGraphIndex`` and ``IngestionPipeline`` (with
+    ``num_workers`` unset) do.
+
+    For each node the extractor appends, like LlamaIndex's own extractors, to
+    ``node.metadata[KG_NODES_KEY]`` (``"nodes"``) a list of ``EntityNode`` and to
+    ``node.metadata[KG_RELATIONS_KEY]`` (``"relations"``) a list of ``Relation`` whose
+    ``source_id`` / ``target_id`` are ``EntityNode.id`` of entities listed for the same node.
+
+    * ``EntityNode(name=<most frequent surface form>, label=entity_label)``, properties:
+      the node's metadata (when ``include_metadata``), ``description`` (the sentences that
+      mention it, corpus-wide), ``weight`` (mention count), ``entity_id`` (canonical key).
+    * ``Relation(label=relation_label, source_id, target_id)``, properties: the node's
+      metadata (when ``include_metadata``), ``description`` (the sentences where both occur),
+      ``weight`` (number of such sentences). Statistical relations are undirected
+      co-occurrences; ``source`` sorts before ``target`` by canonical key.
+
+    Args:
+        top_n: TF-IDF terms kept per node (≥ 0).
+        ngram_range: TF-IDF n-gram lengths.
+        min_df: minimum document frequency of a TF-IDF term (lowered to 1 under 20 nodes).
+        max_description_sentences: sentences kept per description.
+        use_titles: make ``metadata[title_key]`` of each source document an entity.
+        title_key: metadata key of the title.
+        entity_label, relation_label: labels written on entities / relations.
+        max_entities_per_node, max_relations_per_node: keep only the heaviest (``None``: all).
+        include_metadata: copy the node's metadata into the properties (as
+            ``SimpleLLMPathExtractor`` does).
+
+    Raises:
+        ValueError: negative ``top_n`` or non-positive caps (at construction).
+    """
+
+    top_n: int = 8
+    ngram_range: Tuple[int, int] = (1, 3)
+    min_df: int = 2
+    max_description_sentences: int = 4
+    use_titles: bool = True
+    title_key: str = "title"
+    entity_label: str = "entity"
+    relation_label: str = "CO_OCCURS_WITH"
+    max_entities_per_node: Optional[int] = None
+    max_relations_per_node: Optional[int] = None
+    include_metadata: bool = True
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        if self.top_n < 0:
+            raise ValueError(f"top_n must be >= 0, got {self.top_n}")
+        for name in ("max_entities_per_node", "max_relations_per_node"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be None or > 0, got {value}")
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Serialisation name of the component."""
+        return "GraphStrataExtractor"
+
+    def _core_extractor(self) -> Any:
+        from graphstrata.extraction import StatisticalExtractor
+
+        return StatisticalExtractor(
+            top_n=self.top_n,
+            ngram_range=tuple(self.ngram_range),
+            min_df=self.min_df,
+            max_description_sentences=self.max_description_sentences,
+            use_titles=self.use_titles,
+        )
+
+    def __call__(
+        self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> Sequence[BaseNode]:
+        """Extract entities and relations from ``nodes`` (in place) and return them."""
+        from graphstrata import Chunk
+
+        nodes = list(nodes)
+        if not nodes:
+            return nodes
+        chunks = []
+        titles: Dict[str, str] = {}
+        for i, node in enumerate(nodes):
+            text = node.get_content(metadata_mode=MetadataMode.NONE)
+            doc_id = node.ref_doc_id or node.node_id
+            chunks.append(
+                Chunk(
+                    id=node.node_id,
+                    document_id=doc_id,
+                    index=i,
+                    text=text,
+                    start=0,
+                    end=len(text),
+                    n_tokens=len(text.split()),
+                )
+            )
+            title = (node.metadata or {}).get(self.title_key)
+            if self.use_titles and isinstance(title, str) and title.strip():
+                titles.setdefault(doc_id, title)
+        entities, relations = self._core_extractor().extract(chunks, titles=titles or None)
+
+        ents_by_chunk: Dict[str, List[Any]] = {}
+        for ent in entities:
+            for cid in ent.chunk_ids:
+                ents_by_chunk.setdefault(cid, []).append(ent)
+        rels_by_chunk: Dict[str, List[Any]] = {}
+        for rel in relations:
+            for cid in rel.chunk_ids:
+                rels_by_chunk.setdefault(cid, []).append(rel)
+        entity_by_id = {ent.id: ent for ent in entities}
+
+        for node in get_tqdm_iterable(nodes, show_progress, "Extracting graphstrata KG"):
+            existing_nodes = node.metadata.pop(KG_NODES_KEY, [])
+            existing_relations = node.metadata.pop(KG_RELATIONS_KEY, [])
+            base_props = dict(node.metadata) if self.include_metadata else {}
+
+            rels = sorted(rels_by_chunk.get(node.node_id, []), key=_by_weight)
+            if self.max_relations_per_node is not None:
+                rels = rels[: self.max_relations_per_node]
+            ents = sorted(ents_by_chunk.get(node.node_id, []), key=_by_weight)
+            if self.max_entities_per_node is not None:
+                ents = ents[: self.max_entities_per_node]
+            chosen: Dict[str, Any] = {ent.id: ent for ent in ents}
+            for rel in rels:  # relation endpoints must exist as nodes
+                for key in (rel.source, rel.target):
+                    if key not in chosen and key in entity_by_id:
+                        chosen[key] = entity_by_id[key]
+
+            entity_nodes: Dict[str, EntityNode] = {}
+            for key, ent in chosen.items():
+                entity_nodes[key] = EntityNode(
+                    name=ent.name,
+                    label=self.entity_label,
+                    properties={
+                        **base_props,
+                        "description": ent.description,
+                        "weight": float(ent.weight),
+                        "entity_id": ent.id,
+                    },
+                )
+            kg_relations = [
+                Relation(
+                    label=self.relation_label,
+                    source_id=entity_nodes[rel.source].id,
+                    target_id=entity_nodes[rel.target].id,
+                    properties={
+                        **base_props,
+                        "description": rel.description,
+                        "weight": float(rel.weight),
+                    },
+                )
+                for rel in rels
+                if rel.source in entity_nodes and rel.target in entity_nodes
+            ]
+            existing_nodes.extend(entity_nodes.values())
+            existing_relations.extend(kg_relations)
+            node.metadata[KG_NODES_KEY] = existing_nodes
+            node.metadata[KG_RELATIONS_KEY] = existing_relations
+        return nodes
+
+    async def acall(
+        self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> Sequence[BaseNode]:
+        """Same as ``__call__`` (CPU-bound and fast; no event loop is started)."""
+        return self.__call__(nodes, show_progress=show_progress, **kwargs)
+
+
+def _by_weight(record: Any) -> Tuple[float, str]:
+    key = getattr(record, "id", "")
+    return (-float(record.weight), str(key))
