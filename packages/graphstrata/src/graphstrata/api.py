@@ -110,6 +110,35 @@ class GraphStrata:
         self.chunk_index: ChunkIndex | None = None
         self.bm25: BM25Index | None = None
         self._vectors: dict[str, np.ndarray] = {}
+        self._derived: dict[str, Any] = {}
+        self._derived_lock = threading.Lock()
+
+    def derived(self, key: str, build: Callable[[], Any]) -> Any:
+        """Method-specific structures computed once per index state, on first use.
+
+        A method that needs more than the shared store (a relation-vector matrix, a
+        passage graph, GMM summary layers, ...) builds it here; the cache is cleared whenever
+        the index is rebuilt (insert / delete / upsert) and is not persisted (it is derived
+        from what is).
+
+        Args:
+            key: cache key, conventionally ``"<method>:<what>"``.
+            build: zero-argument function computing the value.
+
+        Returns:
+            The cached value.
+        """
+        with self._derived_lock:
+            if key not in self._derived:
+                self._derived[key] = build()
+            return self._derived[key]
+
+    @property
+    def vectors(self) -> dict[str, np.ndarray]:
+        """Stored float32 vectors, rows L2-normalised: ``"chunks"`` ``(n_chunks, dim)`` in chunk
+        row order, ``"entities"`` ``(n_entities, dim)`` in ``kg.entity_ids`` order, and
+        ``"layer_<i>"`` ``(n_i, dim)`` for community layer ``i`` (``communities[i-1]`` order)."""
+        return self._vectors
 
     # -- construction ----------------------------------------------------------------------
     @classmethod
@@ -224,6 +253,7 @@ class GraphStrata:
             self.chunk_index = chunk_index
             self.bm25 = bm25
             self._vectors = vectors
+            self._derived = {}
             self.build_seconds = dict(prog.seconds)
 
     def _communities(
