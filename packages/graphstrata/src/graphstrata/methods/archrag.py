@@ -9,7 +9,9 @@
    dense and BM25 top-N plus the chunks of every retrieved entity and community; each chunk's
    score is the hybrid (normalised dense + BM25) score plus graph evidence — the
    similarity-weighted, degree-damped mentions by retrieved entities and communities
-   (:func:`~graphstrata.methods.base.spread_to_chunks`).
+   (:func:`~graphstrata.methods.base.spread_to_chunks`) — and second-hop evidence: chunks of
+   other documents sharing a rare entity with the best first-hop chunk
+   (:func:`~graphstrata.methods.base.bridge_evidence`).
 
 The LLM adaptive-filtering answer step (spec §3.2) belongs to generation and is not part of
 retrieval.
@@ -23,6 +25,7 @@ import numpy as np
 
 from .base import (
     Method,
+    bridge_evidence,
     Retrieval,
     community_hit,
     entity_hit,
@@ -43,6 +46,9 @@ class ArchRAG(Method):
         ef_search: C-HNSW beam width (``None``: the index default).
         alpha: dense weight of the hybrid base score.
         entity_weight, community_weight: weights of the graph evidence in the chunk score.
+        bridge_weight, bridge_seeds, bridge_max_df: second-hop evidence from the top
+            ``bridge_seeds`` chunks through entities in at most ``bridge_max_df`` chunks
+            (:func:`~graphstrata.methods.base.bridge_evidence`).
         candidates: dense and BM25 candidates each.
     """
 
@@ -55,6 +61,9 @@ class ArchRAG(Method):
         "entity_weight": 0.3,
         "community_weight": 0.1,
         "candidates": 100,
+        "bridge_weight": 0.5,
+        "bridge_seeds": 1,
+        "bridge_max_df": 50,
     }
 
     def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
@@ -84,8 +93,14 @@ class ArchRAG(Method):
         base = hybrid_scores(
             engine, query, qvec, n, float(o["alpha"]), extra_rows=set(ent) | set(com)
         )
+        seeds = rank(base, int(o["bridge_seeds"]))
+        bridge = bridge_evidence(engine, seeds, int(o["bridge_max_df"]))
         scores = dict(base)
-        for weight, evidence in ((o["entity_weight"], ent), (o["community_weight"], com)):
+        for weight, evidence in (
+            (o["entity_weight"], ent),
+            (o["community_weight"], com),
+            (o["bridge_weight"], bridge),
+        ):
             if not evidence:
                 continue
             top = max(evidence.values())

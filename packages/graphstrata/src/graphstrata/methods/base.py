@@ -197,3 +197,37 @@ def spread_to_chunks(
             if row is not None:
                 out[row] = out.get(row, 0.0) + w
     return out
+
+
+def bridge_evidence(
+    engine: Engine, seeds: Iterable[tuple[int, float]], max_df: int
+) -> dict[int, float]:
+    """Second-hop evidence (entity bridging, no LLM): chunks that share a rare entity with a
+    seed chunk of another document.
+
+    For each seed chunk ``s`` with score ``h_s`` and each entity ``e`` it mentions that occurs
+    in at most ``max_df`` chunks, every chunk ``c`` of another document mentioning ``e`` gains
+    ``h_s / log2(1 + df(e))``. Multi-hop questions name the first passage; the second is
+    usually about an entity (often its title) that the first mentions.
+
+    Returns:
+        ``{chunk_row: evidence}`` (unnormalised).
+    """
+    kg = engine.kg
+    chunk_entities = kg.chunk_entities()
+    out: dict[int, float] = {}
+    for row, score in seeds:
+        if score <= 0:
+            continue
+        seed = engine.chunks[row]
+        for eid in chunk_entities.get(seed.id, ()):
+            chunk_ids = kg.entities[eid].chunk_ids
+            df = len(chunk_ids)
+            if df > max_df or df < 2:
+                continue
+            w = float(score) / float(np.log2(1.0 + df))
+            for cid in chunk_ids:
+                r = engine.chunk_row.get(cid)
+                if r is not None and engine.chunks[r].document_id != seed.document_id:
+                    out[r] = out.get(r, 0.0) + w
+    return out
