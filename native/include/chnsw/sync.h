@@ -1,0 +1,97 @@
+// Synchronisation helpers: a writer-preferring readers/writer lock, striped node locks for
+// parallel insertion, and a small parallel-for over std::threads.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace chnsw {
+
+/// Readers/writer lock that lets a waiting writer in before new readers (std::shared_mutex on
+/// glibc prefers readers, so a steady stream of overlapping searches could starve `add`).
+class RWLock {
+ public:
+  void lock_shared() {
+    std::unique_lock<std::mutex> lk(m_);
+    cv_.wait(lk, [&] { return !writer_ && waiting_writers_ == 0; });
+    ++readers_;
+  }
+  void unlock_shared() {
+    std::lock_guard<std::mutex> lk(m_);
+    if (--readers_ == 0) cv_.notify_all();
+  }
+  void lock() {
+    std::unique_lock<std::mutex> lk(m_);
+    ++waiting_writers_;
+    cv_.wait(lk, [&] { return !writer_ && readers_ == 0; });
+    --waiting_writers_;
+    writer_ = true;
+  }
+  void unlock() {
+    std::lock_guard<std::mutex> lk(m_);
+    writer_ = false;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::size_t readers_ = 0;
+  std::size_t waiting_writers_ = 0;
+  bool writer_ = false;
+};
+
+/// Fixed pool of mutexes; node i uses stripe i % kStripes. Code never holds two at once.
+class StripedLocks {
+ public:
+  static constexpr std::size_t kStripes = 4096;
+  StripedLocks() : locks_(new std::mutex[kStripes]) {}
+  std::mutex& for_node(uint32_t i) const { return locks_[i & (kStripes - 1)]; }
+
+ private:
+  std::unique_ptr<std::mutex[]> locks_;
+};
+
+/// Run f(i, worker) for i in [begin, end) on `nthreads` threads (the caller is worker 0).
+/// The first exception thrown by any worker stops the loop and is rethrown here.
+template <class F>
+void parallel_for(std::size_t begin, std::size_t end, std::size_t nthreads, F&& f) {
+  if (end <= begin) return;
+  nthreads = std::max<std::size_t>(1, std::min(nthreads, end - begin));
+  if (nthreads == 1) {
+    for (std::size_t i = begin; i < end; ++i) f(i, std::size_t{0});
+    return;
+  }
+  std::atomic<std::size_t> next{begin};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto work = [&](std::size_t w) {
+    try {
+      for (;;) {
+        const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
+        if (i >= end) break;
+        f(i, w);
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(error_mu);
+      if (!error) error = std::current_exception();
+      next.store(end, std::memory_order_relaxed);
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(nthreads - 1);
+  for (std::size_t w = 1; w < nthreads; ++w) threads.emplace_back(work, w);
+  work(0);
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace chnsw
