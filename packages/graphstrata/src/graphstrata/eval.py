@@ -8,7 +8,6 @@ taken from the method's chunk ranking; recall@k of a question = |gold ∩ top-k 
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,28 +15,21 @@ from typing import Any
 
 import numpy as np
 
+from .loaders import jsonl_objects
+
 
 def load_questions(path: str | Path) -> list[dict[str, Any]]:
     """Read a question JSONL file.
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a line is not JSON or lacks ``question`` (line number in the message).
+        ValueError: an empty file, a line that is not JSON or lacks ``question`` (line number
+            in the message).
     """
-    path = Path(path)
     out = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-            if not isinstance(rec, dict) or not isinstance(rec.get("question"), str):
-                raise ValueError(f'{path}:{lineno}: expected an object with a "question" string')
-            rec.setdefault("evidence_ids", [])
-            out.append(rec)
+    for _, rec in jsonl_objects(Path(path), "question"):
+        rec.setdefault("evidence_ids", [])
+        out.append(rec)
     return out
 
 

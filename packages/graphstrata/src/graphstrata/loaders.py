@@ -39,8 +39,19 @@ def _read_text(path: Path) -> str:
         raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
-def _jsonl_documents(path: Path) -> list[Document]:
-    docs = []
+def jsonl_objects(path: Path, required: str) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of every non-empty line of a JSONL file.
+
+    Args:
+        path: the file (UTF-8 text).
+        required: a key whose value must be a string in every object.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: an empty or binary file, a line that is not JSON, or an object without a
+            string ``required`` field (file and line number in the message).
+    """
+    out = []
     for lineno, line in enumerate(_read_text(path).splitlines(), 1):
         if not line.strip():
             continue
@@ -48,8 +59,15 @@ def _jsonl_documents(path: Path) -> list[Document]:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-        if not isinstance(rec, dict) or not isinstance(rec.get("text"), str):
-            raise ValueError(f'{path}:{lineno}: expected an object with a "text" string')
+        if not isinstance(rec, dict) or not isinstance(rec.get(required), str):
+            raise ValueError(f'{path}:{lineno}: expected an object with a "{required}" string')
+        out.append((lineno, rec))
+    return out
+
+
+def _jsonl_documents(path: Path) -> list[Document]:
+    docs = []
+    for lineno, rec in jsonl_objects(path, "text"):
         docs.append(_record_document(rec, default_id=f"{path.name}:{lineno}", source=str(path)))
     if not docs:
         raise ValueError(f"{path}: no records")
