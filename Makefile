@@ -50,6 +50,7 @@ bench: install
 	$(PIP) install -q -r requirements/bench.txt
 	$(BIN)/python bench/bench_chnsw.py
 	$(BIN)/python bench/bench_quality.py
+	$(BIN)/python bench/bench_query.py
 
 lint: install
 	$(PIP) install -q ruff

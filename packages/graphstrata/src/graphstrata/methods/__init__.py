@@ -5,8 +5,11 @@
 
 from __future__ import annotations
 
+from .agrag import AGRAG
 from .archrag import ArchRAG
 from .base import Method, Retrieval
+from .hirag import HiRAG
+from .lightrag import LightRAG
 from .naive import BM25, Dense, Hybrid
 
 METHODS: dict[str, type[Method]] = {}
@@ -20,7 +23,20 @@ def register_method(cls: type[Method]) -> type[Method]:
     return cls
 
 
-for _cls in (ArchRAG, Dense, BM25, Hybrid):
+# graph methods first (the default, archrag, leads), then the baselines
+for _cls in (ArchRAG, LightRAG, HiRAG, AGRAG, Dense, BM25, Hybrid):
     register_method(_cls)
 
-__all__ = ["METHODS", "Method", "Retrieval", "register_method", "ArchRAG", "Dense", "BM25", "Hybrid"]
+__all__ = [
+    "METHODS",
+    "Method",
+    "Retrieval",
+    "register_method",
+    "ArchRAG",
+    "LightRAG",
+    "HiRAG",
+    "AGRAG",
+    "Dense",
+    "BM25",
+    "Hybrid",
+]

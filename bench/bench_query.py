@@ -1,0 +1,96 @@
+"""Query latency of every retrieval method on the MuSiQue questions (offline).
+
+Prints p50 / p95 / mean wall time per query in milliseconds for each method of ``gs.methods``:
+``GraphStrata.retrieve`` end to end (query embedding included, chunk hits only, k = 10), one
+thread, after one warm-up query per method (which also builds the method's lazily derived
+structures — their one-off build time is printed separately).
+
+    .venv/bin/python bench/bench_query.py [--index DIR] [--limit N] [--k K] [--methods a,b]
+
+The index defaults to .bench_out/musique (built by bench/bench_quality.py); when it is missing
+it is built here from ../shared/data/musique/corpus.jsonl (several minutes) and the script says
+so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("GRAPHSTRATA_NUM_THREADS", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("GRAPHSTRATA_DATA", ROOT.parent / "shared" / "data"))
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main() -> None:
+    import numpy as np
+
+    from graphstrata import GraphStrata
+    from graphstrata.eval import load_questions
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--index", default=str(ROOT / ".bench_out" / "musique"))
+    ap.add_argument("--questions", default=str(DATA / "musique" / "questions.jsonl"))
+    ap.add_argument("--limit", type=int, default=None, help="first N questions")
+    ap.add_argument("--k", type=int, default=10, help="chunks per query")
+    ap.add_argument("--methods", default=None, help="comma-separated; default: every method")
+    args = ap.parse_args()
+
+    print(f"# graphstrata query latency — {time.strftime('%Y-%m-%d %H:%M')} — "
+          f"{platform.node()}: {_cpu_name()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, "
+          f"GRAPHSTRATA_NUM_THREADS={os.environ.get('GRAPHSTRATA_NUM_THREADS')}")
+    index = Path(args.index)
+    if (index / "manifest.json").exists():
+        t0 = time.perf_counter()
+        gs = GraphStrata.load(index)
+        print(f"loaded {index} in {time.perf_counter() - t0:.1f} s")
+    else:
+        corpus = DATA / "musique" / "corpus.jsonl"
+        print(f"no index at {index}: building it from {corpus} (this takes minutes)")
+        t0 = time.perf_counter()
+        gs = GraphStrata.build([corpus], persist_dir=index, show_progress=True)
+        print(f"built {index} in {time.perf_counter() - t0:.1f} s")
+    s = gs.stats()
+    print(f"index: {s['documents']} documents, {s['chunks']} chunks, {s['entities']} entities, "
+          f"{s['relations']} relations, layers {s['communities_per_layer']}")
+    questions = [q["question"] for q in load_questions(args.questions)]
+    if args.limit:
+        questions = questions[: args.limit]
+    methods = args.methods.split(",") if args.methods else list(gs.methods)
+    print(f"{len(questions)} questions, k={args.k}\n")
+    head = f"{'method':<10} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8} {'warm-up s':>10}"
+    print(head)
+    print("-" * len(head))
+    for method in methods:
+        t0 = time.perf_counter()
+        gs.retrieve(questions[0], method=method, k=args.k, kinds=("chunk",))
+        warm = time.perf_counter() - t0
+        times = []
+        for q in questions:
+            t0 = time.perf_counter()
+            gs.retrieve(q, method=method, k=args.k, kinds=("chunk",))
+            times.append((time.perf_counter() - t0) * 1000.0)
+        t = np.asarray(times)
+        print(f"{method:<10} {np.percentile(t, 50):>8.1f} {np.percentile(t, 95):>8.1f} "
+              f"{t.mean():>8.1f} {warm:>10.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

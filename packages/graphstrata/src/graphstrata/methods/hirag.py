@@ -1,0 +1,660 @@
+"""HiRAG retrieval, offline (spec seed-hirag.md §2.5–2.7 HiIndex, §3 HiRetrieval).
+
+**HiIndex** (:func:`hi_index`, built lazily once per index state with ``engine.derived``):
+
+1. Layer 0 = the KG entities, with their stored vectors.
+2. Layer ``i`` = summary entities of a Gaussian-mixture clustering of layer ``i − 1``
+   (scikit-learn ``GaussianMixture``, diagonal covariance, on a PCA projection — the spec's
+   UMAP is not a dependency here; fitted on a subsample of ``fit_sample`` nodes and
+   ``predict``-ed on the rest). The number of clusters is the BIC minimum over a small grid
+   around ``sqrt(n)``; membership is soft (posterior > ``soft_threshold``, spec §9 #6).
+   A summary entity is extractive: its name lists its top members (by occurrence weight), its
+   description names up to ten, its vector is the normalised centroid of its members, and it
+   links to every member (inter-layer edges only, spec §9 #12). Singleton clusters carry their
+   node forward (spec §9 #9).
+3. Stop rule (spec §2.5 code rules, §9 #10): after clustering a layer, stop when the cluster
+   sparsity ``CS = 1 − Σ|S|(|S|−1) / (n(n−1))`` is ≥ ``cs_cap`` or changed by ≤ ``eps``
+   relative to the previous layer (``CS_prev`` starts at 0.01, so one layer is always built),
+   when ≤ 2 nodes remain, or at ``max_layers``.
+4. Communities: Leiden (graspologic-native ``hierarchical_leiden``, leaf clusters of at most
+   ``leiden_max_cluster_size`` nodes, fixed seed) over the *multi-layer* graph G_k
+   (KG relations + inter-layer edges), as the spec says — not ArchRAG's layer-1 communities,
+   which are built on the flat KG plus k-NN edges. Reports are extractive and made on demand:
+   title = the top members by degree, body = the first sentence of the top members'
+   descriptions.
+
+**HiRetrieval** (:class:`HiRAG`, spec §3.1 Eqs. 12–16):
+
+* local: ``top_n`` entities of all layers by cosine (exact dot product);
+* global: the communities containing them, ranked by (local hits, best member similarity),
+  at most ``max_communities`` and ``max_report_tokens``;
+* bridge: the ``top_m`` most similar members of each community (Eq. 14 over *all* members),
+  in community order then similarity order, de-duplicated stably (spec §9 #3, #4); the
+  shortest paths in G_k between consecutive key entities (unweighted hops by default,
+  spec §9 #14; disconnected pairs are skipped) form the path; the bridge triples are all
+  edges among the path's nodes, ranked by (edge degree, weight), cut at
+  ``max_bridge_tokens``.
+
+Chunks: candidates are the hybrid (dense + BM25) top-N plus the chunks of every retrieved
+entity, community and bridge triple; score = hybrid score + weighted, hub-damped graph
+evidence (as in ArchRAG), so every mode returns ``k`` ranked chunks. Retrieval needs no LLM;
+the one LLM step (summary entities and community reports at index time) plugs in through
+``HiIndexConfig.summarise_fn``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from ..hierarchy import LEIDEN_SEED, rank_chunks
+from ..types import Hit
+from .base import Method, Retrieval, hybrid_scores, rank, spread_to_chunks
+from .lightrag import _add_second_hop
+
+MODES = ("local", "global", "bridge", "hi")
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+SUMMARY_PREFIX = "\u00a7hirag:"  # summary-entity node ids: "§hirag:L<layer>S<index>"
+
+SummariseFn = Callable[[int, list[str], list[str]], tuple[str, str]]
+"""``summarise_fn(layer, member_names, member_descriptions) -> (name, description)``: the LLM
+seam of HiIndex (spec §2.5.1 prompt). ``None`` = the extractive default."""
+
+
+@dataclass(frozen=True)
+class HiIndexConfig:
+    """HiIndex build parameters (spec §2.9 / §10 defaults where they fit offline).
+
+    Attributes:
+        max_layers: summary layers at most (spec caps at 50; the hierarchy is 1–3 deep).
+        eps: stop when the relative change of cluster sparsity is ≤ eps (spec 0.05).
+        cs_cap: stop when cluster sparsity ≥ cs_cap (code rule 0.98; ``None`` disables).
+        max_clusters: clusters per layer at most (the code's 49 is small for 10⁴ entities).
+        fit_sample: nodes used to fit each GMM (the rest are predicted).
+        pca_dim: dimensions of the projection the GMM is fitted in.
+        soft_threshold: posterior above which a node also belongs to a cluster.
+        leiden_max_cluster_size: Leiden leaf-community size cap (spec 10).
+        seed: random seed of PCA / GMM / Leiden.
+        summarise_fn: the LLM seam (see :data:`SummariseFn`).
+    """
+
+    max_layers: int = 3
+    eps: float = 0.05
+    cs_cap: float | None = 0.98
+    max_clusters: int = 200
+    fit_sample: int = 4000
+    pca_dim: int = 16
+    soft_threshold: float = 0.1
+    leiden_max_cluster_size: int = 10
+    seed: int = 0
+    summarise_fn: SummariseFn | None = None
+
+
+@dataclass
+class HiIndex:
+    """All layers of HiRAG's hierarchical KG plus its communities.
+
+    Node ``i < n_entities`` is KG entity row ``i``; the rest are summary entities.
+
+    Attributes:
+        node_ids: node ids (entity ids, then ``"§hirag:L<l>S<j>"``).
+        node_row: id → node index.
+        layer: int layer per node.
+        names, descriptions: per summary node (index ``i − n_entities``).
+        chunk_ids: per summary node, the source chunks of its most frequent entities.
+        vectors: float32 ``(n_nodes, dim)`` normalised.
+        graph: networkx G_k (KG relations with their weights, inter-layer edges weight 1).
+        communities: Leiden communities as sorted node-index lists.
+        community_of: node index → community indices.
+        sparsity: cluster sparsity of each clustered layer.
+    """
+
+    n_entities: int
+    node_ids: list[str]
+    node_row: dict[str, int]
+    layer: np.ndarray
+    names: list[str]
+    descriptions: list[str]
+    chunk_ids: list[list[str]]
+    vectors: np.ndarray
+    graph: nx.Graph
+    communities: list[list[int]]
+    community_of: dict[int, list[int]]
+    sparsity: list[float] = field(default_factory=list)
+
+
+def cluster_sparsity(clusters: Sequence[Sequence[int]], n: int) -> float:
+    """``1 − Σ|S|(|S|−1) / (n(n−1))`` (spec §2.6 Eq. 17); 1.0 when ``n < 2``."""
+    if n < 2:
+        return 1.0
+    same = sum(len(c) * (len(c) - 1) for c in clusters)
+    return 1.0 - same / (n * (n - 1))
+
+
+def gmm_clusters(vectors: np.ndarray, config: HiIndexConfig) -> list[list[int]]:
+    """Soft GMM clusters of ``vectors`` (node indices, each list sorted; empty ones dropped).
+
+    PCA to ``pca_dim``, then diagonal ``GaussianMixture`` fitted on up to ``fit_sample``
+    nodes for each cluster count of a grid around ``sqrt(n)`` (capped at ``max_clusters``);
+    the lowest BIC wins and labels every node (argmax, plus any cluster whose posterior
+    exceeds ``soft_threshold``).
+    """
+    from sklearn.decomposition import PCA
+    from sklearn.mixture import GaussianMixture
+
+    n = len(vectors)
+    if n < 3:
+        return [[i] for i in range(n)]
+    rng = np.random.default_rng(config.seed)
+    dim = min(config.pca_dim, n - 1, vectors.shape[1])
+    fit_rows = np.sort(rng.choice(n, size=min(n, config.fit_sample), replace=False))
+    pca = PCA(n_components=dim, random_state=config.seed).fit(vectors[fit_rows])
+    x = pca.transform(vectors).astype(np.float64)
+    xf = x[fit_rows]
+    root = max(2, int(round(np.sqrt(n))))
+    cap = min(config.max_clusters, len(xf) - 1)
+    grid = sorted({max(2, min(int(g), cap)) for g in (root / 2, root, root * 2)})
+    best, best_bic = None, np.inf
+    for g in grid:
+        gm = GaussianMixture(
+            n_components=g, covariance_type="diag", random_state=config.seed, max_iter=100,
+            reg_covar=1e-4,
+        ).fit(xf)
+        bic = gm.bic(xf)
+        if bic < best_bic:
+            best, best_bic = gm, bic
+    proba = best.predict_proba(x)
+    label = proba.argmax(axis=1)
+    clusters: dict[int, set[int]] = {}
+    for i, c in enumerate(label.tolist()):
+        clusters.setdefault(c, set()).add(i)
+    if config.soft_threshold is not None and config.soft_threshold < 1.0:
+        rows, cols = np.nonzero(proba > config.soft_threshold)
+        for i, c in zip(rows.tolist(), cols.tolist()):
+            clusters.setdefault(c, set()).add(i)
+    return sorted((sorted(m) for m in clusters.values() if m), key=lambda m: (m[0], len(m)))
+
+
+def _extractive_summary(names: list[str], descriptions: list[str]) -> tuple[str, str]:
+    title = ", ".join(names[:3])
+    listed = ", ".join(names[:10])
+    more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+    return title, f"Summary of {len(names)} related entities: {listed}{more}."
+
+
+def build_hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
+    """Build HiIndex over ``engine``'s KG (see the module docstring). Deterministic."""
+    config = config or HiIndexConfig()
+    kg = engine.kg
+    n0 = len(kg)
+    ent_vecs = np.asarray(engine.vectors.get("entities", np.zeros((0, 1), np.float32)), np.float32)
+    node_ids = list(kg.entity_ids)
+    layers = [0] * n0
+    names: list[str] = []
+    descriptions: list[str] = []
+    chunk_lists: list[list[str]] = []
+    vec_parts = [ent_vecs]
+    # layer-0 entity rows under each node of the current layer, for names and provenance
+    weight = np.asarray([kg.entities[e].weight for e in kg.entity_ids], np.float64)
+    cur_nodes = list(range(n0))
+    cur_vecs = ent_vecs
+    cur_ents: list[list[int]] = [[i] for i in range(n0)]
+    inter_edges: list[tuple[int, int]] = []
+    sparsity: list[float] = []
+    cs_prev = 0.01
+    summarise = config.summarise_fn
+    for level in range(1, config.max_layers + 1):
+        n = len(cur_nodes)
+        if n <= 2:
+            break
+        clusters = gmm_clusters(cur_vecs, config)
+        cs = cluster_sparsity(clusters, n)
+        sparsity.append(cs)
+        if level > 1 and (
+            (config.cs_cap is not None and cs >= config.cs_cap)
+            or abs(cs - cs_prev) / cs_prev <= config.eps
+        ):
+            break
+        cs_prev = cs
+        next_nodes, next_vecs, next_ents = [], [], []
+        seen_single: set[int] = set()
+        for members in clusters:
+            if len(members) == 1:  # carried forward unchanged
+                m = members[0]
+                if m not in seen_single:
+                    seen_single.add(m)
+                    next_nodes.append(cur_nodes[m])
+                    next_vecs.append(cur_vecs[m])
+                    next_ents.append(cur_ents[m])
+                continue
+            ents = sorted({e for m in members for e in cur_ents[m]}, key=lambda e: (-weight[e], e))
+            member_names = [kg.entities[kg.entity_ids[e]].name for e in ents]
+            if summarise is not None:
+                descs = [kg.entities[kg.entity_ids[e]].description for e in ents]
+                title, desc = summarise(level, member_names, descs)
+            else:
+                title, desc = _extractive_summary(member_names, [])
+            idx = len(node_ids)
+            node_ids.append(f"{SUMMARY_PREFIX}L{level}S{len(next_nodes)}")
+            layers.append(level)
+            names.append(title)
+            descriptions.append(desc)
+            top_chunks = [kg.entities[kg.entity_ids[e]].chunk_ids for e in ents[:5]]
+            chunk_lists.append(rank_chunks(top_chunks, limit=10))
+            v = cur_vecs[members].mean(axis=0)
+            v = v / max(float(np.linalg.norm(v)), 1e-12)
+            vec_parts.append(v[None, :].astype(np.float32))
+            for m in members:
+                inter_edges.append((cur_nodes[m], idx))
+            next_nodes.append(idx)
+            next_vecs.append(v)
+            next_ents.append(ents)
+        if len(next_nodes) >= n:  # nothing merged
+            break
+        cur_nodes, cur_ents = next_nodes, next_ents
+        cur_vecs = np.vstack(next_vecs).astype(np.float32)
+    vectors = np.vstack(vec_parts).astype(np.float32) if len(node_ids) else ent_vecs
+    graph = nx.Graph()
+    graph.add_nodes_from(node_ids)
+    graph.add_weighted_edges_from(
+        (a, b, r.weight) for (a, b), r in kg.relations.items()
+    )
+    graph.add_weighted_edges_from((node_ids[a], node_ids[b], 1.0) for a, b in inter_edges)
+    communities = _leiden(graph, node_ids, config)
+    community_of: dict[int, list[int]] = {}
+    for ci, members in enumerate(communities):
+        for m in members:
+            community_of.setdefault(m, []).append(ci)
+    return HiIndex(
+        n_entities=n0,
+        node_ids=node_ids,
+        node_row={nid: i for i, nid in enumerate(node_ids)},
+        layer=np.asarray(layers, np.int64),
+        names=names,
+        descriptions=descriptions,
+        chunk_ids=chunk_lists,
+        vectors=vectors,
+        graph=graph,
+        communities=communities,
+        community_of=community_of,
+        sparsity=sparsity,
+    )
+
+
+def _leiden(graph: nx.Graph, node_ids: list[str], config: HiIndexConfig) -> list[list[int]]:
+    """Leaf communities of hierarchical Leiden over G_k (spec §2.7); isolated nodes get none."""
+    if graph.number_of_edges() == 0:
+        return []
+    import graspologic_native as gn
+
+    row = {nid: str(i) for i, nid in enumerate(node_ids)}
+    edges = []
+    for a, b, w in graph.edges(data="weight", default=1.0):
+        ra, rb = sorted((int(row[a]), int(row[b])))
+        edges.append((str(ra), str(rb), float(max(w, 1e-6))))
+    edges.sort()
+    result = gn.hierarchical_leiden(
+        edges,
+        max_cluster_size=config.leiden_max_cluster_size,
+        seed=LEIDEN_SEED if config.seed == 0 else config.seed,
+        resolution=1.0,
+    )
+    final: dict[int, int] = {}
+    for hc in result:
+        if hc.is_final_cluster:
+            final[int(hc.node)] = int(hc.cluster)
+    groups: dict[int, list[int]] = {}
+    for node in sorted(final):
+        groups.setdefault(final[node], []).append(node)
+    return sorted(groups.values(), key=lambda m: m[0])
+
+
+def hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
+    """The cached :class:`HiIndex` of ``engine`` for ``config``."""
+    config = config or HiIndexConfig()
+    return engine.derived(f"hirag:index:{config!r}", lambda: build_hi_index(engine, config))
+
+
+def _inverse_weight(u: str, v: str, data: dict) -> float:
+    return 1.0 / max(float(data.get("weight", 1.0)), 1e-6)
+
+
+def bridge_path(
+    graph: nx.Graph, keys: Sequence[str], weighted: bool = False
+) -> list[str]:
+    """Concatenate shortest paths between consecutive key nodes (spec §3.1 Eq. 15, §3.2 step 4).
+
+    Args:
+        graph: the graph (G_k).
+        keys: ordered key nodes; unknown nodes are skipped, repeats are kept in order.
+        weighted: edge length ``1 / weight`` (Dijkstra) instead of hop count (BFS).
+
+    Returns:
+        The path's node list: each join node appears once between consecutive segments; when
+        two consecutive keys are disconnected, the next key simply follows (spec: "skip").
+    """
+    keys = [k for k in keys if k in graph]
+    if not keys:
+        return []
+    path = [keys[0]]
+    for a, b in zip(keys, keys[1:]):
+        if a == b:
+            continue
+        try:
+            if weighted:
+                seg = nx.dijkstra_path(graph, a, b, weight=_inverse_weight)
+            else:
+                seg = nx.bidirectional_shortest_path(graph, a, b)
+        except nx.NetworkXNoPath:
+            seg = [a, b]
+        if path[-1] == seg[0]:
+            seg = seg[1:]
+        path.extend(seg)
+    return path
+
+
+def bridge_triples(graph: nx.Graph, path: Sequence[str]) -> list[tuple[str, str]]:
+    """All edges among the path's nodes (Eq. 16), ranked by (edge degree, weight) descending,
+    ties by the node ids; each edge as a sorted ``(u, v)`` pair."""
+    nodes = set(path)
+    edges = {tuple(sorted((u, v))) for u, v in graph.subgraph(nodes).edges()}
+    deg = graph.degree
+    return sorted(
+        edges,
+        key=lambda e: (-(deg[e[0]] + deg[e[1]]), -graph.edges[e].get("weight", 1.0), e),
+    )
+
+
+def _count_tokens(text: str) -> int:
+    """Budget tokens: words and punctuation marks (as :func:`.lightrag.count_tokens`)."""
+    return len(_TOKEN_RE.findall(text))
+
+
+class HiRAG(Method):
+    """HiRAG hierarchical retrieval, offline (spec seed-hirag.md §3; HiIndex §2.5–2.7).
+
+    Options:
+        mode: ``"local"`` (top-n entities), ``"global"`` (their communities' reports),
+            ``"bridge"`` (shortest-path reasoning paths between the communities' key
+            entities) or ``"hi"`` (all three, the default).
+        top_n: local entities (spec n = 20; the paper's eval runs used 10).
+        top_m: key entities per community (spec §9 #1: 10).
+        max_communities: communities kept (code: reports of levels ≤ 2 within 12,500
+            tokens; we also cap the count to bound the bridge search).
+        min_similarity: cosine floor of the entity search (spec 0.2).
+        weighted_paths: ``False`` = unweighted hops (spec §9 #14), ``True`` = edge length
+            1/weight.
+        max_report_tokens, max_bridge_tokens: budgets in tokens (words and punctuation
+            marks) for the community reports and the bridge triples (spec 12,500 each;
+            ``None`` = no limit).
+        alpha: dense weight of the hybrid base score of the chunk ranking.
+        entity_weight, community_weight, bridge_weight: weights of the graph evidence from
+            local entities, communities and bridge triples in the chunk score.
+        candidates: dense and BM25 candidates each.
+        second_hop_weight, second_hop_seeds, second_hop_max_df: second-hop chunk evidence
+            from the top hybrid chunks (as in :class:`~.lightrag.LightRAG`, same 0.3
+            default and trade-off); 0 disables.
+        index_config: a :class:`HiIndexConfig` (``None`` = defaults) — build parameters of
+            the lazily built, cached HiIndex.
+
+    Ambiguities (spec §9) taken: #1 m = 10; #2 n = 20; #3 exact Eq. 14 over all community
+    members; #4 stable order (community order, then similarity); #5 communities ranked by
+    (local hits, best similarity), capped by count and report tokens; #6 soft clusters; #7
+    PCA + diagonal GMM with BIC over {√n/2, √n, 2√n} (no UMAP dependency), ≤ 200 clusters;
+    #8 the stored entity vectors (name + context) for clustering and search; #9 singletons
+    carried; #10 code stop rules with ``max_layers`` 3; #12 no intra-layer summary edges;
+    #14 unweighted hops; #15 chunks included (fused ranking); #16 Leiden leaf communities
+    of size ≤ 10 over all of G_k (own run, not ArchRAG's communities).
+    Hit scores: entities and key entities = cosine; communities = the best member cosine;
+    bridge triples and the path = mean cosine of their endpoints / key entities.
+    """
+
+    name = "hirag"
+    defaults = {
+        "mode": "hi",
+        "top_n": 20,
+        "top_m": 10,
+        "max_communities": 5,
+        "min_similarity": 0.2,
+        "weighted_paths": False,
+        "max_report_tokens": 12500,
+        "max_bridge_tokens": 12500,
+        "alpha": 0.5,
+        "entity_weight": 0.3,
+        "community_weight": 0.1,
+        "bridge_weight": 0.2,
+        "candidates": 100,
+        "second_hop_weight": 0.3,
+        "second_hop_seeds": 1,
+        "second_hop_max_df": 50,
+        "index_config": None,
+    }
+
+    def options(self, given):
+        o = super().options(given)
+        if o["mode"] not in MODES:
+            raise ValueError(f"unknown hirag mode {o['mode']!r}; known: {', '.join(MODES)}")
+        return o
+
+    def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
+        o = self.options(options)
+        context: list[Hit] = []
+        sources: dict[str, list[tuple[float, list[str]]]] = {
+            "entity": [], "community": [], "bridge": []
+        }
+        if len(engine.kg):
+            hi = hi_index(engine, o["index_config"])
+            context = self._hi_retrieve(engine, hi, qvec, o, sources)
+        weights = {
+            "entity": o["entity_weight"],
+            "community": o["community_weight"],
+            "bridge": o["bridge_weight"],
+        }
+        evidence = {name: spread_to_chunks(src, engine) for name, src in sources.items()}
+        extra = set().union(*evidence.values())
+        n = max(int(o["candidates"]), k)
+        base = hybrid_scores(engine, query, qvec, n, float(o["alpha"]), extra_rows=extra)
+        scores = dict(base)
+        _add_second_hop(engine, scores, base, o)
+        for name, ev in evidence.items():
+            if not ev:
+                continue
+            top = max(ev.values())
+            for r, v in ev.items():
+                scores[r] = scores.get(r, 0.0) + float(weights[name]) * v / top
+        return Retrieval(rank(scores, k), context)
+
+    # -- HiRetrieval -----------------------------------------------------------------------
+    def _hi_retrieve(self, engine, hi: HiIndex, qvec, o, sources) -> list[Hit]:
+        mode = o["mode"]
+        sims = hi.vectors @ np.asarray(qvec, np.float32)
+        n = min(int(o["top_n"]), len(sims))
+        local = []
+        if n:
+            local = sorted(np.argpartition(-sims, n - 1)[:n].tolist(), key=lambda i: (-sims[i], i))
+        local = [i for i in local if sims[i] >= float(o["min_similarity"])]
+        hits: list[Hit] = []
+        if mode in ("local", "hi"):
+            for i in local:
+                h = self._node_hit(engine, hi, i, float(sims[i]))
+                sources["entity"].append((h.score, h.chunk_ids))
+                hits.append(h)
+        if mode == "local":
+            return _by_kind(hits)
+        # global: communities containing the local entities (Eq. 13)
+        count: dict[int, int] = {}
+        best: dict[int, float] = {}
+        for i in local:
+            for c in hi.community_of.get(i, []):
+                count[c] = count.get(c, 0) + 1
+                best[c] = max(best.get(c, -1.0), float(sims[i]))
+        order = sorted(count, key=lambda c: (-count[c], -best[c], c))[: int(o["max_communities"])]
+        reports = []
+        used = 0
+        limit = o["max_report_tokens"]
+        for c in order:
+            h = self._community_hit(engine, hi, c, best[c])
+            t = _count_tokens(h.text)
+            if limit is not None and used + t > limit:
+                break
+            used += t
+            reports.append((c, h))
+        if mode in ("global", "hi"):
+            for _, h in reports:
+                sources["community"].append((h.score, h.chunk_ids))
+                hits.append(h)
+        if mode == "global":
+            return _by_kind(hits)
+        # bridge: key entities per community (Eq. 14), shortest paths (Eq. 15), triples (Eq. 16)
+        keys: dict[int, None] = {}
+        m = int(o["top_m"])
+        for c, _ in reports:
+            members = hi.communities[c]
+            for i in sorted(members, key=lambda i: (-sims[i], i))[:m]:
+                keys.setdefault(i, None)
+        if not keys:
+            keys = dict.fromkeys(local[:m])
+        key_ids = [hi.node_ids[i] for i in keys]
+        path = bridge_path(hi.graph, key_ids, weighted=bool(o["weighted_paths"]))
+        triples = bridge_triples(hi.graph, path)
+        limit = o["max_bridge_tokens"]
+        used = 0
+        bridge_hits = []
+        for u, v in triples:
+            h = self._triple_hit(engine, hi, u, v, sims)
+            t = _count_tokens(h.text)
+            if limit is not None and used + t > limit:
+                break
+            used += t
+            bridge_hits.append(h)
+            sources["bridge"].append((h.score, h.chunk_ids))
+        if path:
+            chunk_ids = list(dict.fromkeys(c for h in bridge_hits for c in h.chunk_ids))
+            names = [self._name(engine, hi, hi.node_row[p]) for p in path]
+            score = float(np.mean([sims[i] for i in keys])) if keys else 0.0
+            hits.append(
+                Hit(
+                    id="path:" + "\u2192".join(path),
+                    text=" → ".join(names),
+                    score=score,
+                    kind="path",
+                    layer=None,
+                    chunk_ids=chunk_ids,
+                    document_ids=engine.document_ids_of(chunk_ids),
+                    metadata={"nodes": list(path), "key_entities": key_ids},
+                )
+            )
+        bridge_hits.sort(key=lambda h: (-h.score, h.id))
+        hits.extend(bridge_hits)
+        return _by_kind(hits)
+
+    @staticmethod
+    def _name(engine, hi: HiIndex, i: int) -> str:
+        if i < hi.n_entities:
+            return engine.kg.entities[hi.node_ids[i]].name
+        return hi.names[i - hi.n_entities]
+
+    def _node_hit(self, engine, hi: HiIndex, i: int, score: float) -> Hit:
+        if i < hi.n_entities:
+            e = engine.kg.entities[hi.node_ids[i]]
+            return Hit(
+                id=e.id,
+                text=f"{e.name}: {e.description}" if e.description else e.name,
+                score=score,
+                kind="entity",
+                layer=0,
+                chunk_ids=list(e.chunk_ids),
+                document_ids=engine.document_ids_of(e.chunk_ids),
+                metadata={"name": e.name, "weight": e.weight},
+            )
+        j = i - hi.n_entities
+        return Hit(
+            id=hi.node_ids[i],
+            text=f"{hi.names[j]}: {hi.descriptions[j]}",
+            score=score,
+            kind="entity",
+            layer=int(hi.layer[i]),
+            chunk_ids=list(hi.chunk_ids[j]),
+            document_ids=engine.document_ids_of(hi.chunk_ids[j]),
+            metadata={"name": hi.names[j], "summary": True},
+        )
+
+    def _community_hit(self, engine, hi: HiIndex, c: int, score: float) -> Hit:
+        kg = engine.kg
+        members = hi.communities[c]
+        deg = hi.graph.degree
+        top = sorted(members, key=lambda i: (-deg[hi.node_ids[i]], i))
+        title = ", ".join(self._name(engine, hi, i) for i in top[:3])
+        sentences = []
+        for i in top:
+            if i >= hi.n_entities:
+                continue
+            desc = kg.entities[hi.node_ids[i]].description
+            if desc:
+                first = re.split(r"(?<=[.!?])\s+", desc, maxsplit=1)[0]
+                if first not in sentences:
+                    sentences.append(first)
+            if len(sentences) >= 3:
+                break
+        ents = [hi.node_ids[i] for i in members if i < hi.n_entities]
+        chunk_ids = rank_chunks([kg.entities[e].chunk_ids for e in ents])
+        return Hit(
+            id=f"hirag:C{c}",
+            text=f"{title}\n{' '.join(sentences)}".strip(),
+            score=score,
+            kind="community",
+            layer=1,
+            chunk_ids=chunk_ids,
+            document_ids=engine.document_ids_of(chunk_ids),
+            metadata={"title": title, "size": len(members),
+                      "members": [hi.node_ids[i] for i in members]},
+        )
+
+    def _triple_hit(self, engine, hi: HiIndex, u: str, v: str, sims: np.ndarray) -> Hit:
+        kg = engine.kg
+        iu, iv = hi.node_row[u], hi.node_row[v]
+        score = float(sims[iu] + sims[iv]) / 2.0
+        r = kg.relation(u, v) if iu < hi.n_entities and iv < hi.n_entities else None
+        nu, nv = self._name(engine, hi, iu), self._name(engine, hi, iv)
+        deg = hi.graph.degree[u] + hi.graph.degree[v]
+        if r is not None:
+            return Hit(
+                id=r.id,
+                text=f"{nu} — {nv}: {r.description}",
+                score=score,
+                kind="relation",
+                layer=0,
+                chunk_ids=list(r.chunk_ids),
+                document_ids=engine.document_ids_of(r.chunk_ids),
+                metadata={"source": nu, "target": nv, "weight": r.weight, "rank": deg,
+                          "bridge": True},
+            )
+        lo, hi_node = (iu, iv) if hi.layer[iu] <= hi.layer[iv] else (iv, iu)
+        member, summary = self._name(engine, hi, lo), self._name(engine, hi, hi_node)
+        chunk_ids = []
+        if lo < hi.n_entities:
+            chunk_ids = list(engine.kg.entities[hi.node_ids[lo]].chunk_ids)
+        return Hit(
+            id=f"{hi.node_ids[lo]}\u241f{hi.node_ids[hi_node]}",
+            text=f"{member} — {summary}: {member} belongs to the summary entity '{summary}'.",
+            score=score,
+            kind="relation",
+            layer=int(hi.layer[hi_node]),
+            chunk_ids=chunk_ids[:10],
+            document_ids=engine.document_ids_of(chunk_ids[:10]),
+            metadata={"source": member, "target": summary, "weight": 1.0, "rank": deg,
+                      "bridge": True, "inter_layer": True},
+        )
+
+
+_KIND_ORDER = {"entity": 0, "relation": 1, "community": 2, "path": 3}
+
+
+def _by_kind(hits: list[Hit]) -> list[Hit]:
+    """Stable order by kind (entity, relation, community, path), then score, then id."""
+    return sorted(hits, key=lambda h: (_KIND_ORDER.get(h.kind, 9), -h.score, h.id))
