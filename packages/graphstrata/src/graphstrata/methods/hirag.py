@@ -55,10 +55,9 @@ import numpy as np
 from ..hierarchy import LEIDEN_SEED, rank_chunks
 from ..types import Hit
 from .base import Method, Retrieval, hybrid_scores, rank, spread_to_chunks
-from .lightrag import _add_second_hop
+from .lightrag import _add_second_hop, count_tokens
 
 MODES = ("local", "global", "bridge", "hi")
-_TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 SUMMARY_PREFIX = "\u00a7hirag:"  # summary-entity node ids: "§hirag:L<layer>S<index>"
 
 SummariseFn = Callable[[int, list[str], list[str]], tuple[str, str]]
@@ -370,11 +369,6 @@ def bridge_triples(graph: nx.Graph, path: Sequence[str]) -> list[tuple[str, str]
     )
 
 
-def _count_tokens(text: str) -> int:
-    """Budget tokens: words and punctuation marks (as :func:`.lightrag.count_tokens`)."""
-    return len(_TOKEN_RE.findall(text))
-
-
 class HiRAG(Method):
     """HiRAG hierarchical retrieval, offline (spec seed-hirag.md §3; HiIndex §2.5–2.7).
 
@@ -499,7 +493,7 @@ class HiRAG(Method):
         limit = o["max_report_tokens"]
         for c in order:
             h = self._community_hit(engine, hi, c, best[c])
-            t = _count_tokens(h.text)
+            t = count_tokens(h.text)
             if limit is not None and used + t > limit:
                 break
             used += t
@@ -527,7 +521,7 @@ class HiRAG(Method):
         bridge_hits = []
         for u, v in triples:
             h = self._triple_hit(engine, hi, u, v, sims)
-            t = _count_tokens(h.text)
+            t = count_tokens(h.text)
             if limit is not None and used + t > limit:
                 break
             used += t
