@@ -40,7 +40,6 @@ def _cpu_name() -> str:
 
 def main() -> None:
     import numpy as np
-
     from graphstrata import GraphStrata
     from graphstrata.eval import load_questions
 

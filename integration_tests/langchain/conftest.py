@@ -50,7 +50,6 @@ def musique_slice(
 def musique_index_dir(musique_slice: list[dict[str, Any]], tmp_path_factory: Any) -> Path:
     """The slice indexed by graphstrata from LangChain Documents and persisted (built once)."""
     from langchain_core.documents import Document
-
     from langchain_graphstrata import GraphStrataRetriever
 
     path = tmp_path_factory.mktemp("musique_lc") / "index"

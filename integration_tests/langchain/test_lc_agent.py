@@ -11,9 +11,8 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
-
 from langchain_graphstrata import GraphStrataRetriever, create_graphstrata_tool
+from pydantic import Field
 
 TOOL_NAME = "musique_search"
 

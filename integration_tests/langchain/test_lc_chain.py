@@ -12,9 +12,8 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
-from pydantic import Field
-
 from langchain_graphstrata import GraphStrataRetriever
+from pydantic import Field
 
 N_QUESTIONS = 20
 PROMPT = ChatPromptTemplate.from_messages(

@@ -11,7 +11,6 @@ import re
 
 import numpy as np
 import pytest
-
 from graphstrata import Document
 from graphstrata.models import regex_token_spans
 

@@ -4,7 +4,6 @@ import re
 
 import numpy as np
 import pytest
-
 from graphstrata import GraphStrata
 from graphstrata.methods import METHODS
 from graphstrata.methods.agrag import AGRAG, PREDICATE, Fact, build_graph

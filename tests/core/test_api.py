@@ -2,11 +2,9 @@
 
 import json
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
-
 from graphstrata import GraphStrata
 from graphstrata.types import HIT_KINDS
 

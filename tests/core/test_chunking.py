@@ -1,5 +1,4 @@
 import pytest
-
 from graphstrata import Document
 from graphstrata.chunking import chunk_documents, chunk_text
 from graphstrata.models import regex_token_spans

@@ -2,10 +2,9 @@
 
 import json
 
-import pytest
-
 import graphstrata.api
 import graphstrata.models
+import pytest
 from graphstrata import cli
 
 

@@ -1,5 +1,4 @@
 import pytest
-
 from graphstrata import GraphStrata, Hit
 from graphstrata.eval import evaluate, format_table, load_questions, ranked_documents, recall_at
 

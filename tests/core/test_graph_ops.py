@@ -8,7 +8,6 @@ import networkx as nx
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from graphstrata.methods.graph_ops import (
     mcmi_expand,
     personalized_pagerank,

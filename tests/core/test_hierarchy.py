@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from graphstrata.hierarchy import (
     HierarchyConfig,
     attributed_communities,

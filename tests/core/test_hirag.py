@@ -3,7 +3,6 @@
 import networkx as nx
 import numpy as np
 import pytest
-
 from graphstrata import GraphStrata
 from graphstrata.methods.hirag import (
     SUMMARY_PREFIX,

@@ -1,7 +1,6 @@
 """LightRAG (spec seed-lightrag.md §2): keywords, dual-level paths, one-hop expansion, budgets."""
 
 import pytest
-
 from graphstrata import GraphStrata
 from graphstrata.methods.lightrag import LightRAG, count_tokens, offline_keywords
 

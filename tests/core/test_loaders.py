@@ -2,7 +2,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from graphstrata import Document
 from graphstrata.loaders import load_documents
 

@@ -9,7 +9,6 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.retrievers import BaseRetriever
-
 from langchain_graphstrata import GraphStrataRetriever
 from langchain_graphstrata.retrievers import RESERVED_METADATA_KEYS
 

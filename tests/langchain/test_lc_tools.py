@@ -10,7 +10,6 @@ from langchain_core.messages import ToolMessage
 from langchain_core.prompts import PromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool
-
 from langchain_graphstrata import GraphStrataRetriever, create_graphstrata_tool
 
 QUERY = "Who designed the Analytical Engine?"

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import BaseDocumentTransformer, Document
-
 from langchain_graphstrata import GraphStrataTransformer
 
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_tests.integration_tests import RetrieversIntegrationTests
-
 from langchain_graphstrata import GraphStrataRetriever
+from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 _PLANNED = ("archrag", "dense", "bm25", "hybrid", "lightrag", "hirag", "agrag")
 try:  # the core's method registry, when it exposes one: covers methods added later too

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import zlib
-from typing import Any, List
+from typing import List
 
 import numpy as np
 import pytest

@@ -7,7 +7,7 @@ import re
 import pytest
 from graphstrata import Document as GSDocument
 from graphstrata.chunking import chunk_documents
-from llama_index.core import Document, PropertyGraphIndex
+from llama_index.core import PropertyGraphIndex
 from llama_index.core.graph_stores.types import (
     KG_NODES_KEY,
     KG_RELATIONS_KEY,

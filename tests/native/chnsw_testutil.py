@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from graphstrata_chnsw import CHNSW
 
 DIM = 384

@@ -21,7 +21,6 @@ import zlib
 
 import atheris
 import numpy as np
-
 from graphstrata_chnsw import CHNSW
 
 HEADER = 40

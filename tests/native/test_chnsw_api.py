@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pickle
 
+import graphstrata_chnsw
 import numpy as np
 import pytest
 from chnsw_testutil import CHNSW, clustered, exact_knn, layer_offsets, recall, small_index
-
-import graphstrata_chnsw
 
 
 def test_package_exports():

@@ -6,11 +6,10 @@ import os
 import subprocess
 import sys
 
+import graphstrata_chnsw
 import numpy as np
 import pytest
 from chnsw_testutil import CHNSW, clustered, exact_knn, recall
-
-import graphstrata_chnsw
 
 LEVELS = {"avx512", "avx2", "neon", "scalar"}
 

@@ -25,8 +25,8 @@ import numpy as np
 
 from .base import (
     Method,
-    bridge_evidence,
     Retrieval,
+    bridge_evidence,
     community_hit,
     entity_hit,
     hybrid_scores,

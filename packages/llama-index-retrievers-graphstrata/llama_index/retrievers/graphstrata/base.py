@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from graphstrata.types import HIT_KINDS  # ("chunk", "entity", "relation", "community", "path")
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import (
@@ -25,7 +24,7 @@ from llama_index.core.schema import (
     TextNode,
 )
 
-
+from graphstrata.types import HIT_KINDS  # ("chunk", "entity", "relation", "community", "path")
 
 #: Metadata keys this retriever writes on every node. They are provenance, not content, so
 #: they are hidden from the LLM prompt and from embedding text.
