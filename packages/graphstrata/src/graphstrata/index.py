@@ -43,6 +43,12 @@ class LayeredIndex:
     def build(
         cls, layer_vectors: Sequence[np.ndarray], M: int = 16, ef_construction: int = 200
     ) -> LayeredIndex:
+        """Build the C-HNSW bottom-up from float32 ``(n_l, dim)`` arrays, layer 0 first.
+
+        Raises:
+            ValueError: empty layers, NaN/inf or zero vectors, mismatched dimensions (from
+                ``graphstrata_chnsw``).
+        """
         dim = int(layer_vectors[0].shape[1])
         index = _chnsw().CHNSW(dim, metric="cosine", M=M, ef_construction=ef_construction)
         offsets = []
@@ -55,6 +61,7 @@ class LayeredIndex:
 
     @property
     def num_layers(self) -> int:
+        """Layers in the index (1 + number of community layers)."""
         return len(self.offsets)
 
     def search_all_layers(
@@ -82,10 +89,12 @@ class LayeredIndex:
         return out
 
     def save(self, path: Path) -> None:
+        """Write the native index file (checksummed, atomic)."""
         self.index.save(str(path))
 
     @classmethod
     def load(cls, path: Path, layer_sizes: Sequence[int]) -> LayeredIndex:
+        """Open a native index file; ``ValueError`` if corrupt or its layers do not match."""
         index = _chnsw().CHNSW.load(str(path))
         offsets = list(np.cumsum([0, *layer_sizes[:-1]]).astype(int)) if layer_sizes else []
         if index.num_layers != len(layer_sizes):
@@ -110,6 +119,7 @@ class ChunkIndex:
 
     @classmethod
     def build(cls, vectors: np.ndarray, M: int = 16, ef_construction: int = 200) -> ChunkIndex:
+        """Index float32 ``(n_chunks, dim)`` L2-normalised chunk vectors (ids = rows)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         index = _chnsw().CHNSW(
             int(vectors.shape[1]), metric="cosine", M=M, ef_construction=ef_construction
@@ -134,10 +144,12 @@ class ChunkIndex:
         return self.vectors[np.asarray(rows, dtype=np.int64)] @ np.asarray(query, np.float32)
 
     def save(self, path: Path) -> None:
+        """Write the native index file (checksummed, atomic)."""
         self.index.save(str(path))
 
     @classmethod
     def load(cls, path: Path, vectors: np.ndarray) -> ChunkIndex:
+        """Open a native index file; ``ValueError`` if corrupt or not matching ``vectors``."""
         index = _chnsw().CHNSW.load(str(path))
         if len(index) != len(vectors):
             raise ValueError(

@@ -89,6 +89,7 @@ class Relation:
 
     @property
     def id(self) -> str:
+        """``"<source>\u241f<target>"`` (U+241F separates the two entity ids)."""
         return f"{self.source}\u241f{self.target}"
 
 

@@ -56,6 +56,19 @@ class Method:
     def retrieve(
         self, engine: Engine, query: str, qvec: np.ndarray, k: int, **options: Any
     ) -> Retrieval:  # pragma: no cover - abstract
+        """Run the method for one query.
+
+        Args:
+            engine: the :class:`~graphstrata.GraphStrata` index (read only).
+            query: the question text.
+            qvec: float32 ``(dim,)`` L2-normalised query embedding.
+            k: number of chunks wanted (> 0); return at least ``min(k, n_chunks)``.
+            **options: overrides of :attr:`defaults`; unknown names raise ``ValueError``
+                (call :meth:`options`).
+
+        Returns:
+            A :class:`Retrieval`: ranked chunk rows and context hits.
+        """
         raise NotImplementedError
 
 
