@@ -578,14 +578,7 @@ class Index {
       const uint32_t v = static_cast<uint32_t>(n_ + i);
       float* dst = vec(v);
       const float* src = data + i * dim_;
-      if (metric_ == Metric::Cosine) {
-        double ss = 0.0;
-        for (std::size_t j = 0; j < dim_; ++j) ss += static_cast<double>(src[j]) * src[j];
-        const double inv = 1.0 / std::sqrt(ss);
-        for (std::size_t j = 0; j < dim_; ++j) dst[j] = static_cast<float>(src[j] * inv);
-      } else {
-        std::memcpy(dst, src, dim_ * sizeof(float));
-      }
+      store_vector(src, dst);
       std::memset(links(v), 0, stride_ * sizeof(uint32_t));
       ext_ids_[v] = ext[i];
       layer_[v] = static_cast<uint32_t>(layer);
@@ -596,17 +589,22 @@ class Index {
     return first;
   }
 
+  /// Copy ``dim_`` floats from ``src`` to ``dst``, L2-normalised under the cosine metric.
+  void store_vector(const float* src, float* dst) const {
+    if (metric_ == Metric::Cosine) {
+      double ss = 0.0;
+      for (std::size_t j = 0; j < dim_; ++j) ss += static_cast<double>(src[j]) * src[j];
+      const double inv = 1.0 / std::sqrt(ss);
+      for (std::size_t j = 0; j < dim_; ++j) dst[j] = static_cast<float>(src[j] * inv);
+    } else {
+      std::memcpy(dst, src, dim_ * sizeof(float));
+    }
+  }
+
   /// Copy a query into the context's padded buffer (normalised under the cosine metric).
   const float* prepare_query(const float* q, SearchCtx& ctx) const {
     float* dst = ctx.qbuf.data();
-    if (metric_ == Metric::Cosine) {
-      double ss = 0.0;
-      for (std::size_t j = 0; j < dim_; ++j) ss += static_cast<double>(q[j]) * q[j];
-      const double inv = 1.0 / std::sqrt(ss);
-      for (std::size_t j = 0; j < dim_; ++j) dst[j] = static_cast<float>(q[j] * inv);
-    } else {
-      std::memcpy(dst, q, dim_ * sizeof(float));
-    }
+    store_vector(q, dst);
     for (std::size_t j = dim_; j < pdim_; ++j) dst[j] = 0.f;
     return dst;
   }
