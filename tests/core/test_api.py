@@ -232,3 +232,17 @@ def test_summary_embedded_communities(corpus, embedder, small_config):
     assert np.allclose(gs._vectors["layer_1"][0], expected, atol=1e-5)
     hits = gs.retrieve(comm.title, method="archrag", k=1, kinds=["community"])
     assert hits and all(h.kind == "community" for h in hits)
+
+
+def test_check_k_and_kinds_are_shared_by_every_adapter():
+    from graphstrata.types import check_k, check_kinds
+
+    assert check_k(np.int64(3)) == 3
+    with pytest.raises(ValueError, match="similarity_top_k must be a positive integer"):
+        check_k(True, "similarity_top_k")
+    assert check_kinds("chunk") == ("chunk",)
+    assert check_kinds(None) is None
+    with pytest.raises(ValueError, match="non-empty"):
+        check_kinds([])
+    with pytest.raises(ValueError, match="unknown hit kind"):
+        check_kinds(["chunks"])

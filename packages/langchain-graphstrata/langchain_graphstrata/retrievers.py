@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphstrata.types import check_k, check_kinds
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -36,8 +37,6 @@ RESERVED_METADATA_KEYS: tuple[str, ...] = (
     "chunk_ids",
     "document_ids",
 )
-
-_HIT_KINDS = ("chunk", "entity", "relation", "community", "path")
 
 # Keyword arguments LangChain itself may pass through ``invoke(**kwargs)``; never method options.
 _LANGCHAIN_KWARGS = frozenset({"verbose", "run_id", "run_name", "callbacks", "tags", "metadata"})
@@ -73,28 +72,6 @@ def embedder_from_langchain(embeddings: Embeddings, *, id: str | None = None) ->
         if isinstance(model, str) and model:
             id = f"{id}:{model}"
     return CallableEmbedder(fn=embeddings.embed_documents, id=id, query_fn=embeddings.embed_query)
-
-
-def _validate_k(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise ValueError(f"k must be a positive int, got {k!r}")
-    if k <= 0:
-        raise ValueError(f"k must be a positive int (number of Documents to return), got {k}")
-    return k
-
-
-def _validate_kinds(kinds: Any) -> tuple[str, ...] | None:
-    if kinds is None:
-        return None
-    if isinstance(kinds, str):
-        kinds = (kinds,)
-    kinds = tuple(kinds)
-    if not kinds:
-        raise ValueError("kinds must be None or a non-empty subset of " + ", ".join(_HIT_KINDS))
-    unknown = [x for x in kinds if x not in _HIT_KINDS]
-    if unknown:
-        raise ValueError(f"unknown hit kind(s) {unknown}; known kinds: {', '.join(_HIT_KINDS)}")
-    return kinds
 
 
 def _method_registry() -> Mapping[str, Any] | None:
@@ -269,9 +246,9 @@ class GraphStrataRetriever(BaseRetriever):
         # FileNotFoundError with one clear message instead of a wrapped ValidationError.
         # k and kinds are checked before pydantic so "3" or True are not silently coerced.
         if "k" in data:
-            _validate_k(data["k"])
+            check_k(data["k"])
         if "kinds" in data:
-            data["kinds"] = _validate_kinds(data["kinds"])
+            data["kinds"] = check_kinds(data["kinds"])
         super().__init__(**data)
         if (self.index is None) == (self.index_dir is None):
             raise ValueError(
@@ -353,9 +330,9 @@ class GraphStrataRetriever(BaseRetriever):
             if bad in kwargs:
                 raise ValueError(f"from_documents builds its own index; do not pass {bad}=")
         if "k" in kwargs:
-            _validate_k(kwargs["k"])
+            check_k(kwargs["k"])
         if "kinds" in kwargs:
-            kwargs["kinds"] = _validate_kinds(kwargs["kinds"])
+            kwargs["kinds"] = check_kinds(kwargs["kinds"])
         # Fail before the (slow) build when the method or its options are wrong.
         registry = _method_registry()
         method = kwargs.get("method", cls.model_fields["method"].default)
@@ -390,11 +367,11 @@ class GraphStrataRetriever(BaseRetriever):
 
     def _call_args(self, kwargs: dict[str, Any]) -> tuple[str, int, Any, dict[str, Any]]:
         kwargs = {k: v for k, v in kwargs.items() if k not in _LANGCHAIN_KWARGS}
-        k = _validate_k(kwargs.pop("k", self.k))
+        k = check_k(kwargs.pop("k", self.k))
         method = kwargs.pop("method", self.method)
         if method != self.method:
             self._check_method(method)
-        kinds = _validate_kinds(kwargs.pop("kinds", self.kinds))
+        kinds = check_kinds(kwargs.pop("kinds", self.kinds))
         options = {**self.method_options, **kwargs}
         if method != self.method:
             options = kwargs  # constructor options belong to the constructor's method

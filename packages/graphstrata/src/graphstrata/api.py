@@ -22,7 +22,7 @@ from .index import BM25Index, ChunkIndex, LayeredIndex
 from .loaders import load_documents
 from .methods import METHODS
 from .models import Embedder, default_embedder, embed_query, l2_normalise
-from .types import HIT_KINDS, Chunk, Community, Document, Hit
+from .types import Chunk, Community, Document, Hit, check_k, check_kinds
 
 log = logging.getLogger(__name__)
 
@@ -533,15 +533,10 @@ class GraphStrata:
         """
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query must be a non-empty string")
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
+        k = check_k(k)
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; known methods: {', '.join(METHODS)}")
-        if kinds is not None:
-            kinds = tuple(kinds)
-            bad = [x for x in kinds if x not in HIT_KINDS]
-            if bad:
-                raise ValueError(f"unknown hit kind(s) {bad}; known: {', '.join(HIT_KINDS)}")
+        kinds = check_kinds(kinds)
         if self.chunk_index is None:
             raise ValueError("index is empty: build() or load() it first")
         qvec = embed_query(self.embedder, query)
@@ -549,7 +544,7 @@ class GraphStrata:
             raise ValueError(
                 f"query embedding has shape {qvec.shape}, index dimension is {self.embedder.dim}"
             )
-        result = METHODS[method]().retrieve(self, query, qvec, int(k), **options)
+        result = METHODS[method]().retrieve(self, query, qvec, k, **options)
         hits: list[Hit] = []
         if kinds is None or "chunk" in kinds:
             hits.extend(self._chunk_hit(row, score, method) for row, score in result.chunks[:k])

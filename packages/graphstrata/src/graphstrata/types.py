@@ -7,11 +7,50 @@ owned by :mod:`graphstrata.index`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 HitKind = Literal["chunk", "entity", "relation", "community", "path"]
 HIT_KINDS: tuple[str, ...] = ("chunk", "entity", "relation", "community", "path")
+
+
+def check_k(k: Any, name: str = "k") -> int:
+    """Validate a result count (``k``, ``similarity_top_k``): a positive int, not a bool.
+
+    Raises:
+        ValueError: ``k`` is not an integer (numpy integers are accepted) or is ≤ 0; the
+            message names ``name``.
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {k!r}")
+    return int(k)
+
+
+def check_kinds(kinds: Any) -> tuple[str, ...] | None:
+    """Validate a hit-kind filter: ``None`` (every kind), one kind, or a non-empty sequence.
+
+    Returns:
+        ``None`` or a tuple of kinds from :data:`HIT_KINDS`.
+
+    Raises:
+        ValueError: not a sequence of strings, empty, or an unknown kind (named).
+    """
+    if kinds is None:
+        return None
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    if not isinstance(kinds, Iterable):
+        raise ValueError(f"kinds must be None or a non-empty sequence of hit kinds, got {kinds!r}")
+    out = tuple(kinds)
+    if not out:
+        raise ValueError("kinds must be None or a non-empty subset of " + ", ".join(HIT_KINDS))
+    unknown = [x for x in out if x not in HIT_KINDS]
+    if unknown:
+        raise ValueError(f"unknown hit kind(s) {unknown}; known: {', '.join(HIT_KINDS)}")
+    return out
 
 
 @dataclass

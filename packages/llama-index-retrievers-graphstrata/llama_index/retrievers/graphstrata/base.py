@@ -8,7 +8,7 @@ the core engine.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -24,7 +24,7 @@ from llama_index.core.schema import (
     TextNode,
 )
 
-from graphstrata.types import HIT_KINDS  # ("chunk", "entity", "relation", "community", "path")
+from graphstrata.types import check_k, check_kinds
 
 #: Metadata keys this retriever writes on every node. They are provenance, not content, so
 #: they are hidden from the LLM prompt and from embedding text.
@@ -75,32 +75,6 @@ def embedder_from_llama_index(embed_model: Any, batch_size: Optional[int] = None
         batch_size=size,
         query_fn=getattr(embed_model, "get_query_embedding", None),
     )
-
-
-def _validate_top_k(similarity_top_k: Any) -> int:
-    if isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int):
-        raise ValueError(
-            f"similarity_top_k must be a positive int, got {similarity_top_k!r}"
-        )
-    if similarity_top_k <= 0:
-        raise ValueError(f"similarity_top_k must be > 0, got {similarity_top_k}")
-    return similarity_top_k
-
-
-def _validate_kinds(kinds: Any) -> Optional[Tuple[str, ...]]:
-    if kinds is None:
-        return None
-    if isinstance(kinds, str):
-        kinds = (kinds,)
-    if not isinstance(kinds, Iterable):
-        raise ValueError(f"kinds must be None or a sequence of hit kinds, got {kinds!r}")
-    out = tuple(kinds)
-    if not out:
-        raise ValueError("kinds must not be empty (use None for the method's default)")
-    unknown = [k for k in out if k not in HIT_KINDS]
-    if unknown:
-        raise ValueError(f"unknown hit kind(s) {unknown}; known: {list(HIT_KINDS)}")
-    return out
 
 
 def hit_to_node(hit: Any, method: str) -> NodeWithScore:
@@ -216,8 +190,8 @@ class GraphStrataRetriever(BaseRetriever):
             )
         self._engine = engine
         self._method = method
-        self._similarity_top_k = _validate_top_k(similarity_top_k)
-        self._kinds = _validate_kinds(kinds)
+        self._similarity_top_k = check_k(similarity_top_k, "similarity_top_k")
+        self._kinds = check_kinds(kinds)
         self._method_options: Dict[str, Any] = dict(method_options or {})
         super().__init__(
             callback_manager=callback_manager,
