@@ -103,6 +103,16 @@ struct Cand {
 struct CandLess {
   bool operator()(const Cand& a, const Cand& b) const { return a.d < b.d || (a.d == b.d && a.id < b.id); }
 };
+/// Push ``c`` into the max-heap ``R`` (by distance) and drop its worst entry beyond ``ef``.
+inline void push_bounded(std::vector<Cand>& R, Cand c, std::size_t ef) {
+  R.push_back(c);
+  std::push_heap(R.begin(), R.end(), CandLess());
+  if (R.size() > ef) {
+    std::pop_heap(R.begin(), R.end(), CandLess());
+    R.pop_back();
+  }
+}
+
 /// Min-heap order (nearest on top).
 struct CandGreater {
   bool operator()(const Cand& a, const Cand& b) const { return a.d > b.d || (a.d == b.d && a.id > b.id); }
@@ -674,14 +684,7 @@ class Index {
       C.push_back({dx, x});
       std::push_heap(C.begin(), C.end(), CandGreater());
       if (CandLess()(Cand{dx, x}, best)) best = {dx, x};
-      if (!filter || !deleted_[x]) {
-        R.push_back({dx, x});
-        std::push_heap(R.begin(), R.end(), CandLess());
-        if (R.size() > ef) {
-          std::pop_heap(R.begin(), R.end(), CandLess());
-          R.pop_back();
-        }
-      }
+      if (!filter || !deleted_[x]) push_bounded(R, {dx, x}, ef);
     }
     float bound = R.empty() ? std::numeric_limits<float>::infinity() : R.front().d;
     while (!C.empty()) {
@@ -711,12 +714,7 @@ class Index {
           std::push_heap(C.begin(), C.end(), CandGreater());
           if (dx < best.d) best = {dx, x};
           if (!filter || !deleted_[x]) {
-            R.push_back({dx, x});
-            std::push_heap(R.begin(), R.end(), CandLess());
-            if (R.size() > ef) {
-              std::pop_heap(R.begin(), R.end(), CandLess());
-              R.pop_back();
-            }
+            push_bounded(R, {dx, x}, ef);
             bound = R.front().d;
           }
         }
