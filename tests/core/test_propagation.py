@@ -1,0 +1,114 @@
+"""Passage propagation (PPR over the chunk–entity graph with title links) and the lexical
+side it is seeded from: CamelCase-aware BM25 tokens, titles in the BM25 text."""
+
+import numpy as np
+import pytest
+from graphstrata import Document, GraphStrata
+from graphstrata.api import lexical_texts
+from graphstrata.extraction import document_title, title_mentions
+from graphstrata.index import BM25Index, bm25_tokenize
+from graphstrata.methods.propagation import build_passage_graph, propagate
+
+
+def test_bm25_tokens_split_camel_case_and_keep_the_word():
+    toks = bm25_tokenize("WolfgangSchulz: see you at the HTTPServer2 at 7pm")
+    assert toks[:3] == ["wolfgang", "schulz", "wolfgangschulz"]
+    assert {"http", "server", "2", "httpserver2"} <= set(toks)
+    assert "the" not in toks and "at" not in toks  # stop words still dropped
+    assert bm25_tokenize("plain words only") == ["plain", "words"]
+
+
+def test_bm25_matches_a_first_name_inside_a_chat_handle():
+    bm = BM25Index(["WolfgangSchulz: dinner tonight?", "JenniferMoore: workout plan", "LiHua: ok"])
+    scores = bm.scores("Did Wolfgang ask about dinner?")
+    assert int(np.argmax(scores)) == 0 and scores[1] == 0
+    assert int(np.argmax(bm.scores("what did Li Hua say"))) == 2
+
+
+def test_document_title_rejects_file_names():
+    assert document_title(" Mount Everest ") == "Mount Everest"
+    for bad in ("week1/20260105_1100", "notes_v2", "", None, 3):
+        assert document_title(bad) is None
+
+
+def test_title_mentions_finds_case_sensitive_token_runs():
+    texts = [
+        "Tenzing Norgay and Edmund Hillary climbed it.",  # names "Edmund Hillary"
+        "Big Eye was directed by Tim Burton.",  # names "Big Eye (film)" without its qualifier
+        "edmund hillary in lower case is not a name; Hillary alone is not the title",
+        "Mount Everestest is not Mount Everest's exact run? it is: Mount Everest",
+    ]
+    titles = {"h": "Edmund Hillary", "b": "Big Eye (film)", "e": "Mount Everest",
+              "w": "week1/20260105_1100", "p": "a lowercase phrase"}
+    found = title_mentions(texts, titles)
+    assert found == {"h": [0], "b": [1], "e": [3]}
+    assert title_mentions(texts, {}) == {}
+
+
+def test_lexical_texts_prefix_subject_titles_only(embedder):
+    docs = [Document("a", "He was born in Auckland.", {"title": "Edmund Hillary"}),
+            Document("c", "LiHua: hi", {"title": "week1/20260105_1100"}),
+            Document("d", "Rivers of Europe drain into several seas.")]
+    gs = GraphStrata.build(docs, embedder=embedder)
+    texts = dict(zip((c.document_id for c in gs.chunks),
+                     lexical_texts(gs.chunks, gs.documents, use_titles=True)))
+    assert texts == {"a": "Edmund Hillary\nHe was born in Auckland.", "c": "LiHua: hi",
+                     "d": "Rivers of Europe drain into several seas."}
+    assert lexical_texts(gs.chunks, gs.documents, use_titles=False) == [c.text for c in gs.chunks]
+    # the title reaches BM25: a query naming only the subject finds the pronoun paragraph
+    assert gs.retrieve("Edmund Hillary", method="bm25", k=1)[0].document_ids == ["a"]
+
+
+@pytest.fixture()
+def linked(embedder):
+    # "film" names its director's page by title, whose entity ("tim burton (director)") is not
+    # the span "Tim Burton": nothing but the title link connects the two pages
+    docs = [
+        Document("film", "Big Eye is a 2014 drama. Big Eye was directed by Tim Burton.",
+                 {"title": "Big Eye (film)"}),
+        Document("burton", "He married Helena Bonham Carter in 2001. He lives in London.",
+                 {"title": "Tim Burton (director)"}),
+        Document("other", "Quantum chromodynamics describes quarks and gluons.",
+                 {"title": "Quantum chromodynamics"}),
+        Document("other2", "Rivers of Europe drain into several seas.", {"title": "Rivers"}),
+    ]
+    return GraphStrata.build(docs, embedder=embedder)
+
+
+def test_passage_graph_links_a_page_to_the_pages_that_name_it(linked):
+    with_titles = build_passage_graph(linked, max_df=50, title_weight=2.0)
+    without = build_passage_graph(linked, max_df=50, title_weight=0.0)
+    assert with_titles.title_nodes == 1 and without.title_nodes == 0
+    film, burton = linked.chunk_row["film#0"], linked.chunk_row["burton#0"]
+    # column-stochastic walk; film -> burton only through the title node
+    m = with_titles.walk.matrix.toarray()
+    assert m[burton, film] > 0
+    assert without.walk.matrix.toarray()[burton, film] == 0
+    cols = m.sum(axis=0)
+    assert np.allclose(cols[~with_titles.walk.dangling], 1.0)
+
+
+def test_propagate_lifts_the_linked_passage_above_unrelated_ones(linked):
+    film, burton = linked.chunk_row["film#0"], linked.chunk_row["burton#0"]
+    other = linked.chunk_row["other#0"]
+    # seeds: the film page best, an unrelated page second, the director's page barely scored
+    seeds = {film: 1.0, other: 0.3, burton: 0.01}
+    out = propagate(linked, seeds, seed_top_n=2, seed_power=1.0, title_weight=2.0)
+    assert out[film] == pytest.approx(1.0, abs=1e-2)
+    assert out[burton] > out[other]
+    flat = propagate(linked, seeds, seed_top_n=2, seed_power=1.0, title_weight=0.0)
+    assert flat[burton] < flat[other]  # no link: seed order stands
+    assert propagate(linked, {}) == {}
+    with pytest.raises(ValueError, match="seed_top_n"):
+        propagate(linked, seeds, seed_top_n=0)
+    with pytest.raises(ValueError, match="seed_power"):
+        propagate(linked, seeds, seed_power=0)
+
+
+def test_archrag_two_hop_question_reaches_the_director_page(linked):
+    q = "Who is the spouse of Big Eye's director?"
+    on = [h.document_ids[0] for h in linked.retrieve(q, method="archrag", k=3, kinds=["chunk"])]
+    off = [h.document_ids[0] for h in
+           linked.retrieve(q, method="archrag", k=3, kinds=["chunk"], propagate=False)]
+    assert on[:2] == ["film", "burton"]
+    assert off[1] != "burton"  # by query score alone an unrelated page comes second
