@@ -51,7 +51,7 @@ def test_lexical_texts_prefix_subject_titles_only(embedder):
             Document("d", "Rivers of Europe drain into several seas.")]
     gs = GraphStrata.build(docs, embedder=embedder)
     texts = dict(zip((c.document_id for c in gs.chunks),
-                     lexical_texts(gs.chunks, gs.documents, use_titles=True)))
+                     lexical_texts(gs.chunks, gs.documents, use_titles=True), strict=True))
     assert texts == {"a": "Edmund Hillary\nHe was born in Auckland.", "c": "LiHua: hi",
                      "d": "Rivers of Europe drain into several seas."}
     assert lexical_texts(gs.chunks, gs.documents, use_titles=False) == [c.text for c in gs.chunks]
