@@ -67,7 +67,8 @@ def build_passage_graph(
 
     Args:
         engine: the index.
-        max_df: entities / titles in more chunks than this are dropped (hubs).
+        max_df: entities / titles in more chunks than this are dropped (hubs); a document node
+            joins all its chunks.
         title_weight: multiplier of title-node edges relative to entity edges (≥ 0; 0 turns
             title links off).
         document_weight: multiplier of document-node edges (≥ 0; 0 turns them off).
@@ -76,48 +77,39 @@ def build_passage_graph(
         A :class:`PassageGraph` over ``len(engine.chunks)`` chunks.
     """
     n = len(engine.chunks)
+    by_doc: dict[str, set[int]] = {}
+    for r, c in enumerate(engine.chunks):
+        by_doc.setdefault(c.document_id, set()).add(r)
+    entity_nodes = [
+        {engine.chunk_row[c] for c in engine.kg.entities[eid].chunk_ids if c in engine.chunk_row}
+        for eid in engine.kg.entity_ids
+    ]
+    document_nodes = [m for m in by_doc.values() if len(m) >= 2] if document_weight > 0 else []
+    title_nodes = []
+    if title_weight > 0 and engine.config.use_titles:
+        titles = {d.id: d.metadata.get("title") for d in engine.documents.values()}
+        for doc_id, naming in title_mentions([c.text for c in engine.chunks], titles).items():
+            if set(naming) - by_doc.get(doc_id, set()):  # named outside its own document
+                title_nodes.append(by_doc.get(doc_id, set()) | set(naming))
     rows: list[int] = []
     cols: list[int] = []
     vals: list[float] = []
-    col = 0
-    for eid in engine.kg.entity_ids:
-        members = {engine.chunk_row[c] for c in engine.kg.entities[eid].chunk_ids if c in engine.chunk_row}
-        if 2 <= len(members) <= max_df:
-            w = 1.0 / float(np.log2(1.0 + len(members)))
-            for r in members:
-                rows.append(r)
-                cols.append(col)
-                vals.append(w)
-            col += 1
-    entity_nodes = col
-    if document_weight > 0:
-        by_doc: dict[str, list[int]] = {}
-        for r, c in enumerate(engine.chunks):
-            by_doc.setdefault(c.document_id, []).append(r)
-        for members in by_doc.values():
-            if len(members) < 2:
-                continue
-            w = float(document_weight) / float(np.log2(1.0 + len(members)))
-            for r in members:
-                rows.append(r)
-                cols.append(col)
-                vals.append(w)
-            col += 1
-    if title_weight > 0 and engine.config.use_titles:
-        titles = {d.id: d.metadata.get("title") for d in engine.documents.values()}
-        own: dict[str, set[int]] = {}
-        for r, c in enumerate(engine.chunks):
-            own.setdefault(c.document_id, set()).add(r)
-        for doc_id, naming in title_mentions([c.text for c in engine.chunks], titles).items():
-            members = own.get(doc_id, set()) | set(naming)
-            if len(members) - len(own.get(doc_id, ())) < 1 or not 2 <= len(members) <= max_df:
-                continue  # named only by its own chunks, or a hub
-            w = float(title_weight) / float(np.log2(1.0 + len(members)))
-            for r in members:
-                rows.append(r)
-                cols.append(col)
-                vals.append(w)
-            col += 1
+    kept = {"entity": 0, "document": 0, "title": 0}
+    for kind, nodes, weight in (
+        ("entity", entity_nodes, 1.0),
+        ("document", document_nodes, float(document_weight)),
+        ("title", title_nodes, float(title_weight)),
+    ):
+        for members in nodes:
+            if not 2 <= len(members) <= max_df and kind != "document":
+                continue  # a singleton links nothing; a hub links everything
+            w = weight / float(np.log2(1.0 + len(members)))
+            col = kept["entity"] + kept["document"] + kept["title"]
+            rows.extend(members)
+            cols.extend([col] * len(members))
+            vals.extend([w] * len(members))
+            kept[kind] += 1
+    col = sum(kept.values())
     incidence = sp.csr_matrix((vals, (rows, cols)), shape=(n, col), dtype=np.float64)
     incidence.sum_duplicates()
     out_w = np.asarray(incidence.sum(axis=1)).ravel()
@@ -127,7 +119,7 @@ def build_passage_graph(
     to_chunk = sp.diags(1.0 / np.maximum(in_w, 1e-300)) @ incidence.T
     # row-stochastic chunk → chunk, transposed to the column-stochastic form PPR expects
     matrix = (to_node @ to_chunk).T.tocsr()
-    return PassageGraph(Transition(matrix, dangling), col, col - entity_nodes)
+    return PassageGraph(Transition(matrix, dangling), col, kept["title"])
 
 
 def passage_graph(
