@@ -64,6 +64,13 @@ def main() -> None:
               f"{gs.stats()['entities']} entities, layers {gs.stats()['communities_per_layer']}; "
               f"build {build['seconds']} s")
         print(format_table(report))
+        baselines = [m for m in ("dense", "bm25", "hybrid") if m in report]
+        default = gs.methods[0]
+        if baselines and default in report:
+            best = max(baselines, key=lambda m: report[m]["recall@5"])
+            margin = report[default]["recall@5"] - report[best]["recall@5"]
+            print(f"default ({default}) recall@5 {report[default]['recall@5']:.3f} vs best "
+                  f"baseline ({best}) {report[best]['recall@5']:.3f}: {margin:+.3f}")
     OUT.mkdir(exist_ok=True)
     (OUT / "quality.json").write_text(json.dumps(results, indent=2))
 
