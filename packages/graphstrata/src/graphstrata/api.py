@@ -622,8 +622,13 @@ def lexical_texts(
 ) -> list[str]:
     """The text BM25 indexes per chunk: ``"<title>\n<text>"`` when ``use_titles`` and the
     chunk's document has a subject title (:func:`~graphstrata.extraction.document_title`),
-    else the chunk text. Adding the title lifted BM25 recall@5 by 0.01–0.02 on MuSiQue and
-    HotpotQA, whose paragraphs often refer to their subject as "he" or "it"."""
+    else the chunk text.
+
+    This gives every chunk of a document its title, and counts the title once more where the
+    text already starts with it (JSONL records get their title prepended on loading): a
+    title-field boost in the spirit of BM25F. Measured BM25 recall@5 with vs without it:
+    MuSiQue 0.496 vs 0.479, HotpotQA 0.773 vs 0.760 (dev questions).
+    """
     out = []
     for c in chunks:
         doc = documents.get(c.document_id)

@@ -184,8 +184,7 @@ class BM25Index:
     """Okapi BM25 (rank-bm25, k1=1.5, b=0.75) over chunk texts; rebuilt on load (< 1 s / 5k).
 
     The engine indexes each chunk as ``"<document title>\n<chunk text>"`` when its document has
-    a title (:func:`graphstrata.extraction.document_title`): a Wikipedia paragraph rarely
-    repeats its subject's name.
+    a subject title (:func:`graphstrata.api.lexical_texts`: a title-field boost).
     """
 
     def __init__(self, texts: Sequence[str]) -> None:
