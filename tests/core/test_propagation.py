@@ -112,3 +112,18 @@ def test_archrag_two_hop_question_reaches_the_director_page(linked):
            linked.retrieve(q, method="archrag", k=3, kinds=["chunk"], propagate=False)]
     assert on[:2] == ["film", "burton"]
     assert off[1] != "burton"  # by query score alone an unrelated page comes second
+
+
+def test_document_nodes_join_the_chunks_of_one_long_document(embedder):
+    # every word occurs once: no entity joins the chunks of "long", only its document node can
+    long_text = " ".join(f"zq{i}a zq{i}b zq{i}c." for i in range(60))
+    docs = [Document("long", long_text), Document("short", "Pears grow on trees.")]
+    gs = GraphStrata.build(docs, config={"chunk_size": 40, "chunk_overlap": 0}, embedder=embedder)
+    rows = [r for r, c in enumerate(gs.chunks) if c.document_id == "long"]
+    assert len(rows) >= 3
+    off = build_passage_graph(gs, title_weight=0.0, document_weight=0.0).walk.matrix.toarray()
+    on = build_passage_graph(gs, title_weight=0.0, document_weight=2.0).walk.matrix.toarray()
+    first, last = rows[0], rows[-1]
+    assert off[last, first] == 0 and on[last, first] > 0
+    short = gs.chunk_row["short#0"]
+    assert on[short, first] == 0  # never across documents
