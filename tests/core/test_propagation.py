@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from graphstrata import Document, GraphStrata
 from graphstrata.api import lexical_texts
-from graphstrata.extraction import document_title, title_mentions
+from graphstrata.extraction import TitleIndex, document_title, title_mentions
 from graphstrata.index import BM25Index, bm25_tokenize
-from graphstrata.methods.propagation import build_passage_graph, propagate
+from graphstrata.methods.propagation import build_passage_graph, named_chunks, propagate
 
 
 def test_bm25_tokens_split_camel_case_and_keep_the_word():
@@ -127,3 +127,28 @@ def test_document_nodes_join_the_chunks_of_one_long_document(embedder):
     assert off[last, first] == 0 and on[last, first] > 0
     short = gs.chunk_row["short#0"]
     assert on[short, first] == 0  # never across documents
+
+
+def test_title_index_finds_the_titles_a_question_names():
+    index = TitleIndex({"b": "Big Eye (film)", "t": "Tim Burton (director)", "w": "week1/x_1",
+                        "l": "lowercase phrase"})
+    assert len(index) == 2
+    assert index.find("Who is the spouse of Big Eye's director?") == {"b"}
+    assert index.find("Did Tim Burton direct Big Eye?") == {"b", "t"}
+    assert index.find("big eye in lower case") == set()
+
+
+def test_a_page_the_question_names_seeds_the_walk(linked):
+    film, other = linked.chunk_row["film#0"], linked.chunk_row["other#0"]
+    assert named_chunks(linked, "Is Quantum chromodynamics older than Big Eye?") == sorted(
+        [film, other])
+    assert named_chunks(linked, "nothing named here") == []
+    # "other" is named but scored below the top seed; its reset mass comes from the naming
+    scores = {film: 1.0, other: 0.6}
+    plain = propagate(linked, scores, seed_top_n=1, seed_power=6.0)
+    named = propagate(linked, scores, seed_top_n=1, seed_power=6.0, named_rows=[other],
+                      named_weight=1.0)
+    assert named[other] > plain[other]
+    assert named[film] == pytest.approx(1.0, abs=1e-2)  # the best seed stays first
+    # a named chunk without a query score adds nothing
+    assert propagate(linked, {film: 1.0}, named_rows=[other], named_weight=1.0).get(other, 0) == 0

@@ -11,8 +11,9 @@
    similarity-weighted, degree-damped mentions by retrieved entities and communities
    (:func:`~graphstrata.methods.base.spread_to_chunks`). The final ranking propagates those
    scores over the chunk–entity graph with title links, by personalised PageRank seeded from
-   the best chunks (:func:`~graphstrata.methods.propagation.propagate`): the multi-hop step
-   that reaches passages linked to the first hop rather than to the question.
+   the best chunks and from the pages whose title the question names
+   (:func:`~graphstrata.methods.propagation.propagate`): the multi-hop step that reaches
+   passages linked to the first hop rather than to the question.
 
 The LLM adaptive-filtering answer step (spec §3.2) belongs to generation and is not part of
 retrieval.
@@ -34,7 +35,7 @@ from .base import (
     relation_hits,
     spread_to_chunks,
 )
-from .propagation import propagate
+from .propagation import named_chunks, propagate
 
 
 class ArchRAG(Method):
@@ -51,7 +52,8 @@ class ArchRAG(Method):
             over the hybrid base, community membership +0.01–0.02).
         candidates: dense and BM25 candidates each.
         propagate: rank by passage propagation (``False``: by the query score alone).
-        seed_top_n, seed_power, damping, max_df, title_weight: propagation settings
+        seed_top_n, seed_power, damping, max_df, title_weight, document_weight, named_weight:
+            propagation settings
             (:func:`~graphstrata.methods.propagation.propagate`; chosen on the dev questions
             of three corpora, README "Retrieval quality").
     """
@@ -72,6 +74,7 @@ class ArchRAG(Method):
         "max_df": 50,
         "title_weight": 2.0,
         "document_weight": 2.0,
+        "named_weight": 1.0,
     }
 
     def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
@@ -98,8 +101,9 @@ class ArchRAG(Method):
         ent = spread_to_chunks(entity_sources, engine)
         com = spread_to_chunks(community_sources, engine)
         n = max(int(o["candidates"]), k)
+        named = named_chunks(engine, query) if o["propagate"] and o["named_weight"] else []
         base = hybrid_scores(
-            engine, query, qvec, n, float(o["alpha"]), extra_rows=set(ent) | set(com)
+            engine, query, qvec, n, float(o["alpha"]), extra_rows=set(ent) | set(com) | set(named)
         )
         scores = dict(base)
         for weight, evidence in ((o["entity_weight"], ent), (o["community_weight"], com)):
@@ -118,5 +122,7 @@ class ArchRAG(Method):
                 max_df=int(o["max_df"]),
                 title_weight=float(o["title_weight"]),
                 document_weight=float(o["document_weight"]),
+                named_rows=named,
+                named_weight=float(o["named_weight"]),
             )
         return Retrieval(rank(scores, k), context)
