@@ -159,7 +159,20 @@ def named_chunks(engine: Engine, query: str) -> list[int]:
     docs = title_index(engine).find(query)
     if not docs:
         return []
-    return sorted(r for r, c in enumerate(engine.chunks) if c.document_id in docs)
+    rows = document_rows(engine)
+    return sorted(r for d in docs for r in rows.get(d, ()))
+
+
+def document_rows(engine: Engine) -> dict[str, list[int]]:
+    """``{document_id: [chunk row, ...]}``, cached per index state."""
+
+    def build() -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for r, c in enumerate(engine.chunks):
+            out.setdefault(c.document_id, []).append(r)
+        return out
+
+    return engine.derived("propagation:document_rows", build)
 
 
 def propagate(
