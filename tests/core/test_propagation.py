@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from graphstrata import Document, GraphStrata
 from graphstrata.api import lexical_texts
-from graphstrata.extraction import TitleIndex, document_title, title_mentions
+from graphstrata.extraction import TitleIndex, document_title
 from graphstrata.index import BM25Index, bm25_tokenize
 from graphstrata.methods.propagation import build_passage_graph, named_chunks, propagate
 
@@ -40,9 +40,9 @@ def test_title_mentions_finds_case_sensitive_token_runs():
     ]
     titles = {"h": "Edmund Hillary", "b": "Big Eye (film)", "e": "Mount Everest",
               "w": "week1/20260105_1100", "p": "a lowercase phrase"}
-    found = title_mentions(texts, titles)
+    found = TitleIndex(titles).mentions(texts)
     assert found == {"h": [0], "b": [1], "e": [3]}
-    assert title_mentions(texts, {}) == {}
+    assert TitleIndex({}).mentions(texts) == {}
 
 
 def test_lexical_texts_prefix_subject_titles_only(embedder):

@@ -111,7 +111,7 @@ class GraphStrata:
         self.bm25: BM25Index | None = None
         self._vectors: dict[str, np.ndarray] = {}
         self._derived: dict[str, Any] = {}
-        self._derived_lock = threading.Lock()
+        self._derived_lock = threading.RLock()  # a builder may call derived() itself
 
     def derived(self, key: str, build: Callable[[], Any]) -> Any:
         """Method-specific structures computed once per index state, on first use.
@@ -119,7 +119,8 @@ class GraphStrata:
         A method that needs more than the shared store (a relation-vector matrix, a
         passage graph, GMM summary layers, ...) builds it here; the cache is cleared whenever
         the index is rebuilt (insert / delete / upsert) and is not persisted (it is derived
-        from what is).
+        from what is). A builder may itself call :meth:`derived` for a structure it shares
+        (the lock is reentrant); other threads wait until the build is done.
 
         Args:
             key: cache key, conventionally ``"<method>:<what>"``.

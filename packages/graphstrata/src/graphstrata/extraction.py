@@ -107,28 +107,20 @@ class TitleIndex:
                     named.update(hit)
         return named
 
+    def mentions(self, texts: Sequence[str]) -> dict[str, list[int]]:
+        """Which of ``texts`` (chunk texts, in row order) name which titles.
 
-def title_mentions(
-    texts: Sequence[str], titles: Mapping[str, object], max_words: int = 8
-) -> dict[str, list[int]]:
-    """Which texts name which document titles (:class:`TitleIndex` over ``titles``).
-
-    Args:
-        texts: the texts to scan (chunk texts, in row order).
-        titles: ``{document_id: title}``.
-        max_words: longest title, in tokens.
-
-    Returns:
-        ``{document_id: [text row, ...]}`` (rows ascending) for each title named at least once.
-    """
-    index = TitleIndex(titles, max_words)
-    found: dict[str, list[int]] = {}
-    if not len(index):
+        Returns:
+            ``{document_id: [text row, ...]}`` (rows ascending) for each title named at least
+            once.
+        """
+        found: dict[str, list[int]] = {}
+        if not self._by_tokens:
+            return found
+        for row, text in enumerate(texts):
+            for doc_id in self.find(text):
+                found.setdefault(doc_id, []).append(row)
         return found
-    for row, text in enumerate(texts):
-        for doc_id in index.find(text):
-            found.setdefault(doc_id, []).append(row)
-    return found
 
 
 def canonical(name: str) -> str:

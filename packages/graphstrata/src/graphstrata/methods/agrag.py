@@ -71,7 +71,7 @@ import scipy.sparse as sp
 
 from ..extraction import canonical, split_sentences
 from ..types import Hit
-from .base import Method, Retrieval, hybrid_scores, rank
+from .base import Method, Retrieval, entity_chunk_matrix, hybrid_scores, rank
 from .graph_ops import (
     MCMI_MODES,
     MIN_COST,
@@ -210,23 +210,9 @@ def build_graph(engine) -> AgragGraph:
         (np.ones(len(cr_rows)), (cr_rows, cr_cols)), shape=(n_c, len(keys))
     )
     # entity ↔ chunk (Contains edges)
-    ec_rows, ec_cols = [], []
-    for i, eid in enumerate(kg.entity_ids):
-        for cid in kg.entities[eid].chunk_ids:
-            row = engine.chunk_row.get(cid)
-            if row is not None:
-                ec_rows.append(i)
-                ec_cols.append(row)
-    entity_chunks = sp.csr_matrix(
-        (np.ones(len(ec_rows)), (ec_rows, ec_cols)), shape=(n_e, n_c)
-    )
-    entity_chunks.data[:] = 1.0
-    contains = _sym(
-        np.asarray(ec_rows, np.int64),
-        np.asarray(ec_cols, np.int64) + n_e,
-        np.ones(len(ec_rows)),
-        n,
-    )
+    entity_chunks = entity_chunk_matrix(engine)
+    ec = entity_chunks.tocoo()
+    contains = _sym(ec.row.astype(np.int64), ec.col.astype(np.int64) + n_e, ec.data, n)
     contains.data[:] = 1.0
     titles = {
         kg.row[key]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..types import Hit
 
@@ -129,6 +130,43 @@ def hybrid_scores(
     bm = all_bm25[rows] if len(all_bm25) else np.zeros(len(rows), np.float32)
     fused = alpha * minmax(cos) + (1.0 - alpha) * minmax(bm)
     return {int(r): float(s) for r, s in zip(rows, fused)}
+
+
+def entity_chunk_matrix(engine: Engine) -> sp.csr_matrix:
+    """Which chunks mention which entities, cached per index state.
+
+    Returns:
+        float64 CSR ``(n_entities, n_chunks)`` (rows in ``kg.entity_ids`` order, columns in
+        chunk row order), 1.0 where the entity lists the chunk; a row's nnz is the entity's
+        chunk frequency.
+    """
+
+    def build() -> sp.csr_matrix:
+        rows, cols = [], []
+        for i, eid in enumerate(engine.kg.entity_ids):
+            for cid in engine.kg.entities[eid].chunk_ids:
+                row = engine.chunk_row.get(cid)
+                if row is not None:
+                    rows.append(i)
+                    cols.append(row)
+        shape = (len(engine.kg.entity_ids), len(engine.chunks))
+        m = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
+        m.data[:] = 1.0  # a chunk listed twice is still one mention
+        return m
+
+    return engine.derived("base:entity_chunks", build)
+
+
+def document_rows(engine: Engine) -> dict[str, list[int]]:
+    """``{document_id: [chunk row, ...]}`` (rows ascending), cached per index state."""
+
+    def build() -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for r, c in enumerate(engine.chunks):
+            out.setdefault(c.document_id, []).append(r)
+        return out
+
+    return engine.derived("base:document_rows", build)
 
 
 def rank(scores: Mapping[int, float], limit: int) -> list[tuple[int, float]]:

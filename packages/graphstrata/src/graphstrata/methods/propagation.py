@@ -11,7 +11,7 @@ persisted) is bipartite, chunks × nodes:
 * every entity mentioned by 2 … ``max_df`` chunks, edge weight ``1 / log2(1 + df)`` (IDF-like:
   an entity in 40 chunks says less about any one of them than one in 2);
 * every document title named in other documents' chunks
-  (:func:`~graphstrata.extraction.title_mentions`): one node joining the title's own chunks
+  (:meth:`~graphstrata.extraction.TitleIndex.mentions`): one node joining the title's own chunks
   and the chunks that name it, weight ``title_weight / log2(1 + size)`` — the hyperlinks of a
   Wikipedia-like corpus (they link 55 % of HotpotQA's gold passage pairs; shared entities
   alone link 65 %, both together 73 %);
@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from ..extraction import TitleIndex, title_mentions
+from ..extraction import TitleIndex
+from .base import document_rows, entity_chunk_matrix, rank
 from .graph_ops import Transition, personalized_pagerank
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,41 +85,23 @@ def build_passage_graph(
         A :class:`PassageGraph` over ``len(engine.chunks)`` chunks.
     """
     n = len(engine.chunks)
-    by_doc: dict[str, set[int]] = {}
-    for r, c in enumerate(engine.chunks):
-        by_doc.setdefault(c.document_id, set()).add(r)
-    entity_nodes = [
-        {engine.chunk_row[c] for c in engine.kg.entities[eid].chunk_ids if c in engine.chunk_row}
-        for eid in engine.kg.entity_ids
+    by_doc = document_rows(engine)
+    mentions = entity_chunk_matrix(engine)
+    df = np.diff(mentions.indptr)
+    blocks = [
+        _weighted(mentions[(df >= 2) & (df <= max_df)].T.tocsr(), 1.0),
+        _weighted(_membership(n, [m for m in by_doc.values() if len(m) >= 2]), document_weight),
     ]
-    document_nodes = [m for m in by_doc.values() if len(m) >= 2] if document_weight > 0 else []
     title_nodes = []
-    if title_weight > 0 and engine.config.use_titles:
-        titles = {d.id: d.metadata.get("title") for d in engine.documents.values()}
-        for doc_id, naming in title_mentions([c.text for c in engine.chunks], titles).items():
-            if set(naming) - by_doc.get(doc_id, set()):  # named outside its own document
-                title_nodes.append(by_doc.get(doc_id, set()) | set(naming))
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-    kept = {"entity": 0, "document": 0, "title": 0}
-    for kind, nodes, weight in (
-        ("entity", entity_nodes, 1.0),
-        ("document", document_nodes, float(document_weight)),
-        ("title", title_nodes, float(title_weight)),
-    ):
-        for members in nodes:
-            if not 2 <= len(members) <= max_df and kind != "document":
-                continue  # a singleton links nothing; a hub links everything
-            w = weight / float(np.log2(1.0 + len(members)))
-            col = kept["entity"] + kept["document"] + kept["title"]
-            rows.extend(members)
-            cols.extend([col] * len(members))
-            vals.extend([w] * len(members))
-            kept[kind] += 1
-    col = sum(kept.values())
-    incidence = sp.csr_matrix((vals, (rows, cols)), shape=(n, col), dtype=np.float64)
-    incidence.sum_duplicates()
+    if title_weight > 0:
+        texts = [c.text for c in engine.chunks]
+        for doc_id, naming in title_index(engine).mentions(texts).items():
+            own = set(by_doc.get(doc_id, ()))
+            members = own | set(naming)
+            if members != own and 2 <= len(members) <= max_df:  # named outside its document
+                title_nodes.append(sorted(members))
+    blocks.append(_weighted(_membership(n, title_nodes), title_weight))
+    incidence = sp.hstack(blocks, format="csr")
     out_w = np.asarray(incidence.sum(axis=1)).ravel()
     in_w = np.asarray(incidence.sum(axis=0)).ravel()
     dangling = out_w <= 0
@@ -126,7 +109,22 @@ def build_passage_graph(
     to_chunk = sp.diags(1.0 / np.maximum(in_w, 1e-300)) @ incidence.T
     # row-stochastic chunk → chunk, transposed to the column-stochastic form PPR expects
     matrix = (to_node @ to_chunk).T.tocsr()
-    return PassageGraph(Transition(matrix, dangling), col, kept["title"])
+    return PassageGraph(Transition(matrix, dangling), incidence.shape[1], len(title_nodes))
+
+
+def _membership(n: int, groups: list[list[int]]) -> sp.csr_matrix:
+    """0/1 CSR ``(n, len(groups))``: column ``j`` holds the rows of ``groups[j]``."""
+    rows = [r for g in groups for r in g]
+    cols = [j for j, g in enumerate(groups) for _ in g]
+    return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, len(groups)))
+
+
+def _weighted(incidence: sp.csr_matrix, weight: float) -> sp.csr_matrix:
+    """Scale each 0/1 node column by ``weight / log2(1 + size)``; ``weight`` 0 drops them all."""
+    if weight <= 0:
+        return incidence[:, :0]
+    size = np.asarray(incidence.sum(axis=0)).ravel()
+    return (incidence @ sp.diags(float(weight) / np.log2(1.0 + np.maximum(size, 1.0)))).tocsr()
 
 
 def passage_graph(
@@ -161,18 +159,6 @@ def named_chunks(engine: Engine, query: str) -> list[int]:
         return []
     rows = document_rows(engine)
     return sorted(r for d in docs for r in rows.get(d, ()))
-
-
-def document_rows(engine: Engine) -> dict[str, list[int]]:
-    """``{document_id: [chunk row, ...]}``, cached per index state."""
-
-    def build() -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
-        for r, c in enumerate(engine.chunks):
-            out.setdefault(c.document_id, []).append(r)
-        return out
-
-    return engine.derived("propagation:document_rows", build)
 
 
 def propagate(
@@ -220,9 +206,8 @@ def propagate(
     if not scores:
         return {}
     graph = passage_graph(engine, max_df, title_weight, document_weight)
-    top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[: int(seed_top_n)]
     reset = np.zeros(len(engine.chunks), dtype=np.float64)
-    for row, s in top:
+    for row, s in rank(scores, int(seed_top_n)):
         reset[row] = max(float(s), 0.0) ** float(seed_power)
     if named_weight > 0 and reset.max() > 0:
         boost = float(named_weight) * float(reset.max())
