@@ -240,16 +240,16 @@ class GraphStrata:
             "indexing chunks (C-HNSW)",
             lambda: ChunkIndex.build(chunk_vecs, M=cfg.hnsw_M, ef_construction=cfg.hnsw_ef_construction),
         )
-        by_id = {d.id: d for d in docs}
+        documents = {d.id: d for d in docs}
         bm25 = prog.stage(
             "indexing chunks (BM25)",
-            lambda: BM25Index(lexical_texts(chunks, by_id, cfg.use_titles)),
+            lambda: BM25Index(lexical_texts(chunks, documents, cfg.use_titles)),
         )
         vectors = {"chunks": chunk_vecs, "entities": entity_vecs}
         for i, v in enumerate(layer_vecs, 1):
             vectors[f"layer_{i}"] = v
         with self._lock:
-            self.documents = {d.id: d for d in docs}
+            self.documents = documents
             self.chunks = chunks
             self.chunk_row = chunk_row
             self.kg = kg
