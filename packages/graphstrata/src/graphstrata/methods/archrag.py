@@ -7,12 +7,14 @@
    spec A12). Layers ≥ 1: the community summaries.
 3. Source chunks (our addition, so the method can be scored and cited): candidates are the
    dense and BM25 top-N plus the chunks of every retrieved entity and community; each chunk's
-   query score is the hybrid (normalised dense + BM25) score plus graph evidence — the
+   query score is the hybrid (normalised dense + BM25) score — for a before/after question the
+   best of the whole question's and each clause's (:func:`~graphstrata.temporal.order_clauses`)
+   — plus graph evidence: the
    similarity-weighted, degree-damped mentions by retrieved entities and communities
    (:func:`~graphstrata.methods.base.spread_to_chunks`). The final ranking propagates those
    scores over the chunk–entity graph with title links, by personalised PageRank seeded from
-   the best chunks and from the pages whose title the question names
-   (:func:`~graphstrata.methods.propagation.propagate`): the multi-hop step that reaches
+   the best chunks and from the pages whose title (or day, for dated documents) the question
+   names (:func:`~graphstrata.methods.propagation.propagate`): the multi-hop step that reaches
    passages linked to the first hop rather than to the question.
 
 The LLM adaptive-filtering answer step (spec §3.2) belongs to generation and is not part of
@@ -35,6 +37,8 @@ from .base import (
     relation_hits,
     spread_to_chunks,
 )
+from ..models import embed_query
+from ..temporal import order_clauses
 from .propagation import named_chunks, propagate
 
 
@@ -52,6 +56,10 @@ class ArchRAG(Method):
             over the hybrid base, community membership +0.01–0.02).
         candidates: dense and BM25 candidates each.
         propagate: rank by passage propagation (``False``: by the query score alone).
+        date_links: also seed the walk with the documents dated on a day the question names
+            (:class:`~graphstrata.temporal.DateIndex`).
+        decompose: score a before/after question's clauses as queries of their own too
+            (:func:`~graphstrata.temporal.order_clauses`); a chunk keeps its best score.
         seed_top_n, seed_power, damping, max_df, title_weight, document_weight, named_weight:
             propagation settings
             (:func:`~graphstrata.methods.propagation.propagate`; chosen on the dev questions
@@ -75,6 +83,8 @@ class ArchRAG(Method):
         "title_weight": 2.0,
         "document_weight": 2.0,
         "named_weight": 1.0,
+        "date_links": True,
+        "decompose": True,
     }
 
     def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
@@ -101,10 +111,19 @@ class ArchRAG(Method):
         ent = spread_to_chunks(entity_sources, engine)
         com = spread_to_chunks(community_sources, engine)
         n = max(int(o["candidates"]), k)
-        named = named_chunks(engine, query) if o["propagate"] and o["named_weight"] else []
-        base = hybrid_scores(
-            engine, query, qvec, n, float(o["alpha"]), extra_rows=set(ent) | set(com) | set(named)
+        named = (
+            named_chunks(engine, query, dates=bool(o["date_links"]))
+            if o["propagate"] and o["named_weight"]
+            else []
         )
+        extra = set(ent) | set(com) | set(named)
+        base = hybrid_scores(engine, query, qvec, n, float(o["alpha"]), extra_rows=extra)
+        if o["decompose"]:
+            for clause in order_clauses(query):
+                cvec = embed_query(engine.embedder, clause)
+                sub = hybrid_scores(engine, clause, cvec, n, float(o["alpha"]), extra_rows=extra)
+                for r, v in sub.items():
+                    base[r] = max(base.get(r, 0.0), v)
         scores = dict(base)
         for weight, evidence in ((o["entity_weight"], ent), (o["community_weight"], com)):
             if not evidence or not weight:

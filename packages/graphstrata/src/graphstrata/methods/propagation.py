@@ -45,6 +45,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..extraction import TitleIndex
+from ..temporal import DateIndex, document_date
 from .base import document_rows, entity_chunk_matrix, rank
 from .graph_ops import Transition, personalized_pagerank
 
@@ -150,11 +151,37 @@ def title_index(engine: Engine) -> TitleIndex:
     return engine.derived("propagation:titles", build)
 
 
-def named_chunks(engine: Engine, query: str) -> list[int]:
-    """Rows of the chunks of every document whose title ``query`` names (entity linking of the
-    question to title nodes, HippoRAG's query-to-node step restricted to titles: on HotpotQA
-    79 % of such links are gold passages)."""
-    docs = title_index(engine).find(query)
+def date_index(engine: Engine) -> DateIndex:
+    """The cached :class:`~graphstrata.temporal.DateIndex` of the engine's dated documents
+    (:func:`~graphstrata.temporal.document_date`)."""
+
+    def build() -> DateIndex:
+        dates = {}
+        for d in engine.documents.values():
+            day = document_date(d.text, d.metadata)
+            if day is not None:
+                dates[d.id] = day
+        return DateIndex(dates)
+
+    return engine.derived("propagation:dates", build)
+
+
+def named_chunks(engine: Engine, query: str, titles: bool = True, dates: bool = True) -> list[int]:
+    """Rows of the chunks of every document the query names.
+
+    Query-to-node linking (HippoRAG's step, restricted to precise links):
+
+    * ``titles``: documents whose title the question names (on HotpotQA 79 % of such links are
+      gold passages);
+    * ``dates``: documents dated on a day the question names
+      (:class:`~graphstrata.temporal.DateIndex`; "the discussion on 20260410", "on January
+      6th").
+    """
+    docs: set[str] = set()
+    if titles:
+        docs |= title_index(engine).find(query)
+    if dates:
+        docs |= date_index(engine).find(query)
     if not docs:
         return []
     rows = document_rows(engine)
