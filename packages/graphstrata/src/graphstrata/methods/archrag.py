@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from ..models import embed_query
+from ..temporal import order_clauses
 from .base import (
     Method,
     Retrieval,
@@ -37,8 +39,6 @@ from .base import (
     relation_hits,
     spread_to_chunks,
 )
-from ..models import embed_query
-from ..temporal import order_clauses
 from .propagation import named_chunks, propagate
 
 
