@@ -39,6 +39,16 @@ def test_evaluate_scores_questions_with_evidence_only(corpus, embedder, small_co
         evaluate(gs, qs, methods=["bm25"], ks=[0])
 
 
+def test_evaluate_passes_method_options_through(corpus, embedder, small_config):
+    gs = GraphStrata.build(corpus, config=small_config, embedder=embedder)
+    qs = [{"question": "Edmund Hillary", "evidence_ids": ["hillary", "everest"]}]
+    # hybrid with alpha 0 is BM25's ranking over the hybrid's candidates
+    assert (evaluate(gs, qs, methods=["hybrid"], options={"alpha": 0.0})["hybrid"]["recall@2"]
+            == evaluate(gs, qs, methods=["bm25"])["bm25"]["recall@2"])
+    with pytest.raises(ValueError, match="nope"):
+        evaluate(gs, qs, methods=["hybrid"], options={"nope": 1})
+
+
 def test_load_questions_reports_bad_lines(tmp_path):
     p = tmp_path / "q.jsonl"
     p.write_text('{"question": "a?", "evidence_ids": ["x"]}\n{"nope": 1}\n', encoding="utf-8")

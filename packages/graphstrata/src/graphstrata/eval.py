@@ -9,7 +9,7 @@ taken from the method's chunk ranking; recall@k of a question = |gold ∩ top-k 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ def evaluate(
     ks: Sequence[int] = (2, 5, 10),
     chunk_factor: int = 3,
     progress: bool = False,
+    options: Mapping[str, Any] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Evidence recall@k and latency per method.
 
@@ -68,13 +69,16 @@ def evaluate(
         chunk_factor: chunks requested per document slot (``max(ks) · chunk_factor``), so
             documents split into several chunks still fill ``max(ks)`` distinct documents.
         progress: show a tqdm bar per method.
+        options: method options given to every retrieval (an ablation such as
+            ``{"propagate": False}``); every listed method must accept them.
 
     Returns:
         ``{method: {"recall@2": r, ..., "questions": n, "p50_ms": t, "p95_ms": t}}``;
         latencies in milliseconds of wall time per retrieval (query embedding included).
 
     Raises:
-        ValueError: no question has evidence, a k ≤ 0, or an unknown method.
+        ValueError: no question has evidence, a k ≤ 0, an unknown method, or an option a
+            method does not know.
     """
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] <= 0:
@@ -97,7 +101,9 @@ def evaluate(
             it = tqdm(qs, desc=f"eval {method}", unit="q")
         for q in it:
             t0 = time.perf_counter()
-            hits = gs.retrieve(q["question"], method=method, k=depth, kinds=("chunk",))
+            hits = gs.retrieve(
+                q["question"], method=method, k=depth, kinds=("chunk",), **(options or {})
+            )
             times.append((time.perf_counter() - t0) * 1000.0)
             ranked = ranked_documents(hits)
             for k in ks:
