@@ -10,8 +10,6 @@ baseline.
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from graphstrata import GraphStrata
 from graphstrata.eval import evaluate
