@@ -19,6 +19,7 @@ def test_mentioned_dates_reads_the_common_written_forms():
 def test_mentioned_dates_rejects_impossible_days_and_non_dates():
     assert mentioned_dates("February 30 and 20261301 and 20260230 and 2026-13-01") == set()
     assert mentioned_dates("you may 5 times; call 1202607081 or 120260708") == set()
+    assert mentioned_dates("15 Marchers on Sept 31 walked") == set()
     assert mentioned_dates("February 29") == {(None, 2, 29)}  # a day of some year
 
 

@@ -32,7 +32,7 @@ _MONTH_NUMBER.update({name[:3]: i + 1 for i, name in enumerate(_MONTHS)})
 _MONTH_NUMBER["sept"] = 9
 _MONTH_NAME = (
     r"(January|February|March|April|May|June|July|August|September|October|November|December"
-    r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
+    r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\b\.?"
 )
 _YEAR = r"((?:19|20)\d\d)"
 # 20260708, also inside 20260708_1400 (a time-stamp suffix after "_" or "T")
