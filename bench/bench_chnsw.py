@@ -74,10 +74,10 @@ def make_data(args) -> tuple[list[np.ndarray], np.ndarray]:
     queries, layers = x[: args.queries], [x[args.queries:]]
     for i in range(1, 4):
         layers.append(kmeans_centroids(layers[-1], sizes[i], args.seed + i))
-    log(f"data: layers {[len(l) for l in layers]}, {args.queries} queries, {time.perf_counter() - t:.1f}s")
+    log(f"data: layers {[len(layer) for layer in layers]}, {args.queries} queries, {time.perf_counter() - t:.1f}s")
     if cache:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(cache, q=queries, **{f"l{i}": l for i, l in enumerate(layers)})
+        np.savez(cache, q=queries, **{f"l{i}": layer for i, layer in enumerate(layers)})
     return layers, queries
 
 
@@ -93,7 +93,7 @@ def exact_topk(queries: np.ndarray, base: np.ndarray, k: int) -> np.ndarray:
 
 def recall(found: np.ndarray, truth: np.ndarray) -> float:
     k = truth.shape[1]
-    hits = sum(len(set(f[:k].tolist()) & set(t.tolist())) for f, t in zip(found, truth))
+    hits = sum(len(set(f[:k].tolist()) & set(t.tolist())) for f, t in zip(found, truth, strict=True))
     return hits / (k * len(truth))
 
 
@@ -334,11 +334,11 @@ def main(argv=None) -> int:
     for scan in (0, max(len(layers[3]), 1), default_scan):
         chnsw.scan_threshold = scan
         efs_s, r_s, ok = tune_all()
-        qa = nq / best_time(lambda: chnsw.search_all_layers(queries, args.k, ef_search=efs_s), args.repeat)
+        qa = nq / best_time(lambda efs_s=efs_s: chnsw.search_all_layers(queries, args.k, ef_search=efs_s), args.repeat)
         ca = cpu_qps(nq, 1)
         ef0, r0 = tune(lambda ef: chnsw.search(queries, args.k, layer=0, ef_search=ef)[0], truth[0] + offsets[0],
                        args.target)
-        q0 = nq / best_time(lambda: chnsw.search(queries, args.k, layer=0, ef_search=ef0), args.repeat)
+        q0 = nq / best_time(lambda ef0=ef0: chnsw.search(queries, args.k, layer=0, ef_search=ef0), args.repeat)
         c0 = cpu_qps(nq, 1)
         scanned = [len(x) for x in layers if len(x) <= scan]
         log(f"scan_threshold={scan:5d} (scanned layers of size {scanned}): all layers efs={efs_s} "

@@ -36,7 +36,7 @@ async def test_abatch_50_queries_under_a_running_loop(
     assert len(results) == 50
     assert all(len(docs) == 5 for docs in results)
     # Same answers as the sync path, in input order.
-    for query, docs in zip(queries, results):
+    for query, docs in zip(queries, results, strict=True):
         assert [d.id for d in docs] == [d.id for d in retriever.invoke(query)]
     # The searches ran off the event loop: it kept ticking during the batch.
     assert ticks >= 5, (ticks, elapsed)

@@ -10,7 +10,7 @@ import json
 import re
 import zlib
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import numpy as np
 from llama_index.core import Document
@@ -22,7 +22,7 @@ LIHUA = Path(__file__).resolve().parents[3] / "shared" / "data" / "lihua_world"
 N_DOCS = 50
 
 
-def lihua_documents(n: int = N_DOCS) -> List[Document]:
+def lihua_documents(n: int = N_DOCS) -> list[Document]:
     """The first ``n`` corpus lines as LlamaIndex Documents (``id_`` = corpus id)."""
     docs = []
     with open(LIHUA / "corpus.jsonl", encoding="utf-8") as f:
@@ -34,7 +34,7 @@ def lihua_documents(n: int = N_DOCS) -> List[Document]:
     return docs
 
 
-def lihua_questions(doc_ids: set) -> List[Dict[str, Any]]:
+def lihua_questions(doc_ids: set) -> list[dict[str, Any]]:
     """Questions whose evidence lies entirely inside ``doc_ids`` (no unanswerable ones)."""
     out = []
     with open(LIHUA / "questions.jsonl", encoding="utf-8") as f:
@@ -63,16 +63,16 @@ class LocalMiniLMEmbedding(BaseEmbedding):
 
         return default_embedder()
 
-    def _get_query_embedding(self, query: str) -> List[float]:
+    def _get_query_embedding(self, query: str) -> list[float]:
         return self._model().embed([query])[0].astype(np.float64).tolist()
 
-    async def _aget_query_embedding(self, query: str) -> List[float]:
+    async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)
 
-    def _get_text_embedding(self, text: str) -> List[float]:
+    def _get_text_embedding(self, text: str) -> list[float]:
         return self._get_query_embedding(text)
 
-    def _get_text_embeddings(self, texts: List[str]) -> List[List[float]]:
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         return self._model().embed(list(texts)).astype(np.float64).tolist()
 
 
@@ -94,24 +94,24 @@ class HashEmbedding(BaseEmbedding):
     def class_name(cls) -> str:
         return "HashEmbedding"
 
-    def _vector(self, text: str) -> List[float]:
+    def _vector(self, text: str) -> list[float]:
         vec = np.zeros(self.dim, dtype=np.float64)
         words = [w.lower() for w in _WORD.findall(text)]
         for w in words:
             vec[zlib.crc32(w.encode()) % self.dim] += 1.0
-        for a, b in zip(words, words[1:]):
+        for a, b in zip(words, words[1:], strict=False):
             vec[zlib.crc32(f"{a} {b}".encode()) % self.dim] += 0.5
         vec[0] += 1e-3
         return vec.tolist()
 
-    def _get_query_embedding(self, query: str) -> List[float]:
+    def _get_query_embedding(self, query: str) -> list[float]:
         return self._vector(query)
 
-    async def _aget_query_embedding(self, query: str) -> List[float]:
+    async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._vector(query)
 
-    def _get_text_embedding(self, text: str) -> List[float]:
+    def _get_text_embedding(self, text: str) -> list[float]:
         return self._vector(text)
 
-    def _get_text_embeddings(self, texts: List[str]) -> List[List[float]]:
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         return [self._vector(t) for t in texts]

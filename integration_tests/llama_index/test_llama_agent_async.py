@@ -78,7 +78,7 @@ async def test_fifty_concurrent_aretrieve_calls_in_a_running_loop(lihua_persiste
     assert ticks > 1
     total = sum(len(r[2]) for r in by_method.values())
     assert total == 50
-    for method, (retriever, qs, results) in by_method.items():
-        for q, nodes in zip(qs[:5], results[:5]):  # concurrent answers == sequential answers
+    for retriever, qs, results in by_method.values():
+        for q, nodes in zip(qs[:5], results[:5], strict=True):  # concurrent answers == sequential answers
             assert [n.node.node_id for n in nodes] == [n.node.node_id for n in retriever.retrieve(q)]
         assert all(len([n for n in nodes if n.node.metadata["kind"] == "chunk"]) == 4 for nodes in results)

@@ -59,9 +59,9 @@ def test_layers_shrink_and_stop_below_min_communities():
     cfg = HierarchyConfig(max_community_size=10, min_communities=5, max_layers=4)
     layers, vecs = attributed_communities(vectors, edges, summarise, None, cfg)
     sizes = [len(x) for x in layers]
-    assert sizes[0] >= 30 and all(a > b for a, b in zip(sizes, sizes[1:]))
+    assert sizes[0] >= 30 and all(a > b for a, b in zip(sizes, sizes[1:], strict=False))
     assert all(s >= cfg.min_communities for s in sizes) and len(layers) <= 4
-    for layer, v in zip(layers, vecs):
+    for layer, v in zip(layers, vecs, strict=True):
         assert v.shape == (len(layer), vectors.shape[1])
         assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     # every entity is under exactly one community of each layer
@@ -73,7 +73,7 @@ def test_layers_shrink_and_stop_below_min_communities():
 
 def test_max_layers_zero_gives_no_hierarchy():
     vectors, edges, _ = planted()
-    layers, vecs = attributed_communities(vectors, edges, lambda l, c: [("", "")] * len(c), None,
+    layers, vecs = attributed_communities(vectors, edges, lambda layer, c: [("", "")] * len(c), None,
                                           HierarchyConfig(max_layers=0))
     assert layers == [] and vecs == []
 
@@ -86,5 +86,5 @@ def test_rank_chunks_orders_by_member_count():
 def test_tiny_graphs_do_not_crash(n):
     vectors = np.eye(n, 4, dtype=np.float32)
     layers, _ = attributed_communities(vectors, np.zeros((0, 2), np.int64),
-                                       lambda l, c: [("", "")] * len(c), None, HierarchyConfig())
+                                       lambda layer, c: [("", "")] * len(c), None, HierarchyConfig())
     assert layers == []

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import re
 import zlib
-from typing import List
 
 import numpy as np
 import pytest
@@ -23,13 +22,13 @@ from llama_index.core.llms import MockLLM
 _WORD = re.compile(r"\w+")
 
 
-def hash_vector(text: str, dim: int = 128) -> List[float]:
+def hash_vector(text: str, dim: int = 128) -> list[float]:
     """Bag of hashed words and word bigrams (L2-normalised later by the core)."""
     vec = np.zeros(dim, dtype=np.float64)
     words = [w.lower() for w in _WORD.findall(text)]
     for w in words:
         vec[zlib.crc32(w.encode()) % dim] += 1.0
-    for a, b in zip(words, words[1:]):
+    for a, b in zip(words, words[1:], strict=False):
         vec[zlib.crc32(f"{a} {b}".encode()) % dim] += 0.5
     vec[0] += 1e-3  # never the zero vector
     return vec.tolist()
@@ -39,24 +38,24 @@ class HashEmbedding(BaseEmbedding):
     """A local, deterministic LlamaIndex embedding for tests (no model, no network)."""
 
     dim: int = 128
-    _calls: List[int] = PrivateAttr(default_factory=list)
+    _calls: list[int] = PrivateAttr(default_factory=list)
 
     @classmethod
     def class_name(cls) -> str:
         return "HashEmbedding"
 
-    def _get_query_embedding(self, query: str) -> List[float]:
+    def _get_query_embedding(self, query: str) -> list[float]:
         self._calls.append(1)
         return hash_vector(query, self.dim)
 
-    async def _aget_query_embedding(self, query: str) -> List[float]:
+    async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)
 
-    def _get_text_embedding(self, text: str) -> List[float]:
+    def _get_text_embedding(self, text: str) -> list[float]:
         self._calls.append(1)
         return hash_vector(text, self.dim)
 
-    def _get_text_embeddings(self, texts: List[str]) -> List[List[float]]:
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         self._calls.append(len(texts))
         return [hash_vector(t, self.dim) for t in texts]
 
@@ -91,9 +90,9 @@ class FakeEngine:
 
     methods = ("archrag", "dense", "bm25", "hybrid")
 
-    def __init__(self, hits: List[FakeHit]):
+    def __init__(self, hits: list[FakeHit]):
         self.hits = hits
-        self.calls: List[tuple] = []
+        self.calls: list[tuple] = []
 
     def retrieve(self, query, method="archrag", k=5, kinds=None, **options):
         if not query.strip():

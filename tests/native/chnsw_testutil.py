@@ -45,7 +45,7 @@ def exact_knn(queries: np.ndarray, base: np.ndarray, k: int, metric: str = "cosi
 
 def recall(found: np.ndarray, truth: np.ndarray) -> float:
     k = truth.shape[1]
-    return float(np.mean([len(set(f.tolist()) & set(t.tolist())) / k for f, t in zip(found, truth)]))
+    return float(np.mean([len(set(f.tolist()) & set(t.tolist())) / k for f, t in zip(found, truth, strict=True)]))
 
 
 def layer_offsets(layers) -> list[int]:

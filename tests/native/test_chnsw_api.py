@@ -169,7 +169,7 @@ def test_threads_give_identical_search_results():
     d = index.search_all_layers(q, [10, 4])
     np.testing.assert_array_equal(a[0], c[0])
     np.testing.assert_array_equal(a[1], c[1])
-    for x, y in zip(b, d):
+    for x, y in zip(b, d, strict=True):
         np.testing.assert_array_equal(x[0], y[0])
 
 

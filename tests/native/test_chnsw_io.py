@@ -44,7 +44,7 @@ def assert_same_index(a, b, queries):
         ra, rb = a.search(queries, 7, layer=layer), b.search(queries, 7, layer=layer)
         np.testing.assert_array_equal(ra[0], rb[0])
         np.testing.assert_array_equal(ra[1], rb[1])
-    for (ia, da), (ib, db) in zip(a.search_all_layers(queries, 5), b.search_all_layers(queries, 5)):
+    for (ia, da), (ib, db) in zip(a.search_all_layers(queries, 5), b.search_all_layers(queries, 5), strict=True):
         np.testing.assert_array_equal(ia, ib)
         np.testing.assert_array_equal(da, db)
     for i in a.ids_in_layer(a.num_layers - 1)[:20]:

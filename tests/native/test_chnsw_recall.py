@@ -15,7 +15,7 @@ def truth(layered_data):
     layers, queries = layered_data
     offs = layer_offsets(layers)
     out = []
-    for layer, off in zip(layers, offs):
+    for layer, off in zip(layers, offs, strict=True):
         pos, dist = exact_knn(queries, layer, K)
         out.append((pos + off, dist))
     return out
@@ -38,7 +38,7 @@ def test_search_all_layers_recall(big_index, layered_data, truth, reuse_entry):
     _, queries = layered_data
     per_layer = big_index.search_all_layers(queries, K, reuse_entry=reuse_entry)
     assert len(per_layer) == 3
-    for layer, (ids, dist) in enumerate(per_layer):
+    for layer, (ids, _dist) in enumerate(per_layer):
         r = recall(ids, truth[layer][0])
         assert r >= TARGET, f"layer {layer}: recall@10 {r:.3f} < {TARGET} (reuse_entry={reuse_entry})"
 

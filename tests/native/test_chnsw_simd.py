@@ -62,7 +62,7 @@ def test_simd_matches_scalar(restore_level, metric, dim):
     # Same neighbours (ties broken by float rounding may differ rarely) and distances within tolerance.
     assert (fast[0] == slow[0]).mean() >= 0.98
     np.testing.assert_allclose(fast[1], slow[1], rtol=1e-4, atol=1e-5)
-    for (fi, fd), (si, sd) in zip(fast_all, slow_all):
+    for (fi, fd), (si, sd) in zip(fast_all, slow_all, strict=True):
         assert (fi == si).mean() >= 0.98
         np.testing.assert_allclose(fd, sd, rtol=1e-4, atol=1e-5)
     # A scalar-built index answers like a SIMD-built one.

@@ -149,7 +149,7 @@ class GraphStrataTransformer(BaseDocumentTransformer):
                 per_doc_relations[_position(cid)].append((float(r.weight), rec))
 
         out: list[Document] = []
-        for doc, ents, rels in zip(docs, per_doc_entities, per_doc_relations):
+        for doc, ents, rels in zip(docs, per_doc_entities, per_doc_relations, strict=True):
             ents.sort(key=lambda t: (-t[0], t[1]))
             rels.sort(key=lambda t: (-t[0], t[1]["source"], t[1]["target"]))
             ent_names = [name for _, name in ents][: self.max_entities]

@@ -126,6 +126,6 @@ def format_table(report: dict[str, dict[str, float]]) -> str:
         [m, *(f"{r[c]:.3f}" for c in cols), str(r["questions"]), f"{r['p50_ms']:.1f}"]
         for m, r in report.items()
     ]
-    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+    widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))  # noqa: E731
     return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, rows)])

@@ -259,7 +259,7 @@ class StatisticalExtractor:
         rel_sents: dict[tuple[str, str], list[str]] = defaultdict(list)
         max_sents = self.max_description_sentences
 
-        for chunk, terms in zip(chunks, tfidf_terms):
+        for chunk, terms in zip(chunks, tfidf_terms, strict=True):
             text = chunk.text
             term_res = [
                 (t, re.compile(r"\b" + r"[\s\-]+".join(map(re.escape, t.split())) + r"\b", re.I))

@@ -90,7 +90,7 @@ def knn_augment(
     new = []
     for u in range(n):
         added = 0
-        for d, v in zip(dist[u], idx[u]):
+        for d, v in zip(dist[u], idx[u], strict=True):
             if v == u:
                 continue
             sim = 1.0 - float(d)
@@ -125,7 +125,7 @@ def leiden_clusters(
 
     label = np.full(n, -1, dtype=np.int64)
     if len(edges):
-        edge_list = [(str(a), str(b), float(w)) for (a, b), w in zip(edges.tolist(), weights)]
+        edge_list = [(str(a), str(b), float(w)) for (a, b), w in zip(edges.tolist(), weights, strict=True)]
         result = gn.hierarchical_leiden(
             edge_list,
             max_cluster_size=config.max_community_size,
@@ -210,7 +210,7 @@ def attributed_communities(
             comm_vectors /= np.maximum(np.linalg.norm(comm_vectors, axis=1, keepdims=True), 1e-12)
         communities = []
         next_entities = []
-        for ci, (members, (title, summary)) in enumerate(zip(clusters, texts)):
+        for ci, (members, (title, summary)) in enumerate(zip(clusters, texts, strict=True)):
             ents = sorted({e for m in members for e in cur_entities[m]})
             next_entities.append(ents)
             communities.append(

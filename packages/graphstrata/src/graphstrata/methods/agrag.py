@@ -432,13 +432,13 @@ class AGRAG(Method):
             pp = (pp - lo) / (hi - lo) if hi - lo > 1e-15 else np.zeros_like(pp)
             on_path = set(path_rows)
             w_ppr, w_path = float(o["ppr_weight"]), float(o["path_weight"])
-            for r, p in zip(rows.tolist(), pp.tolist()):
+            for r, p in zip(rows.tolist(), pp.tolist(), strict=True):
                 scores_out[r] = hs[r] + w_ppr * p + (w_path if r in on_path else 0.0)
         ranked = rank(scores_out, k)
         if len(ranked) < k:  # tiny pools: fill in corpus order
             taken = set(scores_out)
             fill = (r for r in range(n_c) if r not in taken)
-            ranked.extend((r, 0.0) for _, r in zip(range(k - len(ranked)), fill))
+            ranked.extend((r, 0.0) for _, r in zip(range(k - len(ranked)), fill, strict=False))
 
         context = [self._fact_hit(engine, f) for f in facts]
         context.sort(key=lambda h: (-h.score, h.id))
@@ -521,7 +521,7 @@ class AGRAG(Method):
 
         for mat, kind in ((g.fact, "fact"), (g.synonym, "synonym"), (g.contains, "contains")):
             blk = mat[idx][:, idx].tocoo()
-            for i, j, val in zip(blk.row.tolist(), blk.col.tolist(), blk.data.tolist()):
+            for i, j, val in zip(blk.row.tolist(), blk.col.tolist(), blk.data.tolist(), strict=True):
                 if i >= j:
                     continue
                 u, v = int(idx[i]), int(idx[j])
@@ -570,7 +570,7 @@ class AGRAG(Method):
         n_e = g.n_entities
         chunk_ids: dict[str, None] = {}
         facts = []
-        for (u, v), t in zip(p.edges, p.triples):
+        for (u, v), t in zip(p.edges, p.triples, strict=True):
             data = sub.edges[u, v]
             if "fact" in data and t[1] == PREDICATE:
                 rel = engine.kg.relations[g.rel_keys[data["fact"]]]

@@ -97,14 +97,14 @@ class ArchRAG(Method):
             ks = [int(o["k_entities"])] + [int(o["k_per_layer"])] * (layered.num_layers - 1)
             per_layer = layered.search_all_layers(qvec, ks, ef_search=o["ef_search"])
             entity_scores: dict[str, float] = {}
-            for row, sim in zip(*per_layer[0]):
+            for row, sim in zip(*per_layer[0], strict=True):
                 hit = entity_hit(engine, int(row), float(sim))
                 entity_scores[hit.id] = hit.score
                 entity_sources.append((hit.score, hit.chunk_ids))
                 context.append(hit)
             context.extend(relation_hits(engine, entity_scores))
             for layer in range(1, layered.num_layers):
-                for row, sim in zip(*per_layer[layer]):
+                for row, sim in zip(*per_layer[layer], strict=True):
                     hit = community_hit(engine, layer, int(row), float(sim))
                     community_sources.append((hit.score, hit.chunk_ids))
                     context.append(hit)

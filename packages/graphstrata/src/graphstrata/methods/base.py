@@ -90,7 +90,7 @@ def minmax(values: np.ndarray) -> np.ndarray:
 def dense_candidates(engine: Engine, qvec: np.ndarray, n: int) -> dict[int, float]:
     """Top-``n`` chunk rows by cosine similarity (C-HNSW): ``{row: similarity}``."""
     rows, sims = engine.chunk_index.search(qvec, n)
-    return {int(r): float(s) for r, s in zip(rows, sims)}
+    return {int(r): float(s) for r, s in zip(rows, sims, strict=True)}
 
 
 def bm25_candidates(engine: Engine, query: str, n: int) -> tuple[dict[int, float], np.ndarray]:
@@ -129,7 +129,7 @@ def hybrid_scores(
     cos = engine.chunk_index.similarity(qvec, rows)
     bm = all_bm25[rows] if len(all_bm25) else np.zeros(len(rows), np.float32)
     fused = alpha * minmax(cos) + (1.0 - alpha) * minmax(bm)
-    return {int(r): float(s) for r, s in zip(rows, fused)}
+    return {int(r): float(s) for r, s in zip(rows, fused, strict=True)}
 
 
 def entity_chunk_matrix(engine: Engine) -> sp.csr_matrix:

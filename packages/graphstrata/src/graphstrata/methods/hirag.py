@@ -174,7 +174,7 @@ def gmm_clusters(vectors: np.ndarray, config: HiIndexConfig) -> list[list[int]]:
         clusters.setdefault(c, set()).add(i)
     if config.soft_threshold is not None and config.soft_threshold < 1.0:
         rows, cols = np.nonzero(proba > config.soft_threshold)
-        for i, c in zip(rows.tolist(), cols.tolist()):
+        for i, c in zip(rows.tolist(), cols.tolist(), strict=True):
             clusters.setdefault(c, set()).add(i)
     return sorted((sorted(m) for m in clusters.values() if m), key=lambda m: (m[0], len(m)))
 
@@ -341,7 +341,7 @@ def bridge_path(
     if not keys:
         return []
     path = [keys[0]]
-    for a, b in zip(keys, keys[1:]):
+    for a, b in zip(keys, keys[1:], strict=False):
         if a == b:
             continue
         try:

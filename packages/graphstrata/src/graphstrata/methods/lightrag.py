@@ -121,7 +121,7 @@ def offline_keywords(query: str, vocabulary: Iterable[str] | Any, max_ngram: int
             covered.add(key)
     high = [
         query[s:e]
-        for (s, e), u in zip(words, used)
+        for (s, e), u in zip(words, used, strict=True)
         if not u and canonical(query[s:e]) not in stop and canonical(query[s:e]) not in covered
     ]
     return Keywords(high_level=high, low_level=low, matched=matched)

@@ -37,7 +37,7 @@ class BM25(Method):
         if len(ranked) < k:
             taken = set(scores)
             fill = (r for r in range(len(engine.chunks)) if r not in taken)
-            ranked.extend((r, 0.0) for _, r in zip(range(k - len(ranked)), fill))
+            ranked.extend((r, 0.0) for _, r in zip(range(k - len(ranked)), fill, strict=False))
         return Retrieval(ranked)
 
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any
 
 import fsspec
 from llama_index.core.base.base_query_engine import BaseQueryEngine
@@ -59,7 +60,7 @@ _LLAMA_INDEX_EMBEDDER_PREFIX = "llama_index:"
 # --------------------------------------------------------------------------------------------
 # translation helpers
 # --------------------------------------------------------------------------------------------
-def to_graphstrata_documents(nodes: Sequence[BaseNode]) -> List[Any]:
+def to_graphstrata_documents(nodes: Sequence[BaseNode]) -> list[Any]:
     """Map LlamaIndex documents / nodes to ``graphstrata.Document`` records.
 
     A ``Document`` keeps its ``doc_id``; any other node is indexed as one document whose id
@@ -128,7 +129,7 @@ class GraphStrataIndexStruct(IndexStruct):
     """
 
     engine_dir: str = DEFAULT_ENGINE_DIRNAME
-    embedder_id: Optional[str] = None
+    embedder_id: str | None = None
 
     @classmethod
     def get_type(cls) -> Any:
@@ -171,7 +172,7 @@ class GraphStrataStore(BasePydanticVectorStore):
         """The ``graphstrata.GraphStrata`` engine."""
         return self._engine
 
-    def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[str]:
+    def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
         """Always raises ``NotImplementedError``: the engine embeds and indexes by itself."""
         raise NotImplementedError(
             "GraphStrataStore is written through GraphStrataIndex.insert / insert_nodes"
@@ -198,7 +199,7 @@ class GraphStrataStore(BasePydanticVectorStore):
             ids=[n.node.node_id for n in nws],
         )
 
-    def persist(self, persist_path: str, fs: Optional[fsspec.AbstractFileSystem] = None) -> None:
+    def persist(self, persist_path: str, fs: fsspec.AbstractFileSystem | None = None) -> None:
         """Persist the engine to ``<dirname(persist_path)>/<engine_dir>`` (atomic)."""
         if fs is not None:
             protocol = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
@@ -245,16 +246,16 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
 
     def __init__(
         self,
-        nodes: Optional[Sequence[BaseNode]] = None,
+        nodes: Sequence[BaseNode] | None = None,
         engine: Any = None,
-        index_struct: Optional[GraphStrataIndexStruct] = None,
-        storage_context: Optional[StorageContext] = None,
+        index_struct: GraphStrataIndexStruct | None = None,
+        storage_context: StorageContext | None = None,
         embed_model: Any = None,
         config: Any = None,
-        persist_dir: "str | Path | None" = None,
+        persist_dir: str | Path | None = None,
         show_progress: bool = False,
-        callback_manager: Optional[CallbackManager] = None,
-        transformations: Optional[List[TransformComponent]] = None,
+        callback_manager: CallbackManager | None = None,
+        transformations: list[TransformComponent] | None = None,
         **kwargs: Any,
     ) -> None:
         storage_context = storage_context or StorageContext.from_defaults()
@@ -289,14 +290,14 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
     def from_documents(
         cls,
         documents: Sequence[Document],
-        storage_context: Optional[StorageContext] = None,
+        storage_context: StorageContext | None = None,
         show_progress: bool = False,
-        callback_manager: Optional[CallbackManager] = None,
-        transformations: Optional[List[TransformComponent]] = None,
+        callback_manager: CallbackManager | None = None,
+        transformations: list[TransformComponent] | None = None,
         embed_model: Any = None,
         config: Any = None,
         **kwargs: Any,
-    ) -> "GraphStrataIndex":
+    ) -> GraphStrataIndex:
         """Build an index from LlamaIndex ``Document``s.
 
         Args:
@@ -346,19 +347,19 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
     def from_engine(
         cls,
         engine: Any,
-        storage_context: Optional[StorageContext] = None,
+        storage_context: StorageContext | None = None,
         **kwargs: Any,
-    ) -> "GraphStrataIndex":
+    ) -> GraphStrataIndex:
         """Wrap an existing ``graphstrata.GraphStrata`` engine (no rebuild)."""
         return cls(engine=engine, storage_context=storage_context, **kwargs)
 
     @classmethod
     def load(
         cls,
-        persist_dir: "str | Path",
+        persist_dir: str | Path,
         embed_model: Any = None,
         **kwargs: Any,
-    ) -> "GraphStrataIndex":
+    ) -> GraphStrataIndex:
         """Load an index persisted with ``index.storage_context.persist(persist_dir)``.
 
         A bare engine directory written by ``GraphStrata.persist`` (no LlamaIndex JSON
@@ -396,7 +397,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         self,
         index_struct: GraphStrataIndexStruct,
         storage_context: StorageContext,
-        persist_dir: "str | Path | None",
+        persist_dir: str | Path | None,
     ) -> Any:
         store = storage_context.vector_stores.get(GRAPHSTRATA_STORE_NAMESPACE)
         if persist_dir is None and isinstance(store, GraphStrataStore):
@@ -548,7 +549,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
 
     def refresh_ref_docs(
         self, documents: Sequence[Document], **update_kwargs: Any
-    ) -> List[bool]:
+    ) -> list[bool]:
         """Insert new documents and replace changed ones, in one core update.
 
         A document counts as changed when its text or metadata differ from the indexed copy.
@@ -559,8 +560,8 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         Raises:
             ValueError: duplicate ids in ``documents``.
         """
-        flags: List[bool] = []
-        changed: List[Document] = []
+        flags: list[bool] = []
+        changed: list[Document] = []
         indexed = self._engine.documents
         for doc in documents:
             old = indexed.get(doc.doc_id)
@@ -579,12 +580,12 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
 
     async def arefresh_ref_docs(
         self, documents: Sequence[Document], **update_kwargs: Any
-    ) -> List[bool]:
+    ) -> list[bool]:
         """Like :meth:`refresh_ref_docs`, in a worker thread."""
         return await asyncio.to_thread(self.refresh_ref_docs, documents)
 
     @property
-    def ref_doc_info(self) -> Dict[str, RefDocInfo]:
+    def ref_doc_info(self) -> dict[str, RefDocInfo]:
         """``{document_id: RefDocInfo(node_ids=<its chunk ids>, metadata=<its metadata>)}``."""
         chunks_of = _chunk_ids_by_document(self._engine)
         return {
@@ -599,7 +600,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         return self._engine
 
     @property
-    def methods(self) -> Tuple[str, ...]:
+    def methods(self) -> tuple[str, ...]:
         """Retrieval method names the engine offers."""
         return tuple(self._engine.methods)
 
@@ -608,8 +609,8 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         self,
         method: str = "archrag",
         similarity_top_k: int = 5,
-        kinds: Optional[Sequence[str]] = None,
-        method_options: Optional[Mapping[str, Any]] = None,
+        kinds: Sequence[str] | None = None,
+        method_options: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> GraphStrataRetriever:
         """A :class:`GraphStrataRetriever` over this index.
@@ -636,11 +637,11 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
 
     def as_query_engine(
         self,
-        llm: Optional[LLMType] = None,
+        llm: LLMType | None = None,
         method: str = "archrag",
         similarity_top_k: int = 5,
-        kinds: Optional[Sequence[str]] = None,
-        method_options: Optional[Mapping[str, Any]] = None,
+        kinds: Sequence[str] | None = None,
+        method_options: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> BaseQueryEngine:
         """A ``RetrieverQueryEngine`` over :meth:`as_retriever`.
@@ -665,18 +666,18 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         return RetrieverQueryEngine.from_args(retriever, llm=resolved, **kwargs)
 
 
-def _embedder_id(engine: Any) -> Optional[str]:
+def _embedder_id(engine: Any) -> str | None:
     embedder = getattr(engine, "embedder", None)
     return getattr(embedder, "id", None)
 
 
-def _chunk_ids_by_document(engine: Any) -> Dict[str, List[str]]:
+def _chunk_ids_by_document(engine: Any) -> dict[str, list[str]]:
     """Chunk ids per document, if the engine exposes its chunks (else an empty dict)."""
     chunks = getattr(engine, "chunks", None)
     if chunks is None:
         return {}
     values = chunks.values() if isinstance(chunks, Mapping) else chunks
-    out: Dict[str, List[str]] = {}
+    out: dict[str, list[str]] = {}
     for chunk in values:
         out.setdefault(chunk.document_id, []).append(chunk.id)
     return out

@@ -12,7 +12,8 @@ Both work in an ``IngestionPipeline``.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.graph_stores.types import (
@@ -37,7 +38,7 @@ DEFAULT_CHUNK_SIZE = 200
 DEFAULT_CHUNK_OVERLAP = 32
 
 
-def _core_chunk_defaults() -> Tuple[int, int]:
+def _core_chunk_defaults() -> tuple[int, int]:
     """The core's default chunk size and overlap (``GraphStrataConfig``), if it has them."""
     try:
         from graphstrata import GraphStrataConfig
@@ -84,8 +85,8 @@ class GraphStrataNodeParser(NodeParser):
 
     def __init__(
         self,
-        chunk_size: Optional[int] = None,
-        chunk_overlap: Optional[int] = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
         tokenizer: Any = "default",
         **kwargs: Any,
     ) -> None:
@@ -130,12 +131,12 @@ class GraphStrataNodeParser(NodeParser):
 
     def _parse_nodes(
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
-    ) -> List[BaseNode]:
+    ) -> list[BaseNode]:
         from graphstrata import Document as GSDocument
         from graphstrata.chunking import chunk_documents
 
         embedder = self._embedder()
-        out: List[BaseNode] = []
+        out: list[BaseNode] = []
         for node in get_tqdm_iterable(nodes, show_progress, "Chunking like graphstrata"):
             text = node.get_content(metadata_mode=MetadataMode.NONE)
             chunks = chunk_documents(
@@ -206,15 +207,15 @@ class GraphStrataExtractor(TransformComponent):
     """
 
     top_n: int = 8
-    ngram_range: Tuple[int, int] = (1, 3)
+    ngram_range: tuple[int, int] = (1, 3)
     min_df: int = 2
     max_description_sentences: int = 4
     use_titles: bool = True
     title_key: str = "title"
     entity_label: str = "entity"
     relation_label: str = "CO_OCCURS_WITH"
-    max_entities_per_node: Optional[int] = None
-    max_relations_per_node: Optional[int] = None
+    max_entities_per_node: int | None = None
+    max_relations_per_node: int | None = None
     include_metadata: bool = True
 
     def __init__(self, **data: Any) -> None:
@@ -252,7 +253,7 @@ class GraphStrataExtractor(TransformComponent):
         if not nodes:
             return nodes
         chunks = []
-        titles: Dict[str, str] = {}
+        titles: dict[str, str] = {}
         for i, node in enumerate(nodes):
             text = node.get_content(metadata_mode=MetadataMode.NONE)
             doc_id = node.ref_doc_id or node.node_id
@@ -272,11 +273,11 @@ class GraphStrataExtractor(TransformComponent):
                 titles.setdefault(doc_id, title)
         entities, relations = self._core_extractor().extract(chunks, titles=titles or None)
 
-        ents_by_chunk: Dict[str, List[Any]] = {}
+        ents_by_chunk: dict[str, list[Any]] = {}
         for ent in entities:
             for cid in ent.chunk_ids:
                 ents_by_chunk.setdefault(cid, []).append(ent)
-        rels_by_chunk: Dict[str, List[Any]] = {}
+        rels_by_chunk: dict[str, list[Any]] = {}
         for rel in relations:
             for cid in rel.chunk_ids:
                 rels_by_chunk.setdefault(cid, []).append(rel)
@@ -293,13 +294,13 @@ class GraphStrataExtractor(TransformComponent):
             ents = sorted(ents_by_chunk.get(node.node_id, []), key=_by_weight)
             if self.max_entities_per_node is not None:
                 ents = ents[: self.max_entities_per_node]
-            chosen: Dict[str, Any] = {ent.id: ent for ent in ents}
+            chosen: dict[str, Any] = {ent.id: ent for ent in ents}
             for rel in rels:  # relation endpoints must exist as nodes
                 for key in (rel.source, rel.target):
                     if key not in chosen and key in entity_by_id:
                         chosen[key] = entity_by_id[key]
 
-            entity_nodes: Dict[str, EntityNode] = {}
+            entity_nodes: dict[str, EntityNode] = {}
             for key, ent in chosen.items():
                 entity_nodes[key] = EntityNode(
                     name=ent.name,
@@ -338,6 +339,6 @@ class GraphStrataExtractor(TransformComponent):
         return self.__call__(nodes, show_progress=show_progress, **kwargs)
 
 
-def _by_weight(record: Any) -> Tuple[float, str]:
+def _by_weight(record: Any) -> tuple[float, str]:
     key = getattr(record, "id", "")
     return (-float(record.weight), str(key))

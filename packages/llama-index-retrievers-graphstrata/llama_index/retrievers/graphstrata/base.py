@@ -8,9 +8,9 @@ the core engine.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks.base import CallbackManager
@@ -28,7 +28,7 @@ from graphstrata.types import check_k, check_kinds
 
 #: Metadata keys this retriever writes on every node. They are provenance, not content, so
 #: they are hidden from the LLM prompt and from embedding text.
-PROVENANCE_KEYS: Tuple[str, ...] = (
+PROVENANCE_KEYS: tuple[str, ...] = (
     "kind",
     "layer",
     "method",
@@ -42,7 +42,7 @@ PROVENANCE_KEYS: Tuple[str, ...] = (
 )
 
 
-def embedder_from_llama_index(embed_model: Any, batch_size: Optional[int] = None) -> Any:
+def embedder_from_llama_index(embed_model: Any, batch_size: int | None = None) -> Any:
     """Wrap a LlamaIndex embedding as a graphstrata ``Embedder``.
 
     Documents are embedded with ``embed_model.get_text_embedding_batch`` and queries with
@@ -92,10 +92,10 @@ def hit_to_node(hit: Any, method: str) -> NodeWithScore:
     * Chunk hits keep the core chunk id (``"<document_id>#<n>"``) as ``node_id`` and link to
       their document with ``NodeRelationship.SOURCE``; other kinds get ``"<kind>:<id>"``.
     """
-    hit_meta: Dict[str, Any] = dict(getattr(hit, "metadata", None) or {})
+    hit_meta: dict[str, Any] = dict(getattr(hit, "metadata", None) or {})
     doc_meta = hit_meta.pop("document_metadata", None) or {}
     document_ids = list(hit.document_ids)
-    metadata: Dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
     if hit.kind == "chunk":
         metadata.update(doc_meta)
     metadata.update(hit_meta)
@@ -109,7 +109,7 @@ def hit_to_node(hit: Any, method: str) -> NodeWithScore:
             "document_ids": document_ids,
         }
     )
-    relationships: Dict[NodeRelationship, Any] = {}
+    relationships: dict[NodeRelationship, Any] = {}
     if hit.kind == "chunk":
         node_id = hit.id
         document_id = hit_meta.get("document_id") or (document_ids[0] if document_ids else None)
@@ -121,7 +121,7 @@ def hit_to_node(hit: Any, method: str) -> NodeWithScore:
     else:
         node_id = f"{hit.kind}:{hit.id}"
     excluded = [k for k in PROVENANCE_KEYS if k in metadata]
-    offsets: Dict[str, Any] = {}
+    offsets: dict[str, Any] = {}
     if hit.kind == "chunk" and isinstance(hit_meta.get("start"), int):
         offsets = {"start_char_idx": hit_meta["start"], "end_char_idx": hit_meta.get("end")}
     node = TextNode(
@@ -168,12 +168,12 @@ class GraphStrataRetriever(BaseRetriever):
         engine: Any,
         method: str = "archrag",
         similarity_top_k: int = 5,
-        kinds: Optional[Sequence[str]] = None,
-        method_options: Optional[Mapping[str, Any]] = None,
-        callback_manager: Optional[CallbackManager] = None,
+        kinds: Sequence[str] | None = None,
+        method_options: Mapping[str, Any] | None = None,
+        callback_manager: CallbackManager | None = None,
         verbose: bool = False,
-        objects: Optional[List[IndexNode]] = None,
-        object_map: Optional[dict] = None,
+        objects: list[IndexNode] | None = None,
+        object_map: dict | None = None,
     ) -> None:
         for attr in ("retrieve", "aretrieve", "methods"):
             if not hasattr(engine, attr):
@@ -192,7 +192,7 @@ class GraphStrataRetriever(BaseRetriever):
         self._method = method
         self._similarity_top_k = check_k(similarity_top_k, "similarity_top_k")
         self._kinds = check_kinds(kinds)
-        self._method_options: Dict[str, Any] = dict(method_options or {})
+        self._method_options: dict[str, Any] = dict(method_options or {})
         super().__init__(
             callback_manager=callback_manager,
             verbose=verbose,
@@ -204,10 +204,10 @@ class GraphStrataRetriever(BaseRetriever):
     @classmethod
     def from_persist_dir(
         cls,
-        persist_dir: "str | Path",
+        persist_dir: str | Path,
         embed_model: Any = None,
         **kwargs: Any,
-    ) -> "GraphStrataRetriever":
+    ) -> GraphStrataRetriever:
         """Load a persisted graphstrata index directory and wrap it.
 
         Args:
@@ -243,15 +243,15 @@ class GraphStrataRetriever(BaseRetriever):
         return self._similarity_top_k
 
     @property
-    def kinds(self) -> Optional[Tuple[str, ...]]:
+    def kinds(self) -> tuple[str, ...] | None:
         """Hit kinds asked of the core (``None``: the method's default)."""
         return self._kinds
 
     # -- retrieval --------------------------------------------------------------------------
-    def _hits_to_nodes(self, hits: Sequence[Any]) -> List[NodeWithScore]:
+    def _hits_to_nodes(self, hits: Sequence[Any]) -> list[NodeWithScore]:
         return [hit_to_node(hit, self._method) for hit in hits]
 
-    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         hits = self._engine.retrieve(
             query_bundle.query_str,
             method=self._method,
@@ -261,7 +261,7 @@ class GraphStrataRetriever(BaseRetriever):
         )
         return self._hits_to_nodes(hits)
 
-    async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         hits = await self._engine.aretrieve(
             query_bundle.query_str,
             method=self._method,
