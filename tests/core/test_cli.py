@@ -48,6 +48,29 @@ def test_index_query_eval(tmp_path, corpus_file, capsys):
     assert list(json.loads(report_path.read_text())) == ["archrag"]  # the default method alone
 
 
+def test_method_options_on_the_command_line(tmp_path, corpus_file, capsys):
+    out = tmp_path / "idx"
+    assert cli.main(["index", str(corpus_file), "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    q = ["query", str(out), "Where was Edmund Hillary born?", "-k", "3", "--json", "--chunks-only"]
+    assert cli.main(q) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert cli.main([*q, "--option", "propagate=false", "--option", "alpha=1.0"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    # propagation scores are relative to the best chunk (top ≈ 1); plain dense cosines are not
+    assert default[0]["score"] > 0.99 and plain[0]["score"] < default[0]["score"]
+    assert cli.main([*q, "--option", "nope=1"]) == 2
+    assert "unknown option" in capsys.readouterr().err
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"question": "Edmund Hillary", "evidence_ids": ["hillary"]}) + "\n")
+    ev = ["eval", str(out), "--questions", str(qs), "--quiet", "--method", "hybrid"]
+    assert cli.main([*ev, "--option", "alpha=0.2"]) == 0
+    assert cli.main([*ev, "--option", "propagate=false"]) == 2  # not a hybrid option
+    assert "unknown option" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main([*q, "--option", "no-equals-sign"])
+
+
 def test_errors_exit_2_with_one_line(tmp_path, corpus_file, capsys):
     empty = tmp_path / "empty.txt"
     empty.write_text("")

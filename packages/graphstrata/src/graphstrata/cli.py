@@ -33,6 +33,19 @@ def _positive(text: str) -> int:
     return k
 
 
+def _option(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` → ``(key, value)``; the value is read as JSON (``0.3``, ``false``,
+    ``null``) and kept as a string when it is not JSON."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key.strip(), value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="graphstrata", description="Graph-RAG indexing and retrieval.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -51,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("-k", type=_positive, default=5)
     q.add_argument("--json", action="store_true", help="print hits as JSON")
     q.add_argument("--chunks-only", action="store_true", help="print only chunk hits")
+    q.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                   help="method option, repeatable (e.g. --option propagate=false)")
 
     ev = sub.add_parser("eval", help="evidence recall@k on a question file")
     ev.add_argument("index_dir")
@@ -60,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", dest="json_out", help="write the report as JSON to this file")
     ev.add_argument("--limit", type=_positive, default=None, help="first N questions only")
     ev.add_argument("--quiet", action="store_true")
+    ev.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                    help="method option given to every method, repeatable (an ablation such "
+                    "as --option decompose=false)")
 
     ins = sub.add_parser("inspect", help="print an index's counts and manifest")
     ins.add_argument("index_dir")
@@ -97,7 +115,9 @@ def _cmd_query(args) -> int:
 
     gs = GraphStrata.load(args.index_dir)
     kinds = ("chunk",) if args.chunks_only else None
-    hits = gs.retrieve(args.question, method=args.method, k=args.k, kinds=kinds)
+    hits = gs.retrieve(
+        args.question, method=args.method, k=args.k, kinds=kinds, **dict(args.option)
+    )
     if args.json:
         print(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
         return 0
@@ -118,7 +138,9 @@ def _cmd_eval(args) -> int:
     if args.limit:
         questions = questions[: args.limit]
     methods = args.methods or ["archrag"]
-    report = evaluate(gs, questions, methods, args.k, progress=not args.quiet)
+    report = evaluate(
+        gs, questions, methods, args.k, progress=not args.quiet, options=dict(args.option)
+    )
     print(format_table(report))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
