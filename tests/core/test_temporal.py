@@ -29,6 +29,7 @@ def test_document_date_prefers_metadata_then_title_then_header():
     assert document_date(header, {"title": "week2/20260112_0900"}) == dt.date(2026, 1, 12)
     assert document_date(header, {"date": "2026-02-01"}) == dt.date(2026, 2, 1)
     assert document_date(header, {"date": dt.datetime(2025, 5, 4, 10)}) == dt.date(2025, 5, 4)
+    assert document_date(header, {"date": 20250504}) == dt.date(2025, 5, 4)
     assert document_date("x" * 200 + " 20260105") is None  # deep in the text: a mention
     assert document_date("From 20260105 to 20260107 we met.") is None  # two dates: ambiguous
     assert document_date("On January 6th we met.") is None  # no year: not a full date
@@ -43,6 +44,9 @@ def test_date_index_links_a_day_in_any_spelling_and_any_year_when_none_given():
     assert index.find("What happened on January 6th?") == {"a", "c"}
     assert index.find("What happened on March 3rd?") == set()
     assert DateIndex({}).find("on 20260708") == set()
+    busy = DateIndex({f"n{i}": dt.date(2026, 7, 8) for i in range(30)})
+    assert busy.find("on 20260708") == set()  # 30 documents that day: no precise link
+    assert len(busy.find("on 20260708", max_per_day=30)) == 30
 
 
 def test_order_clauses_splits_event_clauses_only():

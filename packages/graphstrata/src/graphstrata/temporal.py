@@ -95,6 +95,8 @@ def mentioned_dates(text: str) -> set[DayKey]:
 
 
 def _parse_metadata_date(value: Any) -> _dt.date | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)  # 20260708
     if isinstance(value, _dt.datetime):
         return value.date()
     if isinstance(value, _dt.date):
@@ -110,8 +112,8 @@ def _parse_metadata_date(value: Any) -> _dt.date | None:
 def document_date(text: str, metadata: Mapping[str, Any] | None = None) -> _dt.date | None:
     """The day a document is dated, or ``None``.
 
-    Looked up in order: ``metadata["date"]`` (a :class:`datetime.date`, a ``datetime`` or a
-    string holding one full date); ``metadata["title"]``; the first line of ``text`` when it is
+    Looked up in order: ``metadata["date"]`` (a :class:`datetime.date`, a ``datetime``, a
+    string holding one full date or an int such as ``20260708``); ``metadata["title"]``; the first line of ``text`` when it is
     a header of at most 120 characters (``Time: 20260708_14:00``). The first place holding
     exactly one full date (with a year) wins; a place naming two different dates is ambiguous
     and skipped. A date further into the text is *mentioned*, not the document's own, and is
@@ -148,14 +150,20 @@ class DateIndex:
         """Number of distinct dated days."""
         return sum(1 for key in self._by_day if key[0] is not None)
 
-    def find(self, text: str) -> set[str]:
+    def find(self, text: str, max_per_day: int = 20) -> set[str]:
         """Ids of the documents dated on a day ``text`` names (a year-less date matches any
-        year); empty when the index or the text has no dates."""
+        year); empty when the index or the text has no dates.
+
+        A day shared by more than ``max_per_day`` documents (a news archive's busy day) is
+        skipped: the link no longer says which of them the question means.
+        """
         if not self._by_day:
             return set()
         found: set[str] = set()
         for key in mentioned_dates(text):
-            found.update(self._by_day.get(key, ()))
+            docs = self._by_day.get(key, ())
+            if len(docs) <= int(max_per_day):
+                found.update(docs)
         return found
 
 
