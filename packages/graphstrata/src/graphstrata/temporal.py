@@ -8,9 +8,15 @@ BM25 scores barely see that: the date is one token of a long chunk, or is writte
 that day, the temporal counterpart of :class:`~graphstrata.extraction.TitleIndex` (query-to-node
 linking in HippoRAG's sense, with day nodes).
 
-Only *day* dates are linked: a month alone ("in May") names dozens of sessions and measured no
-better than the plain scores. A date without a year ("January 6th") matches that day in any
-year.
+Only *day* dates are linked: a month alone ("in May") names dozens of sessions (measured +0.002
+recall@5 on LiHua-World, whose three month questions it touches; not worth the false links). A
+date without a year ("January 6th") matches that day in any year.
+
+:func:`order_clauses` splits "did A before/after B" questions into their event clauses, so each
+can be retrieved on its own (used by ArchRAG's ``decompose`` option).
+
+Measured on LiHua-World dev (recall@5 of ArchRAG): day links 0.911 → 0.918 with clauses on,
+clauses 0.907 → 0.918 with day links on, both off 0.900; no change on MuSiQue / HotpotQA.
 """
 
 from __future__ import annotations
