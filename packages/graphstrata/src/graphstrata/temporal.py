@@ -15,8 +15,8 @@ date without a year ("January 6th") matches that day in any year.
 :func:`order_clauses` splits "did A before/after B" questions into their event clauses, so each
 can be retrieved on its own (used by ArchRAG's ``decompose`` option).
 
-Measured on LiHua-World dev (recall@5 of ArchRAG): day links 0.911 → 0.918 with clauses on,
-clauses 0.907 → 0.918 with day links on, both off 0.900; no change on MuSiQue / HotpotQA.
+Measured on LiHua-World dev (recall@5 of ArchRAG): day links 0.907 → 0.918 with clauses on,
+clauses 0.911 → 0.918 with day links on, both off 0.900; no change on MuSiQue / HotpotQA.
 """
 
 from __future__ import annotations
