@@ -53,6 +53,14 @@ _MONTH_DAY_RE = re.compile(
 _DAY_MONTH_RE = re.compile(
     rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAME}(?:,?\s+{_YEAR}\b)?"
 )
+# each written form: (pattern, year group, month group, day group); a month group holds a
+# number or a month name, a year group may be empty (no year written)
+_DATE_FORMS = (
+    (_COMPACT_RE, 1, 2, 3),
+    (_ISO_RE, 1, 3, 4),
+    (_MONTH_DAY_RE, 3, 1, 2),
+    (_DAY_MONTH_RE, 3, 2, 1),
+)
 _HEADER_CHARS = 120  # a document's date sits in its title or in a header line this short
 
 # (year or None, month, day)
@@ -79,28 +87,21 @@ def mentioned_dates(text: str) -> set[DayKey]:
         ``{(year or None, month, day)}``; ``None`` where the text gives no year.
     """
     out: set[DayKey] = set()
-    for m in _COMPACT_RE.finditer(text):
-        key = _valid(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-        if key:
-            out.add(key)
-    for m in _ISO_RE.finditer(text):
-        key = _valid(int(m.group(1)), int(m.group(3)), int(m.group(4)))
-        if key:
-            out.add(key)
-    for m in _MONTH_DAY_RE.finditer(text):
-        year = int(m.group(3)) if m.group(3) else None
-        key = _valid(year, _MONTH_NUMBER[m.group(1).lower()], int(m.group(2)))
-        if key:
-            out.add(key)
-    for m in _DAY_MONTH_RE.finditer(text):
-        year = int(m.group(3)) if m.group(3) else None
-        key = _valid(year, _MONTH_NUMBER[m.group(2).lower()], int(m.group(1)))
-        if key:
-            out.add(key)
+    for pattern, year_group, month_group, day_group in _DATE_FORMS:
+        for m in pattern.finditer(text):
+            year, month = m.group(year_group), m.group(month_group)
+            key = _valid(
+                int(year) if year else None,
+                int(month) if month.isdigit() else _MONTH_NUMBER[month.lower()],
+                int(m.group(day_group)),
+            )
+            if key:
+                out.add(key)
     return out
 
 
-def _parse_metadata_date(value: Any) -> _dt.date | None:
+def _single_date(value: Any) -> _dt.date | None:
+    """A date, a datetime, or an int / string holding exactly one full date → that day."""
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)  # 20260708
     if isinstance(value, _dt.datetime):
@@ -119,20 +120,20 @@ def document_date(text: str, metadata: Mapping[str, Any] | None = None) -> _dt.d
     """The day a document is dated, or ``None``.
 
     Looked up in order: ``metadata["date"]`` (a :class:`datetime.date`, a ``datetime``, a
-    string holding one full date or an int such as ``20260708``); ``metadata["title"]``; the first line of ``text`` when it is
-    a header of at most 120 characters (``Time: 20260708_14:00``). The first place holding
-    exactly one full date (with a year) wins; a place naming two different dates is ambiguous
-    and skipped. A date further into the text is *mentioned*, not the document's own, and is
-    not used.
+    string holding one full date or an int such as ``20260708``); ``metadata["title"]``; the
+    first line of ``text`` when it is a header of at most 120 characters (``Time:
+    20260708_14:00``). The first place holding exactly one full date (with a year) wins; a
+    place naming two different dates is ambiguous and skipped. A date further into the text is
+    *mentioned*, not the document's own, and is not used.
     """
     metadata = metadata or {}
-    found = _parse_metadata_date(metadata.get("date"))
+    found = _single_date(metadata.get("date"))
     if found is not None:
         return found
     first_line = text.lstrip().split("\n", 1)[0]
     header = first_line if len(first_line) <= _HEADER_CHARS else None
     for place in (metadata.get("title"), header):
-        found = _parse_metadata_date(place) if isinstance(place, str) else None
+        found = _single_date(place) if isinstance(place, str) else None
         if found is not None:
             return found
     return None
