@@ -45,6 +45,14 @@ def test_evaluate_passes_method_options_through(corpus, embedder, small_config):
     # hybrid with alpha 0 is BM25's ranking over the hybrid's candidates
     assert (evaluate(gs, qs, methods=["hybrid"], options={"alpha": 0.0})["hybrid"]["recall@2"]
             == evaluate(gs, qs, methods=["bm25"])["bm25"]["recall@2"])
+    # a question where dense and BM25 disagree at rank 1: the option decides which one wins
+
+    def top1(method, **options):
+        one = [{"question": "largest city", "evidence_ids": ["auckland"]}]
+        return evaluate(gs, one, methods=[method], ks=[1], options=options)[method]["recall@1"]
+
+    assert top1("hybrid", alpha=0.0) == top1("bm25") == 0.0
+    assert top1("hybrid", alpha=1.0) == top1("dense") == 1.0
     with pytest.raises(ValueError, match="nope"):
         evaluate(gs, qs, methods=["hybrid"], options={"nope": 1})
 
