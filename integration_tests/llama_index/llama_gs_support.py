@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from llama_index.core import Document
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import PrivateAttr
 
 LIHUA = Path(__file__).resolve().parents[3] / "shared" / "data" / "lihua_world"
 #: Documents of LiHua-World used by the tests: the first N sessions of the year (chat logs
@@ -79,39 +80,47 @@ class LocalMiniLMEmbedding(BaseEmbedding):
 _WORD = re.compile(r"\w+")
 
 
+def hash_vector(text: str, dim: int) -> list[float]:
+    """Bag of hashed words and word bigrams, ``dim`` floats (L2-normalised later by the core)."""
+    vec = np.zeros(dim, dtype=np.float64)
+    words = [w.lower() for w in _WORD.findall(text)]
+    for w in words:
+        vec[zlib.crc32(w.encode()) % dim] += 1.0
+    for a, b in zip(words, words[1:], strict=False):
+        vec[zlib.crc32(f"{a} {b}".encode()) % dim] += 0.5
+    vec[0] += 1e-3  # never the zero vector
+    return vec.tolist()
+
+
 class HashEmbedding(BaseEmbedding):
     """Deterministic hashed bag of words and bigrams (no model): fast on a loaded 2-core box.
 
     The big LiHua index of these tests is built with it; what they check is that LlamaIndex
     and the core agree, which does not depend on embedding quality. The real offline model
-    is exercised by ``LocalMiniLMEmbedding`` / the core default on smaller inputs.
+    is exercised by ``LocalMiniLMEmbedding`` / the core default on smaller inputs. The unit
+    tests (tests/llama_index) use it too, at 128 dimensions; ``_calls`` records how many texts
+    each embedding call took, so they can see the embedding was used.
     """
 
     model_name: str = "hash-256"
     dim: int = 256
+    _calls: list[int] = PrivateAttr(default_factory=list)
 
     @classmethod
     def class_name(cls) -> str:
         return "HashEmbedding"
 
-    def _vector(self, text: str) -> list[float]:
-        vec = np.zeros(self.dim, dtype=np.float64)
-        words = [w.lower() for w in _WORD.findall(text)]
-        for w in words:
-            vec[zlib.crc32(w.encode()) % self.dim] += 1.0
-        for a, b in zip(words, words[1:], strict=False):
-            vec[zlib.crc32(f"{a} {b}".encode()) % self.dim] += 0.5
-        vec[0] += 1e-3
-        return vec.tolist()
-
     def _get_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
+        self._calls.append(1)
+        return hash_vector(query, self.dim)
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
+        return self._get_query_embedding(query)
 
     def _get_text_embedding(self, text: str) -> list[float]:
-        return self._vector(text)
+        self._calls.append(1)
+        return hash_vector(text, self.dim)
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return [self._vector(t) for t in texts]
+        self._calls.append(len(texts))
+        return [hash_vector(t, self.dim) for t in texts]

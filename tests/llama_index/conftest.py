@@ -9,55 +9,36 @@ advance, for tests of the hit → node translation; everything else runs the rea
 from __future__ import annotations
 
 import asyncio
-import re
-import zlib
+import importlib.util
+import sys
+from pathlib import Path
 
-import numpy as np
 import pytest
 from llama_index.core import Settings
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms import MockLLM
 
-_WORD = re.compile(r"\w+")
+# the hashing embedding of the LlamaIndex integration tests, loaded by file path (their
+# helper module is also run by subprocess scripts, so it lives there)
+_SUPPORT = (
+    Path(__file__).resolve().parents[2] / "integration_tests" / "llama_index" / "llama_gs_support.py"
+)
 
 
-def hash_vector(text: str, dim: int = 128) -> list[float]:
-    """Bag of hashed words and word bigrams (L2-normalised later by the core)."""
-    vec = np.zeros(dim, dtype=np.float64)
-    words = [w.lower() for w in _WORD.findall(text)]
-    for w in words:
-        vec[zlib.crc32(w.encode()) % dim] += 1.0
-    for a, b in zip(words, words[1:], strict=False):
-        vec[zlib.crc32(f"{a} {b}".encode()) % dim] += 0.5
-    vec[0] += 1e-3  # never the zero vector
-    return vec.tolist()
+def _load_support():
+    name = "llama_gs_support"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, _SUPPORT)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
-class HashEmbedding(BaseEmbedding):
-    """A local, deterministic LlamaIndex embedding for tests (no model, no network)."""
+class HashEmbedding(_load_support().HashEmbedding):
+    """A local, deterministic LlamaIndex embedding for tests (no model, no network), 128-d."""
 
+    model_name: str = "unknown"  # LlamaIndex's default name
     dim: int = 128
-    _calls: list[int] = PrivateAttr(default_factory=list)
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "HashEmbedding"
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        self._calls.append(1)
-        return hash_vector(query, self.dim)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        self._calls.append(1)
-        return hash_vector(text, self.dim)
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        self._calls.append(len(texts))
-        return [hash_vector(t, self.dim) for t in texts]
 
 
 @pytest.fixture
