@@ -158,6 +158,37 @@ def test_version_and_checksum_messages():
         CHNSW.from_bytes(bytes(data) + b"\0")
 
 
+def test_reserved_header_bytes_are_written_as_zero(tmp_path):
+    index = tiny_index()
+    path = tmp_path / "r.chnsw"
+    index.save(path)
+    for data in (index.to_bytes(), path.read_bytes()):
+        assert data[36:40] == b"\0\0\0\0"
+    assert CHNSW.load(path).to_bytes() == index.to_bytes()  # the valid file still loads
+
+
+@pytest.mark.parametrize("pos", [36, 37, 38, 39])
+@pytest.mark.parametrize("value", [0x01, 0x80, 0xFF])
+def test_reserved_header_bytes_must_be_zero(tmp_path, pos, value):
+    """Bytes 36..39 lie outside both CRCs: a non-zero byte there is refused by name, through
+    from_bytes (with and without checksum verification) and through load."""
+    data = tiny_index().to_bytes()
+    bad = bytearray(data)
+    bad[pos] = value
+    bad = bytes(bad)
+    msg = r"corrupt C-HNSW header: reserved bytes 36-39 must be zero, found 0x[0-9a-f]{8}"
+    for verify in (True, False):
+        with pytest.raises(ValueError, match=msg) as err:
+            CHNSW.from_bytes(bad, verify_checksum=verify)
+        assert f"{value << (8 * (pos - 36)):#010x}" in str(err.value)
+    path = tmp_path / "bad.chnsw"
+    path.write_bytes(bad)
+    with pytest.raises(ValueError, match=msg):
+        CHNSW.load(path)
+    path.write_bytes(data)
+    assert CHNSW.load(path).to_bytes() == data
+
+
 def test_every_truncation_length():
     data = tiny_index().to_bytes()
     assert len(data) < 5000

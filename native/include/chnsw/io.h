@@ -11,7 +11,8 @@
 //   24     4     CRC-32 (IEEE 802.3, same as zlib.crc32) of the payload
 //   28     4     flags (0; reserved)
 //   32     4     CRC-32 of header bytes [0, 32)
-//   36     4     reserved (0)
+//   36     4     reserved: written as 0, a file with any other value is refused (these
+//                 bytes are covered by neither CRC)
 //   40     ...   payload (see Index::write_payload in chnsw.h)
 //
 // Every reader error is reported as chnsw::format_error (a std::invalid_argument, ValueError in
@@ -285,6 +286,15 @@ inline std::pair<const uint8_t*, std::size_t> check_container(const uint8_t* dat
   if (hsize != kHeaderSize)
     throw format_error("corrupt C-HNSW header: header size " + std::to_string(hsize) +
                        ", expected " + std::to_string(kHeaderSize));
+  // Bytes 36..39 are outside both CRCs, so a flipped bit there would otherwise go unnoticed;
+  // every writer of format version 1 leaves them zero. Checked with or without verify_checksum.
+  const uint32_t reserved = static_cast<uint32_t>(get_le(data + 36, 4));
+  if (reserved != 0) {
+    char hex[11];
+    std::snprintf(hex, sizeof(hex), "0x%08x", static_cast<unsigned>(reserved));
+    throw format_error(std::string("corrupt C-HNSW header: reserved bytes 36-39 must be zero, found ") +
+                       hex);
+  }
   const uint64_t psize = get_le(data + 16, 8);
   const uint64_t have = n - kHeaderSize;
   if (psize > have)
