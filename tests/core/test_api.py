@@ -5,7 +5,7 @@ import shutil
 
 import numpy as np
 import pytest
-from graphstrata import GraphStrata
+from graphstrata import GraphStrata, store
 from graphstrata.types import HIT_KINDS
 
 
@@ -113,14 +113,16 @@ async def test_aretrieve_under_a_running_loop(gs):
 
 def test_persist_load_round_trip_gives_identical_results(gs, embedder, tmp_path):
     path = gs.persist(tmp_path / "idx")
-    assert (path / "manifest.json").is_file() and (path / "graphstrata.sqlite").is_file()
+    version = store.version_dir(path)
+    assert (path / "CURRENT").read_text().strip() == version.name
+    assert (version / "manifest.json").is_file() and (version / "graphstrata.sqlite").is_file()
     loaded = GraphStrata.load(path, embedder=embedder)
     assert loaded.stats() == gs.stats()
     for method in gs.methods:
         a = [(h.kind, h.id, round(h.score, 5)) for h in gs.retrieve("Auckland city", method=method, k=4)]
         b = [(h.kind, h.id, round(h.score, 5)) for h in loaded.retrieve("Auckland city", method=method, k=4)]
         assert a == b, method
-    manifest = json.loads((path / "manifest.json").read_text())
+    manifest = json.loads((version / "manifest.json").read_text())
     assert manifest["embedder"] == {"id": embedder.id, "dim": embedder.dim}
 
 
@@ -142,21 +144,22 @@ def test_load_rejects_missing_corrupt_and_mismatched(gs, embedder, tmp_path):
     for name in ("graphstrata.sqlite", "chunks.chnsw", "vectors.npz"):
         bad = tmp_path / f"bad-{name}"
         shutil.copytree(path, bad)
-        data = bytearray((bad / name).read_bytes())
+        target = store.version_dir(bad) / name
+        data = bytearray(target.read_bytes())
         data[len(data) // 2] ^= 0xFF
-        (bad / name).write_bytes(bytes(data))
+        target.write_bytes(bytes(data))
         with pytest.raises(ValueError, match=f"checksum mismatch in {name}"):
             GraphStrata.load(bad, embedder=embedder)
     trunc = tmp_path / "trunc"
     shutil.copytree(path, trunc)
-    (trunc / "manifest.json").write_text("{trunc", encoding="utf-8")
+    (store.version_dir(trunc) / "manifest.json").write_text("{trunc", encoding="utf-8")
     with pytest.raises(ValueError, match="corrupt manifest"):
         GraphStrata.load(trunc, embedder=embedder)
 
 
 def test_failed_build_leaves_existing_index_untouched(gs, embedder, tmp_path):
     path = gs.persist(tmp_path / "idx")
-    before = {p.name: p.read_bytes() for p in path.iterdir()}
+    before = {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
 
     class Broken:
         id, dim = "test-hash-64", 64
@@ -171,9 +174,9 @@ def test_failed_build_leaves_existing_index_untouched(gs, embedder, tmp_path):
         GraphStrata.build(["new text"], embedder=Broken(), persist_dir=path)
     with pytest.raises(ValueError, match="empty corpus"):
         GraphStrata.build([], embedder=embedder, persist_dir=path)
-    after = {p.name: p.read_bytes() for p in path.iterdir()}
+    after = {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
     assert after == before
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".idx")]  # no temp leftovers
+    assert not [p for p in path.iterdir() if p.name.startswith(".tmp")]  # no temp leftovers
 
 
 def test_persist_refuses_to_overwrite_a_foreign_directory(gs, tmp_path):

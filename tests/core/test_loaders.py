@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 from graphstrata import Document
-from graphstrata.loaders import load_documents
+from graphstrata.loaders import load_documents, text_id
 
 
 def test_mixed_inputs_keep_ids_and_titles(tmp_path: Path):
@@ -14,8 +14,9 @@ def test_mixed_inputs_keep_ids_and_titles(tmp_path: Path):
     jl.write_text(
         json.dumps({"id": "x1", "title": "Title One", "text": "Body one."}) + "\n", encoding="utf-8"
     )
-    docs = load_documents([Document("mine", "given"), "plain text", tmp_path / "sub", str(jl)])
-    assert [d.id for d in docs] == ["mine", "doc-0", "a.txt", "x1"]
+    docs = load_documents([Document("mine", "given"), "plain text", tmp_path / "sub"], paths=[str(jl)])
+    assert [d.id for d in docs] == ["mine", text_id("plain text"), "a.txt", "x1"]
+    assert docs[1].id.startswith("doc-") and docs[1].text == "plain text"
     assert docs[3].text == "Title One\nBody one." and docs[3].metadata["title"] == "Title One"
 
 
@@ -34,7 +35,7 @@ def test_missing_path_duplicate_ids_and_bad_jsonl(tmp_path: Path):
     with pytest.raises(FileNotFoundError):
         load_documents([tmp_path / "nope.txt"])
     with pytest.raises(FileNotFoundError):
-        load_documents(["missing/folder/file.md"])
+        load_documents(paths=["missing/folder/file.md"])
     with pytest.raises(ValueError, match="duplicate document id"):
         load_documents([Document("a", "x"), Document("a", "y")])
     bad = tmp_path / "bad.jsonl"

@@ -3,7 +3,7 @@
 Quickstart::
 
     from graphstrata import GraphStrata
-    gs = GraphStrata.build(["docs/"], persist_dir="my_index")
+    gs = GraphStrata.build(paths=["docs/"], persist_dir="my_index")
     for hit in gs.retrieve("Who founded the bank?", method="archrag", k=5):
         print(hit.score, hit.document_ids, hit.text[:80])
 """

@@ -93,7 +93,7 @@ def _cmd_index(args) -> int:
     if args.chunk_overlap is not None:
         config["chunk_overlap"] = args.chunk_overlap
     t0 = time.perf_counter()
-    gs = GraphStrata.build(args.paths, config=config or None, show_progress=not args.quiet)
+    gs = GraphStrata.build(paths=args.paths, config=config or None, show_progress=not args.quiet)
     gs.persist(args.out)
     total = time.perf_counter() - t0
     s = gs.stats()
@@ -151,7 +151,9 @@ def _cmd_inspect(args) -> int:
     from .store import read_manifest
 
     manifest = read_manifest(args.index_dir)
-    print(json.dumps({k: manifest[k] for k in manifest if k != "files"}, indent=2))
+    shown = {k: v for k, v in manifest.items() if k not in ("files", "version_dir")}
+    shown["version"] = manifest["version_dir"].name
+    print(json.dumps(shown, indent=2))
     return 0
 
 

@@ -100,10 +100,10 @@ class LayeredIndex:
         """Open a native index file; ``ValueError`` if corrupt or its layers do not match."""
         index = _chnsw().CHNSW.load(str(path))
         offsets = list(np.cumsum([0, *layer_sizes[:-1]]).astype(int)) if layer_sizes else []
-        if index.num_layers != len(layer_sizes):
+        if index.num_layers != len(layer_sizes) or len(index) != sum(layer_sizes):
             raise ValueError(
-                f"corrupt index: {path.name} has {index.num_layers} layers, "
-                f"the database has {len(layer_sizes)}"
+                f"corrupt index: {path.name} has {index.num_layers} layers / {len(index)} nodes, "
+                f"the database has {len(layer_sizes)} / {sum(layer_sizes)}"
             )
         return cls(index, [int(o) for o in offsets])
 

@@ -1,17 +1,32 @@
-"""Persistence: one directory per index, written atomically.
+"""Persistence: one directory per index, versions switched atomically.
 
-Layout of a persisted index::
+Layout of a persisted index (schema 2)::
 
-    graphstrata.sqlite   documents, chunks, entities, relations, communities, metadata
-    vectors.npz          float32 vectors: chunks (n_c, d), entities (n_e, d), layer_<i> (n_i, d)
-    layers.chnsw         C-HNSW over entities (layer 0) and community layers 1..L
-    chunks.chnsw         C-HNSW over chunk vectors (one layer)
-    manifest.json        format, schema version, embedder id/dim, counts, bytes + sha256 per file
+    DIR/CURRENT              one line: the name of the complete version readers open
+    DIR/v000007/             one complete version, never modified once CURRENT names it:
+        graphstrata.sqlite   documents, chunks, entities, relations, communities, metadata
+        vectors.npz          float32 vectors: chunks (n_c, d), entities (n_e, d), layer_<i> (n_i, d)
+        layers.chnsw         C-HNSW over entities (layer 0) and community layers 1..L
+        chunks.chnsw         C-HNSW over chunk vectors (one layer)
+        manifest.json        format, schema version, embedder id/dim, counts, bytes + sha256 per file
+    DIR/.lock                advisory lock (flock) held by the one writer at a time
 
-:func:`write_index_dir` writes everything into a fresh sibling directory and swaps it into
-place with renames, so a crash or an exception during a write never leaves a half-written
-index at the target path, and an existing index stays untouched until the new one is complete.
-:func:`read_manifest` verifies every file's size and checksum before anything is loaded.
+A write (:func:`write_version`) fills a hidden ``.tmp-*`` directory, fsyncs every file and the
+directory, renames it to the next ``vNNNNNN`` and fsyncs ``DIR``; only then does it replace
+``CURRENT`` (write a temporary file, fsync, ``os.replace``, fsync ``DIR``). That replace is the
+one atomic step that switches versions: a process killed at any instruction leaves ``CURRENT``
+naming either the old or the new complete version. The version before the current one is kept
+so that readers which resolved it a moment ago can finish; older versions and leftovers of
+interrupted writes are removed by the next writer, or by a loader that can take the lock.
+
+Readers (:func:`open_version`) resolve ``CURRENT`` once, read that version's files only, and
+start over if the version vanished under them (a writer pruned it), so a load returns one whole
+version or a clear error. Schema 1 indexes (the files directly in ``DIR``, written by
+graphstrata 0.1 before versioning) still load, and the next persist converts them.
+
+:func:`read_manifest` validates ``manifest.json`` with a strict schema (:class:`Manifest`:
+known file names only, schema version in range) and verifies every file's size and checksum
+before anything is parsed.
 """
 
 from __future__ import annotations
@@ -19,20 +34,46 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .types import Chunk, Community, Document, Entity, Relation
 
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import GraphStrataConfig
+    from .models import Embedder
+    from .state import EngineState
+
+try:  # POSIX advisory locks; elsewhere one writer per index is the caller's business
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+SCHEMA_VERSION = 2
+MIN_SCHEMA_VERSION = 1
 FORMAT = "graphstrata-index"
 MANIFEST = "manifest.json"
 SQLITE = "graphstrata.sqlite"
+VECTORS = "vectors.npz"
+LAYERS = "layers.chnsw"
+CHUNKS = "chunks.chnsw"
+CURRENT = "CURRENT"
+LOCK = ".lock"
+#: the only payload files an index version may hold (besides manifest.json)
+INDEX_FILES = frozenset({SQLITE, VECTORS, LAYERS, CHUNKS})
+REQUIRED_FILES = frozenset({SQLITE, VECTORS, CHUNKS})
+_VERSION_RE = re.compile(r"^v(\d{6,12})$")
+_TMP_PREFIX = ".tmp-"
+_CURRENT_TMP = ".CURRENT.tmp-"
+KEEP_VERSIONS = 2  # the current version and the one before it (for readers in flight)
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,6 +100,35 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _checkpoint(label: str) -> None:
+    """Called between the file operations of a write; does nothing.
+
+    Crash tests replace it (in a child process) to kill the process at every step of
+    :func:`write_version` in turn.
+    """
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - some filesystems refuse fsync on directories
+        pass
+    finally:
+        os.close(fd)
+
+
 def write_sqlite(
     path: Path,
     meta: dict[str, Any],
@@ -68,7 +138,11 @@ def write_sqlite(
     relations: list[Relation],
     communities: list[Community],
 ) -> None:
-    """Write all records into a new SQLite file at ``path`` (must not exist)."""
+    """Write all records into a new SQLite file at ``path`` (must not exist).
+
+    Raises:
+        ValueError: a record SQLite cannot store (e.g. a lone surrogate in a text), named.
+    """
     con = sqlite3.connect(path)
     try:
         con.executescript(_SCHEMA)
@@ -117,6 +191,8 @@ def write_sqlite(
             ],
         )
         con.commit()
+    except (sqlite3.Error, UnicodeEncodeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"cannot store the index records: {exc}") from exc
     finally:
         con.close()
 
@@ -189,108 +265,543 @@ def read_sqlite(path: Path) -> dict[str, Any]:
     }
 
 
-def write_index_dir(
-    target: str | os.PathLike, write_files: Callable[[Path], dict[str, Any]]
-) -> Path:
-    """Write an index directory atomically.
 
-    Args:
-        target: final directory path. Its parent is created if needed. An existing directory
-            there must be a graphstrata index (it is replaced) or empty; anything else raises.
-        write_files: ``write_files(tmp_dir) -> manifest_extra``: writes the payload files into
-            ``tmp_dir`` and returns extra manifest fields (embedder, counts, ...).
 
-    Returns:
-        The target path.
+# -- manifest ---------------------------------------------------------------------------------
+
+
+class FileEntry(BaseModel):
+    """One payload file of a version: its size in bytes and sha256 hex digest."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    bytes: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class EmbedderInfo(BaseModel):
+    """The embedder an index was built with (its vectors are only comparable with its own)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    id: str = Field(min_length=1)
+    dim: int = Field(gt=0)
+
+
+class Manifest(BaseModel):
+    """``manifest.json`` of one index version (strict: no coercion, unknown keys refused).
+
+    Raises (on validation):
+        pydantic.ValidationError: another format, a schema version outside
+            ``[MIN_SCHEMA_VERSION, SCHEMA_VERSION]`` (bools are not versions), a file name that
+            is not one of :data:`INDEX_FILES`, a required file not listed, a malformed entry.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    format: Literal["graphstrata-index"]
+    schema_version: int = Field(ge=MIN_SCHEMA_VERSION, le=SCHEMA_VERSION)
+    created: str
+    files: dict[str, FileEntry]
+    embedder: EmbedderInfo
+    counts: dict[str, Any] = Field(default_factory=dict)
+    generation: int = Field(0, ge=0)
+
+    @field_validator("files")
+    @classmethod
+    def _known_files(cls, files: dict[str, FileEntry]) -> dict[str, FileEntry]:
+        unknown = sorted(set(files) - INDEX_FILES)
+        if unknown:
+            raise ValueError(f"names files that are not index files: {unknown}")
+        missing = sorted(REQUIRED_FILES - set(files))
+        if missing:
+            raise ValueError(f"does not list required files {missing}")
+        return files
+
+
+def _manifest_error(d: Path, exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "manifest"
+    return f"invalid {MANIFEST} in {d}: {where}: {first.get('msg')}"
+
+
+# -- versions ---------------------------------------------------------------------------------
+
+
+def _version_number(name: str) -> int | None:
+    m = _VERSION_RE.match(name)
+    return int(m.group(1)) if m else None
+
+
+def _read_current(directory: Path) -> str | None:
+    """The version name ``CURRENT`` holds (validated), or ``None`` when there is no pointer.
 
     Raises:
-        FileExistsError: ``target`` exists and is a file, or a non-empty directory that is not
-            a graphstrata index.
-        Exception: whatever ``write_files`` raises; the target is then left untouched.
+        ValueError: ``CURRENT`` is unreadable or does not name a version directory.
+    """
+    p = directory / CURRENT
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ValueError(f"corrupt index {directory}: cannot read {CURRENT} ({exc})") from exc
+    name = raw.decode("ascii", errors="replace").strip()
+    if _version_number(name) is None:
+        raise ValueError(f"corrupt index {directory}: {CURRENT} does not name a version ({raw[:40]!r})")
+    return name
+
+
+def version_dir(directory: str | os.PathLike) -> Path:
+    """The directory holding the files of the version ``directory`` currently points to.
+
+    Schema 2: ``directory / <CURRENT>``; schema 1 (files directly in ``directory``): itself.
+
+    Raises:
+        FileNotFoundError: ``directory`` does not exist.
+        ValueError: not an index (no ``CURRENT`` and no ``manifest.json``), or ``CURRENT``
+            is corrupt or names a missing version.
+    """
+    d = Path(directory)
+    if not d.is_dir():
+        raise FileNotFoundError(f"index directory not found: {d}")
+    name = _read_current(d)
+    if name is None:
+        if (d / MANIFEST).is_file():
+            return d
+        raise ValueError(
+            f"{d} is not a graphstrata index: no {CURRENT} pointer and no {MANIFEST}"
+            + (" (an interrupted first persist left only temporary files)" if _is_ours(d) and any(d.iterdir()) else "")
+        )
+    vdir = d / name
+    if not vdir.is_dir():
+        raise ValueError(f"corrupt index {d}: {CURRENT} names {name}, which is missing")
+    return vdir
+
+
+def _is_ours(d: Path) -> bool:
+    """Every entry of ``d`` is something an index directory holds (or a write left behind)."""
+    for p in d.iterdir():
+        n = p.name
+        if n in (CURRENT, MANIFEST, LOCK) or n in INDEX_FILES or _version_number(n) is not None:
+            continue
+        if n.startswith((_TMP_PREFIX, _CURRENT_TMP)):
+            continue
+        return False
+    return True
+
+
+class _WriterLock:
+    """Exclusive advisory lock on ``DIR/.lock`` (blocking, or a non-blocking try)."""
+
+    def __init__(self, directory: Path, blocking: bool = True) -> None:
+        self.path = directory / LOCK
+        self.blocking = blocking
+        self.fd: int | None = None
+
+    def __enter__(self) -> bool:
+        if fcntl is None:  # pragma: no cover
+            return True
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            if self.blocking:
+                raise
+            return False  # read-only directory: a reader cannot clean up, and need not
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | (0 if self.blocking else fcntl.LOCK_NB))
+        except OSError:
+            os.close(self.fd)
+            self.fd = None
+            if self.blocking:
+                raise
+            return False
+        return True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+def _cleanup(directory: Path) -> list[str]:
+    """Remove what interrupted or superseded writes left (caller holds the writer lock).
+
+    Removes ``.tmp-*`` directories, ``.CURRENT.tmp-*`` files, schema-1 files once ``CURRENT``
+    exists, and versions older than the :data:`KEEP_VERSIONS` newest at or below the current
+    one (versions above it were never completed: removed too). Returns the removed names.
+    """
+    removed = []
+    current = _read_current(directory)
+    cur_n = _version_number(current) if current else None
+    versions = sorted(
+        (n, p) for p in directory.iterdir() if (n := _version_number(p.name)) is not None
+    )
+    keep = set()
+    if cur_n is not None:
+        keep = {n for n, _ in versions if n <= cur_n}
+        keep = set(sorted(keep)[-KEEP_VERSIONS:])
+    for p in directory.iterdir():
+        n = _version_number(p.name)
+        stale = (
+            p.name.startswith((_TMP_PREFIX, _CURRENT_TMP))
+            or (n is not None and cur_n is not None and n not in keep)
+            or (cur_n is not None and (p.name == MANIFEST or p.name in INDEX_FILES))
+        )
+        if stale:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                try:
+                    p.unlink()
+                except OSError:
+                    continue
+            removed.append(p.name)
+    if removed:
+        _fsync_dir(directory)
+    return removed
+
+
+def recover(directory: str | os.PathLike) -> list[str]:
+    """Clean up after interrupted writes if no writer is active (non-blocking lock try).
+
+    Also restores a schema-1 index that a crash of graphstrata 0.1's rename-aside persist left
+    only as a hidden ``.<name>.old-*`` sibling, and removes that version's ``.<name>.tmp-*``
+    siblings. Called by :meth:`GraphStrata.load`; safe to call at any time.
+
+    Returns:
+        The names removed or restored (empty when nothing was left, or a writer holds the lock).
+    """
+    d = Path(directory)
+    done: list[str] = []
+    parent = d.parent
+    if parent.is_dir():
+        old = sorted(parent.glob(f".{d.name}.old-*"))
+        if not d.exists() and old and (old[-1] / MANIFEST).is_file():
+            os.rename(old[-1], d)
+            _fsync_dir(parent)
+            done.append(old[-1].name)
+            old = old[:-1]
+        if d.is_dir():
+            for p in [*old, *parent.glob(f".{d.name}.tmp-*")]:
+                shutil.rmtree(p, ignore_errors=True)
+                done.append(p.name)
+    if d.is_dir() and (d / CURRENT).exists():
+        with _WriterLock(d, blocking=False) as locked:
+            if locked:
+                done += _cleanup(d)
+    return done
+
+
+def write_version(
+    target: str | os.PathLike,
+    write_files: Callable[[Path], dict[str, Any]],
+) -> Path:
+    """Write a new index version under ``target`` and switch ``CURRENT`` to it atomically.
+
+    Args:
+        target: the index directory (created with its parents if needed). An existing
+            directory must be an index (either schema) or hold only what an interrupted write
+            left there; anything else raises.
+        write_files: ``write_files(tmp_dir) -> manifest_extra``: writes the payload files
+            (names from :data:`INDEX_FILES`) into ``tmp_dir`` and returns the manifest's
+            ``embedder`` / ``counts`` / ``generation`` fields.
+
+    Returns:
+        The resolved ``target``.
+
+    Raises:
+        FileExistsError: ``target`` is a file, or a non-empty directory that is not an index.
+        ValueError: ``write_files`` wrote a file that is not an index file.
+        Exception: whatever ``write_files`` raises. On any error the version ``CURRENT``
+            named before stays current and complete.
     """
     target = Path(target).resolve()
     if target.exists():
         if not target.is_dir():
             raise FileExistsError(f"{target} exists and is not a directory")
-        if any(target.iterdir()) and not (target / MANIFEST).exists():
+        if not ((target / CURRENT).exists() or (target / MANIFEST).exists() or _is_ours(target)):
             raise FileExistsError(
                 f"{target} is a non-empty directory that is not a graphstrata index; "
                 "refusing to overwrite it"
             )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
-        extra = write_files(tmp)
-        files = {}
-        for p in sorted(tmp.iterdir()):
-            files[p.name] = {"bytes": p.stat().st_size, "sha256": _sha256(p)}
-        manifest = {
-            "format": FORMAT,
-            "schema_version": SCHEMA_VERSION,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "files": files,
-            **extra,
-        }
-        with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
-            json.dump(manifest, f, indent=2)
+    else:
+        target.mkdir(parents=True)
+        _fsync_dir(target.parent)
+    with _WriterLock(target):
+        _cleanup(target)
+        _checkpoint("cleaned")
+        tmp = target / f"{_TMP_PREFIX}{os.getpid()}-{time.time_ns()}"
+        tmp.mkdir()
+        try:
+            extra = write_files(tmp)
+            files = {}
+            for p in sorted(tmp.iterdir()):
+                if p.name not in INDEX_FILES or not p.is_file():
+                    raise ValueError(f"not an index file: {p.name}")
+                _fsync_file(p)
+                _checkpoint(f"fsync {p.name}")
+                files[p.name] = {"bytes": p.stat().st_size, "sha256": _sha256(p)}
+            manifest = {
+                "format": FORMAT,
+                "schema_version": SCHEMA_VERSION,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "files": files,
+                **extra,
+            }
+            Manifest.model_validate(manifest)  # never write what read_manifest would refuse
+            with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
+                json.dump(manifest, f, indent=2)
+                f.flush()
+                os.fsync(f.fileno())
+            _checkpoint("manifest written")
+            _fsync_dir(tmp)
+            _checkpoint("version fsynced")
+            numbers = [n for p in target.iterdir() if (n := _version_number(p.name)) is not None]
+            name = f"v{max(numbers, default=0) + 1:06d}"
+            os.rename(tmp, target / name)
+            _checkpoint("version renamed")
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        _fsync_dir(target)
+        _checkpoint("directory fsynced")
+        pointer = target / f"{_CURRENT_TMP}{os.getpid()}-{time.time_ns()}"
+        with open(pointer, "w", encoding="ascii") as f:
+            f.write(name + "\n")
             f.flush()
             os.fsync(f.fileno())
-        old = None
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{os.getpid()}-{time.time_ns()}"
-            os.rename(target, old)
-        os.rename(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        _checkpoint("pointer written")
+        os.replace(pointer, target / CURRENT)
+        _checkpoint("pointer replaced")
+        _fsync_dir(target)
+        _checkpoint("pointer fsynced")
+        _cleanup(target)
+        _checkpoint("pruned")
     return target
 
 
-def read_manifest(directory: str | os.PathLike, verify: bool = True) -> dict[str, Any]:
-    """Read and check ``manifest.json`` of an index directory.
+def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
+    """Read, validate and verify the manifest of the version ``directory`` points to.
+
+    Every listed file's size and sha256 are checked (always), and the version directory may
+    hold no file the manifest does not list.
 
     Args:
-        directory: the index directory.
-        verify: check every listed file's size and sha256.
+        directory: the index directory (either schema), or a version directory.
 
     Returns:
-        The manifest dict.
+        The manifest as a dict, plus ``"version_dir"``: the :class:`Path` of the files.
 
     Raises:
         FileNotFoundError: the directory does not exist.
-        ValueError: no/unreadable manifest, another format, a newer schema, or a missing,
-            truncated or corrupted file (the message names the file).
+        ValueError: not an index; an unreadable or invalid manifest (another format, a schema
+            version out of range, an unknown or missing file name, ...); a missing, truncated
+            or corrupted file (the message names the file).
     """
     d = Path(directory)
-    if not d.is_dir():
-        raise FileNotFoundError(f"index directory not found: {d}")
-    mpath = d / MANIFEST
+    vdir = d if _version_number(d.name) is not None and (d / MANIFEST).is_file() else version_dir(d)
+    mpath = vdir / MANIFEST
     if not mpath.is_file():
         raise ValueError(f"{d} is not a graphstrata index: {MANIFEST} is missing")
     try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        raw = json.loads(mpath.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"corrupt {MANIFEST} in {d}: {exc}") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ValueError(f"{d} is not a graphstrata index (format {manifest.get('format')!r})")
-    version = manifest.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{d} is not a graphstrata index: {MANIFEST} is not an object")
+    if raw.get("format") != FORMAT:
+        raise ValueError(f"{d} is not a graphstrata index (format {raw.get('format')!r})")
+    version = raw.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
         raise ValueError(
-            f"index schema version {version!r} is not supported by this graphstrata "
-            f"(supports ≤ {SCHEMA_VERSION}); upgrade graphstrata"
+            f"index schema version {version} is newer than this graphstrata supports "
+            f"(≤ {SCHEMA_VERSION}); upgrade graphstrata"
         )
-    if verify:
-        for name, info in manifest.get("files", {}).items():
-            p = d / name
-            if not p.is_file():
-                raise ValueError(f"corrupt index {d}: file {name} is missing")
-            if p.stat().st_size != info.get("bytes"):
-                raise ValueError(
-                    f"corrupt index {d}: {name} has {p.stat().st_size} bytes, "
-                    f"manifest says {info.get('bytes')}"
-                )
-            if _sha256(p) != info.get("sha256"):
-                raise ValueError(f"corrupt index {d}: checksum mismatch in {name}")
-    return manifest
+    try:
+        manifest = Manifest.model_validate(raw)
+    except ValidationError as exc:
+        raise ValueError(_manifest_error(d, exc)) from None
+    if manifest.schema_version == 1 and vdir != d:
+        raise ValueError(f"invalid {MANIFEST} in {d}: schema 1 in a versioned layout")
+    for name, info in manifest.files.items():
+        p = vdir / name
+        if not p.is_file() or p.is_symlink():
+            raise ValueError(f"corrupt index {d}: file {name} is missing")
+        size = p.stat().st_size
+        if size != info.bytes:
+            raise ValueError(f"corrupt index {d}: {name} has {size} bytes, manifest says {info.bytes}")
+        if _sha256(p) != info.sha256:
+            raise ValueError(f"corrupt index {d}: checksum mismatch in {name}")
+    if vdir != d:  # a version directory holds the listed files and the manifest, nothing else
+        extra = sorted(p.name for p in vdir.iterdir() if p.name != MANIFEST and p.name not in manifest.files)
+        if extra:
+            raise ValueError(f"corrupt index {d}: unlisted file(s) {extra} in {vdir.name}")
+    out = manifest.model_dump()
+    out["version_dir"] = vdir
+    return out
+
+
+T = TypeVar("T")
+
+
+def open_version(
+    directory: str | os.PathLike,
+    read: Callable[[Path, dict[str, Any]], T],
+    attempts: int = 5,
+) -> T:
+    """Read one whole version: resolve ``CURRENT`` once, call ``read(version_dir, manifest)``.
+
+    If reading fails while a writer switched ``CURRENT`` meanwhile (the version was pruned
+    under the reader), it starts over with the new version, up to ``attempts`` times.
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`read_manifest`, or whatever ``read`` raises
+            for a version that is still current (a real corruption).
+    """
+    d = Path(directory)
+    for attempt in range(attempts):
+        before = _read_current(d) if d.is_dir() else None
+        try:
+            manifest = read_manifest(d)
+            return read(manifest["version_dir"], manifest)
+        except (ValueError, OSError) as exc:
+            after = _read_current(d) if d.is_dir() else None
+            if before == after or attempt == attempts - 1:
+                raise
+            if isinstance(exc, FileNotFoundError) and not d.is_dir():
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# -- engine states ----------------------------------------------------------------------------
+
+
+def save_state(state: EngineState, target: str | os.PathLike) -> Path:
+    """Persist one :class:`~graphstrata.state.EngineState` as the next version of ``target``.
+
+    Returns:
+        The resolved index directory.
+
+    Raises:
+        FileExistsError: see :func:`write_version`.
+        ValueError: a record SQLite cannot store (named).
+        OSError: the disk write failed. In every failure case the previous version stays
+            current and loadable.
+    """
+    emb = state.embedder
+
+    def write(tmp: Path) -> dict[str, Any]:
+        meta = {
+            "schema_version": SCHEMA_VERSION,
+            "embedder_id": emb.id,
+            "embedder_dim": int(emb.dim),
+            "config": state.config.model_dump(),
+            "generation": state.generation,
+        }
+        write_sqlite(
+            tmp / SQLITE,
+            meta,
+            list(state.documents.values()),
+            list(state.chunks),
+            [state.kg.entities[e] for e in state.kg.entity_ids],
+            list(state.kg.relations.values()),
+            [c for layer in state.communities for c in layer],
+        )
+        _checkpoint("sqlite written")
+        with open(tmp / VECTORS, "wb") as f:
+            np.savez(f, **state.vectors)
+        _checkpoint("vectors written")
+        if state.layered is not None:
+            state.layered.save(tmp / LAYERS)
+            _checkpoint("layers written")
+        state.chunk_index.save(tmp / CHUNKS)
+        _checkpoint("chunks written")
+        return {
+            "embedder": {"id": emb.id, "dim": int(emb.dim)},
+            "counts": state.stats(),
+            "generation": state.generation,
+        }
+
+    return write_version(target, write)
+
+
+def load_state(
+    directory: str | os.PathLike,
+    embedder_for: Callable[[dict[str, Any]], Embedder],
+    config_of: Callable[[Any], GraphStrataConfig],
+) -> EngineState:
+    """Load the current version of an index as one :class:`~graphstrata.state.EngineState`.
+
+    Args:
+        directory: an index directory (either schema).
+        embedder_for: ``embedder_for(manifest["embedder"]) -> Embedder``; raises
+            ``ValueError`` when the caller's embedder does not match.
+        config_of: turns the stored config dict into a config (``ValueError`` if invalid).
+
+    Returns:
+        The state, after :func:`~graphstrata.state.check_integrity`.
+
+    Raises:
+        FileNotFoundError: the directory does not exist.
+        ValueError: not an index, an invalid manifest, a corrupt or truncated file (named), an
+            embedder mismatch, broken references between records, vectors of the wrong shape
+            or with NaN / infinite values.
+    """
+    from .graph import KnowledgeGraph
+    from .index import BM25Index, ChunkIndex, LayeredIndex
+    from .indexing import lexical_texts
+    from .state import EngineState, check_integrity
+
+    path = Path(directory)
+
+    def read(vdir: Path, manifest: dict[str, Any]) -> EngineState:
+        embedder = embedder_for(manifest["embedder"])
+        data = read_sqlite(vdir / SQLITE)
+        config = config_of(data["meta"].get("config"))
+        try:
+            with np.load(vdir / VECTORS, allow_pickle=False) as npz:
+                vectors = {k: np.array(npz[k], dtype=np.float32, order="C") for k in npz.files}
+        except Exception as exc:  # zip errors of every kind
+            raise ValueError(f"corrupt index {path}: {VECTORS} unreadable ({exc})") from exc
+        documents = {d.id: d for d in data["documents"]}
+        if len(documents) != len(data["documents"]):
+            raise ValueError(f"corrupt index {path}: duplicate document ids")
+        chunks = data["chunks"]
+        kg = KnowledgeGraph(data["entities"], data["relations"])
+        if len(kg.entities) != len(data["entities"]) or len(kg.relations) != len(data["relations"]):
+            raise ValueError(f"corrupt index {path}: duplicate entities or dangling relations")
+        by_layer: dict[int, list[Community]] = {}
+        for c in data["communities"]:
+            by_layer.setdefault(c.layer, []).append(c)
+        if sorted(by_layer) != list(range(1, len(by_layer) + 1)):
+            raise ValueError(f"corrupt index {path}: community layers {sorted(by_layer)} are not 1..L")
+        communities = [by_layer[i] for i in sorted(by_layer)]
+        if vectors.get("chunks") is None or len(vectors["chunks"]) != len(chunks):
+            raise ValueError(f"corrupt index {path}: chunk vectors do not match the chunks")
+        chunk_index = ChunkIndex.load(vdir / CHUNKS, vectors["chunks"])
+        layered = None
+        if len(kg):
+            if LAYERS not in manifest["files"]:
+                raise ValueError(f"corrupt index {path}: {LAYERS} is missing")
+            sizes = [len(kg)] + [len(layer) for layer in communities]
+            layered = LayeredIndex.load(vdir / LAYERS, sizes)
+        state = EngineState(
+            config=config,
+            embedder=embedder,
+            documents=documents,
+            chunks=chunks,
+            chunk_row={c.id: i for i, c in enumerate(chunks)},
+            kg=kg,
+            communities=communities,
+            layered=layered,
+            chunk_index=chunk_index,
+            bm25=BM25Index(lexical_texts(chunks, documents, config.use_titles)),
+            vectors=vectors,
+            generation=int(manifest.get("generation", 0)),
+        )
+        check_integrity(state, where=f"index {path}")
+        return state
+
+    return open_version(path, read)
