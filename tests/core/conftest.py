@@ -1,37 +1,15 @@
 """Core unit-test fixtures: a tiny deterministic embedder and a small hand-written corpus.
 
-The hashing embedder is a test double for control flow and persistence only; retrieval
-quality is measured with the real offline embedder in integration_tests/ and bench/.
+The hashing embedder (:class:`graphstrata.testing.HashEmbedder`) is a test double for control
+flow and persistence only; retrieval quality is measured with the real offline embedder in
+integration_tests/ and bench/.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-
-import numpy as np
 import pytest
 from graphstrata import Document
-from graphstrata.models import regex_token_spans
-
-
-class HashEmbedder:
-    """Bag of hashed lower-cased words → 64-d signed counts, L2-normalised."""
-
-    id = "test-hash-64"
-    dim = 64
-
-    def embed(self, texts):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"\w+", t.lower()):
-                h = int.from_bytes(hashlib.md5(w.encode()).digest()[:4], "little")
-                out[i, h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
-            out[i, 0] += 1e-3  # never a zero vector
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-    def token_spans(self, text):
-        return regex_token_spans(text)
+from graphstrata.testing import HashEmbedder
 
 
 @pytest.fixture(scope="session")
