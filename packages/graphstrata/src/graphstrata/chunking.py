@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from .config import DEFAULT_MAX_DOCUMENT_CHARS, check_document_size
 from .models import regex_token_spans
 from .types import Chunk, Document
 
@@ -64,6 +65,7 @@ def chunk_documents(
     chunk_size: int = 200,
     chunk_overlap: int = 32,
     embedder=None,
+    max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> list[Chunk]:
     """Chunk every document into token windows.
 
@@ -73,15 +75,21 @@ def chunk_documents(
         chunk_overlap: tokens shared by consecutive chunks of one document.
         embedder: an :class:`~graphstrata.models.Embedder` whose ``token_spans`` counts tokens;
             a regex word tokenizer when ``None``.
+        max_document_chars: largest document accepted, in characters
+            (``config.max_document_chars``, default 50,000,000); ``None`` = no limit. Every
+            document is checked before any is chunked.
 
     Returns:
         Chunks in document order; ids ``"<document_id>#<index>"``. Documents with no tokens
         yield no chunk.
 
     Raises:
-        ValueError: bad ``chunk_size`` / ``chunk_overlap``.
+        ValueError: bad ``chunk_size`` / ``chunk_overlap``; a document longer than
+            ``max_document_chars`` (the message names its id, its size and the limit).
     """
     spans_fn = getattr(embedder, "token_spans", None) or regex_token_spans
+    for doc in documents:
+        check_document_size(doc.id, len(doc.text), max_document_chars)
     chunks: list[Chunk] = []
     for doc in documents:
         for index, (start, end, n_tokens) in enumerate(

@@ -1,10 +1,34 @@
-"""Build-time configuration (pydantic), persisted with every index."""
+"""Build-time configuration (pydantic), persisted with every index, and the input limits.
+
+The limits (``max_document_chars``, ``max_query_chars``, ``max_query_clauses``,
+``max_entities_per_chunk``, ``max_relations_per_sentence``) bound the work one input can cause,
+so build time and memory grow linearly with the corpus and one query's cost is bounded. Their
+defaults are generous: they change nothing on the shared QA corpora (MuSiQue, HotpotQA,
+LiHua-World: identical entity and relation counts with and without them). A document or query
+over a hard limit raises ``ValueError`` naming it; the extraction and clause caps degrade
+(documented where they apply) instead of failing. Configs persisted before these fields
+existed load with the defaults.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+DEFAULT_MAX_DOCUMENT_CHARS = 50_000_000
+"""Default :attr:`GraphStrataConfig.max_document_chars` (characters, about 50 MB of text)."""
+DEFAULT_MAX_QUERY_CHARS = 4_000
+"""Default :attr:`GraphStrataConfig.max_query_chars` (characters; 13× the longest shared
+QA question)."""
+DEFAULT_MAX_QUERY_CLAUSES = 4
+"""Default :attr:`GraphStrataConfig.max_query_clauses` (clauses; LiHua-World's longest
+before/after question has 3 markers, so 4 clauses)."""
+DEFAULT_MAX_ENTITIES_PER_CHUNK = 100
+"""Default :attr:`GraphStrataConfig.max_entities_per_chunk` (entities per chunk)."""
+DEFAULT_MAX_RELATIONS_PER_SENTENCE = 2_000
+"""Default :attr:`GraphStrataConfig.max_relations_per_sentence` (entity pairs per sentence)."""
 
 
 class GraphStrataConfig(BaseModel):
@@ -42,6 +66,36 @@ class GraphStrataConfig(BaseModel):
     hnsw_M: int = Field(16, ge=2)
     hnsw_ef_construction: int = Field(200, ge=1)
     seed: int = 0xDEADBEEF
+    max_document_chars: int = Field(
+        DEFAULT_MAX_DOCUMENT_CHARS,
+        gt=0,
+        description="largest document accepted, in characters (str length); a longer one"
+        " raises ValueError naming it at loading and chunking: split it first or raise the limit",
+    )
+    max_query_chars: int = Field(
+        DEFAULT_MAX_QUERY_CHARS,
+        gt=0,
+        description="longest query accepted by retrieve, in characters; a longer one raises"
+        " ValueError (the shared QA questions are at most 300 characters)",
+    )
+    max_query_clauses: int = Field(
+        DEFAULT_MAX_QUERY_CLAUSES,
+        ge=0,
+        description="before/after clauses of one query scored as queries of their own (ArchRAG"
+        " decompose), in clauses; the first ones in question order are kept, 0 disables",
+    )
+    max_entities_per_chunk: int = Field(
+        DEFAULT_MAX_ENTITIES_PER_CHUNK,
+        gt=0,
+        description="entities the statistical extractor keeps per chunk, in entities: the"
+        " most-mentioned in the chunk (the document title first); shared QA corpora peak at 53",
+    )
+    max_relations_per_sentence: int = Field(
+        DEFAULT_MAX_RELATIONS_PER_SENTENCE,
+        ge=0,
+        description="co-occurrence relations the statistical extractor keeps per sentence, in"
+        " entity pairs: those of the most-mentioned entities; shared QA corpora peak at 1,378",
+    )
 
     @model_validator(mode="after")
     def _check_overlap(self) -> GraphStrataConfig:
@@ -51,3 +105,58 @@ class GraphStrataConfig(BaseModel):
                 f"({self.chunk_size})"
             )
         return self
+
+
+def _limit(config: Any, name: str, default: int) -> int:
+    value = getattr(config, name, None) if config is not None else None
+    if value is None and isinstance(config, dict):
+        value = config.get(name)
+    return int(default if value is None else value)
+
+
+def check_query(query: Any, config: GraphStrataConfig | dict[str, Any] | None = None) -> None:
+    """Reject a query that is not a non-empty string or is longer than ``max_query_chars``.
+
+    Args:
+        query: the query text.
+        config: the index's :class:`GraphStrataConfig` (or a dict of its fields); ``None``
+            uses the default limit (4,000 characters).
+
+    Raises:
+        ValueError: ``query`` is not a ``str``, is empty or blank, or has more than
+            ``config.max_query_chars`` characters (the message gives its length and the
+            limit, in characters).
+    """
+    if not isinstance(query, str):
+        raise ValueError(f"query must be a non-empty string, got {type(query).__name__}")
+    if not query.strip():
+        raise ValueError("query must be a non-empty string")
+    limit = _limit(config, "max_query_chars", DEFAULT_MAX_QUERY_CHARS)
+    if len(query) > limit:
+        raise ValueError(
+            f"query is {len(query):,} characters long, over the limit of {limit:,} "
+            f"(config max_query_chars); shorten it or raise max_query_chars in the index's config"
+        )
+
+
+def check_document_size(
+    document_id: str, n_chars: int, limit: int | None = DEFAULT_MAX_DOCUMENT_CHARS
+) -> None:
+    """Reject a document longer than ``limit`` characters.
+
+    Args:
+        document_id: the document's id (named in the message).
+        n_chars: its length in characters (``len(text)``).
+        limit: the largest length accepted, in characters (``config.max_document_chars``);
+            ``None`` accepts any length.
+
+    Raises:
+        ValueError: ``n_chars > limit``; the message names the document, its size and the
+            limit.
+    """
+    if limit is not None and n_chars > int(limit):
+        raise ValueError(
+            f"document {document_id!r} is {n_chars:,} characters long, over the limit of "
+            f"{int(limit):,} (config max_document_chars); split it into smaller documents or "
+            f"raise max_document_chars"
+        )
