@@ -6,8 +6,8 @@ The compiled loader carries no coverage instrumentation, so libFuzzer alone woul
 corpus to a few bytes that never get past the magic check. The target is therefore
 structure-aware: the fuzz input drives a list of edits (set a byte, overwrite a little-endian
 u32 such as a count or an index, delete or insert a range, truncate) applied to valid serialised
-indexes, and in half of the modes the CRCs are recomputed so the edit reaches the payload
-parser even with verify_checksum=True. The raw input is parsed too.
+indexes, and in most modes the CRCs are recomputed so the edit reaches the payload
+parser even with verify_checksum=True. In one mode in eight the raw input is parsed.
 
 A parse must either raise ValueError or give an index that can be searched and re-serialised;
 anything else (another exception, a crash, a hang) is a finding.
@@ -15,6 +15,7 @@ anything else (another exception, a crash, a hang) is a finding.
 
 from __future__ import annotations
 
+import hashlib
 import struct
 import sys
 import zlib
@@ -50,12 +51,14 @@ def _fix_crcs(buf: bytearray) -> None:
 
 
 def _mutated(fdp: atheris.FuzzedDataProvider) -> bytes:
-    mode = fdp.ConsumeIntInRange(0, 3)
-    if mode == 0:
+    # Raw input is one mode in eight: with the old one in four, and an exhausted provider turning
+    # every edit into "set byte 0 to 0", 77 % of the executions stopped at the magic check.
+    mode = fdp.ConsumeIntInRange(0, 7)
+    if mode == 7:
         return fdp.ConsumeBytes(fdp.remaining_bytes())
     buf = bytearray(BASES[fdp.ConsumeIntInRange(0, len(BASES) - 1)])
     for _ in range(fdp.ConsumeIntInRange(1, 6)):
-        if not buf:
+        if not buf or not fdp.remaining_bytes():
             break
         kind = fdp.ConsumeIntInRange(0, 4)
         pos = fdp.ConsumeIntInRange(0, len(buf) - 1)
@@ -71,7 +74,7 @@ def _mutated(fdp: atheris.FuzzedDataProvider) -> bytes:
             buf[pos:pos] = fdp.ConsumeBytes(fdp.ConsumeIntInRange(1, 16))
         else:
             del buf[pos:]
-    if mode >= 2:
+    if mode >= 2:  # 5 of the 7 structured modes: the header agrees, the edit reaches the parser
         _fix_crcs(buf)
     return bytes(buf)
 
@@ -87,6 +90,12 @@ def _exercise(index) -> None:
 
 
 def TestOneInput(data: bytes) -> None:  # noqa: N802 (atheris naming)
+    # No coverage comes back from the compiled loader, so libFuzzer keeps no corpus (not even the
+    # seed files) and mutates a 1-byte input: two thirds of its inputs are under 8 bytes. A short
+    # input is stretched deterministically (SHAKE-256) into enough choices for a full set of
+    # edits; a crash file still reproduces.
+    if len(data) < 64:
+        data = hashlib.shake_256(data).digest(256)
     blob = _mutated(atheris.FuzzedDataProvider(data))
     for verify in (False, True):
         try:
