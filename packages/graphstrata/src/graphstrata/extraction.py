@@ -14,6 +14,24 @@ Relations are entity pairs that co-occur in one sentence, weighted by the number
 they share, described by those sentences. An entity's description is the sentences that mention
 it. Records are merged by canonical name (lower-cased, whitespace-folded, leading article
 dropped) and keep every source chunk id.
+
+Bounds on work (issue 15: build time and memory must grow linearly with the input, whatever
+the text looks like). Three caps, whose defaults change nothing on the shared QA corpora
+(identical entity and relation counts on MuSiQue, HotpotQA and LiHua-World):
+
+* a "sentence" longer than ``max_sentence_chars`` (2,000 characters; text without sentence
+  breaks, a table, a log line) is cut at whitespace into pieces of at most that length, which
+  then act as sentences: co-occurrence, descriptions and the sentence-initial-capital rule
+  work per piece;
+* at most ``max_entities_per_chunk`` entities per chunk (100; the corpora peak at 53): those
+  mentioned in the most sentences of the chunk (the document title first, then first
+  mention), the others are dropped *from that chunk* only;
+* at most ``max_relations_per_sentence`` co-occurrence pairs per sentence (2,000; the corpora
+  peak at 1,378 in one list-like sentence): the pairs of the most-mentioned entities.
+
+So one chunk yields at most ``max_entities_per_chunk`` entity mentions and, per sentence piece,
+at most ``max_relations_per_sentence`` relation mentions, and a description at most
+``max_description_sentences`` pieces.
 """
 
 from __future__ import annotations
@@ -22,10 +40,15 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
+from .config import DEFAULT_MAX_ENTITIES_PER_CHUNK, DEFAULT_MAX_RELATIONS_PER_SENTENCE
 from .types import Chunk, Entity, Relation
+
+DEFAULT_MAX_SENTENCE_CHARS = 2_000
+"""Longest span treated as one sentence by :class:`StatisticalExtractor` (characters)."""
 
 _SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n+")
 _CAP_WORD = r"(?:[A-Z][\w\-.&]*[\w]|[A-Z])"
@@ -143,6 +166,42 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return [(s, e) for s, e in spans if text[s:e].strip()]
 
 
+def bounded_sentences(text: str, max_chars: int) -> list[tuple[int, int]]:
+    """:func:`split_sentences`, with every span longer than ``max_chars`` cut into pieces.
+
+    A long span is cut at the last whitespace at most ``max_chars`` characters after the
+    piece's start (at exactly ``max_chars`` where there is none), so each piece holds at most
+    ``max_chars`` characters. Spans that fit are returned unchanged.
+
+    Args:
+        text: the text to split.
+        max_chars: longest piece, in characters (> 0).
+
+    Returns:
+        Character spans ``[(start, end), ...]`` in text order, blank pieces dropped.
+
+    Raises:
+        ValueError: ``max_chars`` ≤ 0.
+    """
+    if int(max_chars) <= 0:
+        raise ValueError(f"max_chars must be > 0 characters, got {max_chars}")
+    out: list[tuple[int, int]] = []
+    for s, e in split_sentences(text):
+        while e - s > max_chars:
+            cut = s + max_chars
+            space = max(text.rfind(" ", s + 1, cut + 1), text.rfind("\t", s + 1, cut + 1))
+            if space > s:
+                cut = space
+            if text[s:cut].strip():
+                out.append((s, cut))
+            s = cut
+            while s < e and text[s].isspace():
+                s += 1
+        if s < e and text[s:e].strip():
+            out.append((s, e))
+    return out
+
+
 def capitalised_spans(sentence: str) -> list[str]:
     """Capitalised word runs of ``sentence`` that look like names.
 
@@ -182,9 +241,22 @@ class StatisticalExtractor:
             corpora of fewer than 20 chunks.
         max_description_sentences: sentences kept in an entity or relation description.
         use_titles: add each document's ``metadata["title"]`` as an entity of its chunks.
+        max_entities_per_chunk: entities kept per chunk (> 0): the ones mentioned in the most
+            sentences of the chunk (the title first, ties by first mention); the rest are
+            not recorded for that chunk (``config.max_entities_per_chunk``).
+        max_relations_per_sentence: co-occurrence pairs kept per sentence (≥ 0): those with
+            the largest summed mention counts of their two entities in the chunk, ties by
+            first mention (``config.max_relations_per_sentence``).
+        max_sentence_chars: longest span treated as one sentence, in characters (> 0); longer
+            spans are cut at whitespace (:func:`bounded_sentences`).
 
     The extractor is fitted on the chunks passed to :meth:`extract`, so the same corpus always
-    gives the same records (deterministic, no randomness).
+    gives the same records (deterministic, no randomness). The caps bound the work per chunk
+    (see the module notes), so extraction time and output grow linearly with the corpus.
+
+    Raises:
+        ValueError: a negative ``top_n`` or ``max_relations_per_sentence``, a non-positive
+            ``max_entities_per_chunk`` or ``max_sentence_chars``.
     """
 
     def __init__(
@@ -194,14 +266,51 @@ class StatisticalExtractor:
         min_df: int = 2,
         max_description_sentences: int = 4,
         use_titles: bool = True,
+        max_entities_per_chunk: int = DEFAULT_MAX_ENTITIES_PER_CHUNK,
+        max_relations_per_sentence: int = DEFAULT_MAX_RELATIONS_PER_SENTENCE,
+        max_sentence_chars: int = DEFAULT_MAX_SENTENCE_CHARS,
     ) -> None:
         if top_n < 0:
             raise ValueError(f"top_n must be >= 0, got {top_n}")
+        if max_entities_per_chunk <= 0:
+            raise ValueError(f"max_entities_per_chunk must be > 0, got {max_entities_per_chunk}")
+        if max_relations_per_sentence < 0:
+            raise ValueError(
+                f"max_relations_per_sentence must be >= 0, got {max_relations_per_sentence}"
+            )
+        if max_sentence_chars <= 0:
+            raise ValueError(f"max_sentence_chars must be > 0, got {max_sentence_chars}")
         self.top_n = int(top_n)
         self.ngram_range = tuple(ngram_range)
         self.min_df = int(min_df)
         self.max_description_sentences = int(max_description_sentences)
         self.use_titles = bool(use_titles)
+        self.max_entities_per_chunk = int(max_entities_per_chunk)
+        self.max_relations_per_sentence = int(max_relations_per_sentence)
+        self.max_sentence_chars = int(max_sentence_chars)
+
+    @classmethod
+    def from_config(cls, config: Any) -> StatisticalExtractor:
+        """The extractor a :class:`~graphstrata.config.GraphStrataConfig` describes.
+
+        Reads ``tfidf_top_n``, ``use_titles``, ``max_entities_per_chunk`` and
+        ``max_relations_per_sentence``; a field the object lacks (an older config) keeps the
+        default.
+
+        Raises:
+            ValueError: out-of-range values (see the class).
+        """
+        kwargs: dict[str, Any] = {}
+        for field, arg in (
+            ("tfidf_top_n", "top_n"),
+            ("use_titles", "use_titles"),
+            ("max_entities_per_chunk", "max_entities_per_chunk"),
+            ("max_relations_per_sentence", "max_relations_per_sentence"),
+        ):
+            value = getattr(config, field, None)
+            if value is not None:
+                kwargs[arg] = value
+        return cls(**kwargs)
 
     # -- TF-IDF ---------------------------------------------------------------------------
     def _tfidf_terms(self, texts: Sequence[str]) -> list[list[str]]:
@@ -235,6 +344,23 @@ class StatisticalExtractor:
             out.append([str(vocab[idx[i]]) for i in order])
         return out
 
+    def _pairs(
+        self, kept: list[str], mentions: Mapping[str, int], priority: Mapping[str, tuple]
+    ) -> list[tuple[str, str]]:
+        """Co-occurrence pairs ``(a, b)``, ``a < b``, of one sentence's entities, at most
+        ``max_relations_per_sentence``: the largest summed chunk mention counts first."""
+        n = len(kept)
+        pairs = list(combinations(sorted(kept), 2))
+        if n * (n - 1) // 2 <= self.max_relations_per_sentence:
+            return pairs
+        pairs.sort(
+            key=lambda p: (
+                -(mentions[p[0]] + mentions[p[1]]),
+                sorted((priority[p[0]], priority[p[1]])),
+            )
+        )
+        return pairs[: self.max_relations_per_sentence]
+
     # -- main -----------------------------------------------------------------------------
     def extract(
         self, chunks: Sequence[Chunk], titles: dict[str, str] | None = None
@@ -267,7 +393,10 @@ class StatisticalExtractor:
             ]
             title = document_title((titles or {}).get(chunk.document_id)) if self.use_titles else None
             title_key = canonical(title) if title else ""
-            for s, e in split_sentences(text):
+            # pass 1: the entities of each sentence piece
+            sentences: list[tuple[str, list[str], dict[str, str]]] = []
+            mentions: Counter = Counter()  # sentences of this chunk naming each entity
+            for s, e in bounded_sentences(text, self.max_sentence_chars):
                 sent = text[s:e].strip()
                 found: dict[str, str] = {}
                 for span in capitalised_spans(sent):
@@ -291,14 +420,28 @@ class StatisticalExtractor:
                     ):
                         continue
                     kept.append(key)
+                sentences.append((sent, kept, found))
+                mentions.update(kept)
+            # the chunk's entities, best first: title, most sentences, first mention
+            priority = {
+                key: (key != title_key, -n, order)
+                for order, (key, n) in enumerate(mentions.items())
+            }
+            allowed: set[str] | None = None
+            if len(mentions) > self.max_entities_per_chunk:
+                best = sorted(mentions, key=priority.__getitem__)
+                allowed = set(best[: self.max_entities_per_chunk])
+            # pass 2: record the (capped) entities and relations
+            for sent, kept, found in sentences:
+                if allowed is not None:
+                    kept = [key for key in kept if key in allowed]
                 for key in kept:
                     surface[key][found[key]] += 1
                     ent_count[key] += 1
                     ent_chunks[key][chunk.id] = None
                     if len(ent_sents[key]) < max_sents and sent not in ent_sents[key]:
                         ent_sents[key].append(sent)
-                for a, b in combinations(sorted(kept), 2):
-                    pair = (a, b)
+                for pair in self._pairs(kept, mentions, priority):
                     rel_count[pair] += 1
                     rel_chunks[pair][chunk.id] = None
                     if len(rel_sents[pair]) < max_sents and sent not in rel_sents[pair]:
