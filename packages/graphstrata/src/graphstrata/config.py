@@ -23,8 +23,8 @@ DEFAULT_MAX_QUERY_CHARS = 4_000
 """Default :attr:`GraphStrataConfig.max_query_chars` (characters; 13× the longest shared
 QA question)."""
 DEFAULT_MAX_QUERY_CLAUSES = 4
-"""Default :attr:`GraphStrataConfig.max_query_clauses` (clauses; LiHua-World's longest
-before/after question has 3 markers, so 4 clauses)."""
+"""Default :attr:`GraphStrataConfig.max_query_clauses` (clauses; no shared QA question yields
+more than 3)."""
 DEFAULT_MAX_ENTITIES_PER_CHUNK = 100
 """Default :attr:`GraphStrataConfig.max_entities_per_chunk` (entities per chunk)."""
 DEFAULT_MAX_RELATIONS_PER_SENTENCE = 2_000

@@ -59,7 +59,8 @@ class ArchRAG(Method):
         date_links: also seed the walk with the documents dated on a day the question names
             (:class:`~graphstrata.temporal.DateIndex`).
         decompose: score a before/after question's clauses as queries of their own too
-            (:func:`~graphstrata.temporal.order_clauses`); a chunk keeps its best score.
+            (:func:`~graphstrata.temporal.order_clauses`); a chunk keeps its best score. At
+            most ``config.max_query_clauses`` clauses (the first ones) are scored.
         seed_top_n, seed_power, damping, max_df, title_weight, document_weight, named_weight:
             propagation settings
             (:func:`~graphstrata.methods.propagation.propagate`; chosen on the dev questions
@@ -119,7 +120,7 @@ class ArchRAG(Method):
         extra = set(ent) | set(com) | set(named)
         base = hybrid_scores(engine, query, qvec, n, float(o["alpha"]), extra_rows=extra)
         if o["decompose"]:
-            for clause in order_clauses(query):
+            for clause in order_clauses(query, max_clauses=engine.config.max_query_clauses):
                 cvec = embed_query(engine.embedder, clause)
                 sub = hybrid_scores(engine, clause, cvec, n, float(o["alpha"]), extra_rows=extra)
                 for r, v in sub.items():
