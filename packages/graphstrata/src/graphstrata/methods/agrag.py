@@ -71,7 +71,16 @@ import scipy.sparse as sp
 
 from ..extraction import canonical, split_sentences
 from ..types import Hit
-from .base import Method, Retrieval, entity_chunk_matrix, hybrid_scores, rank
+from .base import (
+    DAMPING,
+    UNIT,
+    Method,
+    OptionSpec,
+    Retrieval,
+    entity_chunk_matrix,
+    hybrid_scores,
+    rank,
+)
 from .graph_ops import (
     MCMI_MODES,
     MIN_COST,
@@ -326,37 +335,23 @@ class AGRAG(Method):
         "path_weight": 0.05,
     }
 
-    _INT = ("candidates", "top_facts", "max_facts", "seed_passages", "subgraph_nodes",
-            "max_expansion", "max_path_passages", "ppr_candidates")
-    _UNIT = ("alpha", "fact_entity_weight", "passage_seed_weight")
-    _NONNEG = ("fact_delta", "fact_edge_weight", "synonym_edge_weight", "passage_edge_weight",
-               "title_edge_weight", "pseudo_cost", "ppr_weight", "path_weight")
+    option_specs = {
+        "compat": OptionSpec(choices=MCMI_MODES),
+        "alpha": UNIT,
+        "fact_entity_weight": UNIT,
+        "fact_filter": OptionSpec("callable"),
+        "damping": DAMPING,
+        "ppr_tol": OptionSpec(gt=0.0),
+        "passage_seed_weight": UNIT,
+        "passage_score_factor": OptionSpec("float", ge=0.0),
+    }
 
     def options(self, given):
+        """Checked options (:meth:`Method.options`); ``passage_score_factor=None`` resolves to
+        0.05 in ``"paper"`` mode and 1.0 in ``"agrag_code_2025"`` mode."""
         o = super().options(given)
-        if o["compat"] not in MCMI_MODES:
-            raise ValueError(f"compat must be one of {MCMI_MODES}, got {o['compat']!r}")
-        for name in self._INT:
-            v = o[name]
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-                raise ValueError(f"option {name} must be an integer >= 0, got {v!r}")
-        for name in self._UNIT:
-            if not 0.0 <= float(o[name]) <= 1.0:
-                raise ValueError(f"option {name} must be in [0, 1], got {o[name]!r}")
-        for name in self._NONNEG:
-            if float(o[name]) < 0:
-                raise ValueError(f"option {name} must be >= 0, got {o[name]!r}")
-        if not 0.0 <= float(o["damping"]) < 1.0:
-            raise ValueError(f"option damping must be in [0, 1), got {o['damping']!r}")
-        if float(o["ppr_tol"]) <= 0:
-            raise ValueError(f"option ppr_tol must be > 0, got {o['ppr_tol']!r}")
-        psf = o["passage_score_factor"]
-        if psf is None:
+        if o["passage_score_factor"] is None:
             o["passage_score_factor"] = 0.05 if o["compat"] == "paper" else 1.0
-        elif float(psf) < 0:
-            raise ValueError(f"option passage_score_factor must be >= 0, got {psf!r}")
-        if o["fact_filter"] is not None and not callable(o["fact_filter"]):
-            raise ValueError("option fact_filter must be None or a callable(query, facts)")
         return o
 
     # -- query ---------------------------------------------------------------------------

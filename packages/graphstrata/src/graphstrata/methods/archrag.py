@@ -30,7 +30,11 @@ import numpy as np
 from ..models import embed_query
 from ..temporal import order_clauses
 from .base import (
+    DAMPING,
+    POSITIVE,
+    UNIT,
     Method,
+    OptionSpec,
     Retrieval,
     community_hit,
     entity_hit,
@@ -86,6 +90,15 @@ class ArchRAG(Method):
         "named_weight": 1.0,
         "date_links": True,
         "decompose": True,
+    }
+    option_specs = {
+        "k_per_layer": POSITIVE,
+        "k_entities": POSITIVE,
+        "ef_search": OptionSpec("int", ge=1),
+        "alpha": UNIT,
+        "seed_top_n": POSITIVE,
+        "seed_power": OptionSpec(gt=0.0),
+        "damping": DAMPING,
     }
 
     def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:

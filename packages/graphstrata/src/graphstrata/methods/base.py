@@ -8,6 +8,8 @@ method can be scored by evidence recall) and its context hits.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -34,24 +36,185 @@ class Retrieval:
     context: list[Hit] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class OptionSpec:
+    """Type and range of one per-query method option (see :meth:`Method.options`).
+
+    Attributes:
+        kind: ``"bool"``, ``"int"``, ``"float"``, ``"str"``, ``"callable"``, a class (an
+            instance of it is required) or ``None`` (no check); ``None`` in a method's
+            :attr:`Method.option_specs` entry means "the type of the default".
+        ge, gt, le, lt: bounds of a number (``>=``, ``>``, ``<=``, ``<``); ``None`` = none.
+        optional: ``None`` is accepted too (always so when the default is ``None``).
+        choices: the accepted values of a ``str`` option; ``None`` = any string.
+    """
+
+    kind: str | type | None = None
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    optional: bool = False
+    choices: tuple[Any, ...] | None = None
+
+    def describe(self) -> str:
+        """What the option must be, in words (``"an integer >= 1"``)."""
+        kind = self.kind
+        if kind == "bool":
+            text = "a bool (True or False)"
+        elif kind == "int":
+            text = "an integer"
+        elif kind == "float":
+            text = "a finite number"
+        elif kind == "str":
+            text = "one of " + ", ".join(map(repr, self.choices)) if self.choices else "a string"
+        elif kind == "callable":
+            text = "a callable"
+        elif isinstance(kind, type):
+            text = f"a {kind.__name__}"
+        else:
+            text = "any value"
+        bounds = [
+            f"{op} {_number(v)}"
+            for op, v in ((">=", self.ge), (">", self.gt), ("<=", self.le), ("<", self.lt))
+            if v is not None
+        ]
+        if bounds:
+            text += " " + " and ".join(bounds)
+        return text + (" or None" if self.optional else "")
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` has the kind and lies in the bounds."""
+        if value is None:
+            return self.optional
+        kind = self.kind
+        if kind == "bool":
+            return isinstance(value, (bool, np.bool_))
+        if kind == "int":
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+                return False
+        elif kind == "float":
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+                return False
+            if not math.isfinite(float(value)):
+                return False
+        elif kind == "str":
+            if not isinstance(value, str):
+                return False
+            return self.choices is None or value in self.choices
+        elif kind == "callable":
+            return callable(value)
+        elif isinstance(kind, type):
+            return isinstance(value, kind)
+        if kind in ("int", "float"):
+            v = float(value)
+            if self.ge is not None and not v >= self.ge:
+                return False
+            if self.gt is not None and not v > self.gt:
+                return False
+            if self.le is not None and not v <= self.le:
+                return False
+            if self.lt is not None and not v < self.lt:
+                return False
+        return True
+
+
+def _number(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
+def _inferred_spec(default: Any) -> OptionSpec:
+    """The spec a default implies: its type; numbers ``>= 0``; ``None`` defaults unchecked."""
+    if isinstance(default, bool):
+        return OptionSpec("bool")
+    if isinstance(default, numbers.Integral):
+        return OptionSpec("int", ge=0)
+    if isinstance(default, numbers.Real):
+        return OptionSpec("float", ge=0)
+    if isinstance(default, str):
+        return OptionSpec("str")
+    if default is None:
+        return OptionSpec(None, optional=True)
+    return OptionSpec(type(default))
+
+
+UNIT = OptionSpec(ge=0.0, le=1.0)
+"""A share or probability in [0, 1] (``alpha``, mixing weights)."""
+COSINE = OptionSpec(ge=-1.0, le=1.0)
+"""A cosine-similarity floor in [-1, 1]."""
+POSITIVE = OptionSpec(ge=1)
+"""A count that must be at least 1."""
+DAMPING = OptionSpec(ge=0.0, lt=1.0)
+"""A walk's continuation probability in [0, 1)."""
+TOKEN_BUDGET = OptionSpec("int", ge=0, optional=True)
+"""A budget in tokens, ``None`` = no limit."""
+
+
 class Method:
     """Base class of a retrieval method.
 
     Subclasses set ``name`` and implement :meth:`retrieve`. ``defaults`` holds the options a
-    caller may override per query (unknown option names raise ``ValueError``).
+    caller may override per query (unknown option names raise ``ValueError``);
+    ``option_specs`` refines how a given value is checked (see :meth:`options`).
     """
 
     name: ClassVar[str] = ""
     defaults: ClassVar[Mapping[str, Any]] = {}
+    option_specs: ClassVar[Mapping[str, OptionSpec]] = {}
+
+    @classmethod
+    def option_spec(cls, name: str) -> OptionSpec:
+        """How option ``name`` is checked: the type of its default (numbers ``>= 0``), with
+        the bounds, choices and ``None``-acceptance of ``option_specs[name]`` when given
+        (its ``kind``, when set, replaces the default's type).
+
+        Raises:
+            KeyError: ``name`` is not an option of the method.
+        """
+        inferred = _inferred_spec(cls.defaults[name])
+        given = cls.option_specs.get(name)
+        if given is None:
+            return inferred
+        return OptionSpec(
+            kind=given.kind if given.kind is not None else inferred.kind,
+            ge=given.ge,
+            gt=given.gt,
+            le=given.le,
+            lt=given.lt,
+            optional=given.optional or cls.defaults[name] is None,
+            choices=given.choices,
+        )
 
     def options(self, given: Mapping[str, Any]) -> dict[str, Any]:
-        """Merge per-query ``given`` options over ``defaults``; reject unknown names."""
+        """Merge per-query ``given`` options over ``defaults``, checking each given value.
+
+        A value must have the type of the option's default — a real ``bool`` for a bool
+        option (not ``"no"`` or ``1``), an integer for an int option (numpy integers
+        accepted, not ``1.5`` or ``True``), a finite int or float for a float option — and
+        lie in the option's range: ``>= 0`` for numbers unless the method's
+        :attr:`option_specs` says otherwise (e.g. ``alpha`` in [0, 1], ``k_per_layer >= 1``).
+        Options whose default is ``None`` accept ``None`` and what the spec names.
+
+        Returns:
+            ``{name: value}`` for every option of the method.
+
+        Raises:
+            ValueError: unknown option name(s), listing the known ones; or the first invalid
+                value, naming the option, the method, what it must be and the value given.
+        """
         unknown = set(given) - set(self.defaults)
         if unknown:
             raise ValueError(
                 f"unknown option(s) {sorted(unknown)} for method {self.name!r}; "
                 f"known: {sorted(self.defaults)}"
             )
+        for key, value in given.items():
+            spec = self.option_spec(key)
+            if not spec.accepts(value):
+                raise ValueError(
+                    f"option {key!r} of method {self.name!r} must be {spec.describe()}, "
+                    f"got {value!r}"
+                )
         return {**self.defaults, **given}
 
     def retrieve(

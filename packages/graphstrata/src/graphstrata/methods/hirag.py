@@ -54,7 +54,17 @@ import numpy as np
 
 from ..hierarchy import LEIDEN_SEED, rank_chunks
 from ..types import Hit
-from .base import Method, Retrieval, hybrid_scores, rank, spread_to_chunks
+from .base import (
+    COSINE,
+    TOKEN_BUDGET,
+    UNIT,
+    Method,
+    OptionSpec,
+    Retrieval,
+    hybrid_scores,
+    rank,
+    spread_to_chunks,
+)
 from .lightrag import _add_second_hop, count_tokens
 
 MODES = ("local", "global", "bridge", "hi")
@@ -428,12 +438,14 @@ class HiRAG(Method):
         "second_hop_max_df": 50,
         "index_config": None,
     }
-
-    def options(self, given):
-        o = super().options(given)
-        if o["mode"] not in MODES:
-            raise ValueError(f"unknown hirag mode {o['mode']!r}; known: {', '.join(MODES)}")
-        return o
+    option_specs = {
+        "mode": OptionSpec(choices=MODES),
+        "min_similarity": COSINE,
+        "max_report_tokens": TOKEN_BUDGET,
+        "max_bridge_tokens": TOKEN_BUDGET,
+        "alpha": UNIT,
+        "index_config": OptionSpec(HiIndexConfig),
+    }
 
     def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)

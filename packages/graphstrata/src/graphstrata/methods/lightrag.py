@@ -41,7 +41,18 @@ import scipy.sparse as sp
 
 from ..extraction import canonical, capitalised_spans
 from ..types import Hit
-from .base import Method, Retrieval, bridge_evidence, hybrid_scores, rank, spread_to_chunks
+from .base import (
+    COSINE,
+    TOKEN_BUDGET,
+    UNIT,
+    Method,
+    OptionSpec,
+    Retrieval,
+    bridge_evidence,
+    hybrid_scores,
+    rank,
+    spread_to_chunks,
+)
 
 KeywordsFn = Callable[[str], tuple[Sequence[str], Sequence[str]]]
 """``keywords_fn(query) -> (high_level_keywords, low_level_keywords)``: the LLM seam."""
@@ -383,16 +394,17 @@ class LightRAG(Method):
         "second_hop_seeds": 1,
         "second_hop_max_df": 50,
     }
-
-    def options(self, given):
-        o = super().options(given)
-        if o["mode"] not in MODES:
-            raise ValueError(f"unknown lightrag mode {o['mode']!r}; known: {', '.join(MODES)}")
-        if o["keyword_vectors"] not in ("auto", "keywords", "query"):
-            raise ValueError("keyword_vectors must be 'auto', 'keywords' or 'query'")
-        if not 0.0 <= float(o["relation_chunk_weight"]) <= 1.0:
-            raise ValueError("relation_chunk_weight must be in [0, 1]")
-        return o
+    option_specs = {
+        "mode": OptionSpec(choices=MODES),
+        "keywords_fn": OptionSpec("callable"),
+        "min_similarity": COSINE,
+        "keyword_vectors": OptionSpec(choices=("auto", "keywords", "query")),
+        "relation_chunk_weight": UNIT,
+        "max_entity_tokens": TOKEN_BUDGET,
+        "max_relation_tokens": TOKEN_BUDGET,
+        "max_source_tokens": TOKEN_BUDGET,
+        "alpha": UNIT,
+    }
 
     # -- the two paths -------------------------------------------------------------------
     def context(self, engine, query: str, qvec: np.ndarray, **options: Any) -> LightRAGContext:

@@ -6,7 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from .base import Method, Retrieval, bm25_candidates, dense_candidates, hybrid_scores, rank
+from .base import (
+    UNIT,
+    Method,
+    Retrieval,
+    bm25_candidates,
+    dense_candidates,
+    hybrid_scores,
+    rank,
+)
 
 
 class Dense(Method):
@@ -46,6 +54,7 @@ class Hybrid(Method):
 
     name = "hybrid"
     defaults = {"alpha": 0.5, "candidates": 100}
+    option_specs = {"alpha": UNIT}
 
     def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
