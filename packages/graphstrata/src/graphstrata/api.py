@@ -20,13 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import store
-from .config import GraphStrataConfig
-
-try:  # TEMP until config.check_query lands
-    from .config import check_query
-except ImportError:  # pragma: no cover
-    def check_query(query, config):
-        return None
+from .config import GraphStrataConfig, check_query
 from .indexing import build_state, lexical_texts
 from .loaders import load_documents
 from .methods import METHODS
@@ -347,8 +341,9 @@ class GraphStrata:
             ``chunk_index``, ``document_metadata`` and ``method``.
 
         Raises:
-            ValueError: empty query, ``k`` ≤ 0 or not an int, unknown method, unknown kind,
-                unknown option.
+            ValueError: empty query, a query over ``config.max_query_chars``, ``k`` ≤ 0 or not
+                an int, a method that is not one of :attr:`methods` (any non-str too), unknown
+                kind, unknown option or an option of the wrong type or range.
         """
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query must be a non-empty string")

@@ -122,13 +122,24 @@ def build_state(
     prog = Progress(show_progress)
     chunks = prog.stage(
         "chunking",
-        lambda: chunk_documents(docs, config.chunk_size, config.chunk_overlap, embedder=embedder),
+        lambda: chunk_documents(
+            docs,
+            config.chunk_size,
+            config.chunk_overlap,
+            embedder=embedder,
+            max_document_chars=config.max_document_chars,
+        ),
     )
     if not chunks:
         raise ValueError("empty corpus: the documents contain no text")
     chunk_vecs = _chunk_vectors(chunks, embedder, prog, cached_chunk_vectors or {})
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
-    extractor = StatisticalExtractor(top_n=config.tfidf_top_n, use_titles=config.use_titles)
+    extractor = StatisticalExtractor(
+        top_n=config.tfidf_top_n,
+        use_titles=config.use_titles,
+        max_entities_per_chunk=config.max_entities_per_chunk,
+        max_relations_per_sentence=config.max_relations_per_sentence,
+    )
     entities, relations = prog.stage("extracting entities", lambda: extractor.extract(chunks, titles))
     kg = KnowledgeGraph(entities, relations)
     chunk_row = {c.id: i for i, c in enumerate(chunks)}
