@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from ..types import Hit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..api import GraphStrata as Engine
+    from ..state import EngineState as Engine
 
 
 @dataclass
@@ -223,7 +223,8 @@ class Method:
         """Run the method for one query.
 
         Args:
-            engine: the :class:`~graphstrata.GraphStrata` index (read only).
+            engine: the :class:`~graphstrata.state.EngineState` of this query (read only; one
+                immutable state, so everything read from it is consistent).
             query: the question text.
             qvec: float32 ``(dim,)`` L2-normalised query embedding.
             k: number of chunks wanted (> 0); return at least ``min(k, n_chunks)``.

@@ -52,7 +52,7 @@ from .base import document_rows, entity_chunk_matrix, rank
 from .graph_ops import Transition, personalized_pagerank
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..api import GraphStrata as Engine
+    from ..state import EngineState as Engine
 
 
 @dataclass
