@@ -72,6 +72,21 @@ def test_save_load_identical(tmp_path, metric):
     assert len(CHNSW.load(path)) == len(index) + 10
 
 
+def test_empty_index_roundtrip(tmp_path):
+    """An index with no layers saves and loads (under `make sanitize` this once hit UB: memcpy
+    into the null data() of an empty vector) and stays usable."""
+    index = CHNSW(8, metric="l2", M=6, ef_construction=20)
+    path = tmp_path / "empty.chnsw"
+    index.save(path)
+    for loaded in (CHNSW.from_bytes(index.to_bytes()), CHNSW.from_bytes(index.to_bytes(), verify_checksum=False),
+                   CHNSW.load(path)):
+        assert len(loaded) == 0 and loaded.num_layers == 0
+        assert (loaded.dim, loaded.metric, loaded.M) == (8, "l2", 6)
+        assert loaded.to_bytes() == index.to_bytes()
+        loaded.add_layer(np.eye(8, dtype=np.float32))
+        assert loaded.search(np.eye(8, dtype=np.float32)[2], 1)[0][0] == 2
+
+
 def test_big_index_roundtrip(big_index, layered_data, tmp_path):
     _, queries = layered_data
     path = tmp_path / "big.chnsw"

@@ -232,6 +232,9 @@ class ByteReader {
     static_assert(sizeof(T) == 4, "array32 needs 4-byte elements");
     if (n > remaining() / 4)
       throw format_error(std::string("corrupt payload: truncated while reading ") + what);
+    // An empty std::vector's data() may be null, and memcpy(nullptr, p, 0) is undefined
+    // behaviour (UBSan reports it: an index with no nodes, `make sanitize`).
+    if (n == 0) return;
     if (host_is_little_endian()) {
       std::memcpy(dst, p_ + pos_, n * 4);
     } else {
