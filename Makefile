@@ -58,3 +58,60 @@ lint: install
 
 clean:
 	rm -rf $(VENV) native/build demo_index .pytest_cache
+
+# ---------------------------------------------------------------- native safety checks
+#   make sanitize                  native tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz [FUZZ_SECONDS=300]   the atheris loader fuzz target, long run (make test runs 20 s);
+#                                  FUZZ_SANITIZE=1 runs it on the sanitizer build
+# Both leave the module installed in .venv alone. GCC only (libasan/libubsan of $(CXX)).
+SANITIZE_DIR := build/sanitize
+# Python links no libstdc++: preloaded without it, ASan finds no real __cxa_throw when it starts
+# and the first C++ exception aborts ("CHECK failed ... real___cxa_throw"); so libstdc++ follows
+# libasan. Leak checking is off for Python (it keeps its objects to the end by design).
+SANITIZE_ENV  = LD_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libstdc++.so)" \
+                ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+                PYTHONPATH="$(CURDIR)/$(SANITIZE_DIR)/site"
+FUZZ_SECONDS  ?= 300
+FUZZ_SANITIZE ?=
+FUZZ_ARGS     ?=
+FUZZ_DIR      := build/fuzz
+
+.PHONY: sanitize fuzz
+
+# The sanitizer build: Debug (-O1 -g come from CHNSW_SANITIZE), unstripped, installed into its
+# own folder with --target, never into .venv; the check fails if the module lacks libasan.
+$(SANITIZE_DIR)/.site: $(VENV)/.deps $(NATIVE_SOURCES)
+	rm -rf $(SANITIZE_DIR)/site
+	$(PIP) install -q --no-deps --no-build-isolation --target $(SANITIZE_DIR)/site \
+	  -C cmake.build-type=Debug -C cmake.define.CHNSW_SANITIZE=ON -C install.strip=false \
+	  -C build-dir="$(CURDIR)/$(SANITIZE_DIR)/cmake" ./native
+	ldd $(SANITIZE_DIR)/site/graphstrata_chnsw/_chnsw*.so | grep -q libasan
+	touch $@
+
+# pytest --capture=sys: a sanitizer report (written to fd 2) reaches the terminal instead of
+# vanishing with pytest's fd capture when the process aborts. Then the C++ stress test (threads
+# inserting while others search, save/load) with leak checking on, since no Python is involved.
+sanitize: $(SANITIZE_DIR)/.site
+	$(SANITIZE_ENV) $(BIN)/python -c "import graphstrata_chnsw as m; \
+	  assert '$(SANITIZE_DIR)/site' in m.__file__, m.__file__; print('sanitized module:', m.__file__)"
+	$(SANITIZE_ENV) $(BIN)/python -m pytest tests/native -q --capture=sys -p no:cacheprovider
+	PATH="$(CURDIR)/$(BIN):$$PATH" cmake -S native -B $(SANITIZE_DIR)/stress -G Ninja \
+	  -DCMAKE_BUILD_TYPE=Debug -DCHNSW_BUILD_TESTS=ON -DCHNSW_SANITIZE=ON \
+	  -DPython_EXECUTABLE="$(CURDIR)/$(BIN)/python" -Dpybind11_DIR="$$($(BIN)/python -m pybind11 --cmakedir)" > /dev/null
+	PATH="$(CURDIR)/$(BIN):$$PATH" cmake --build $(SANITIZE_DIR)/stress --target chnsw_stress
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(SANITIZE_DIR)/stress/chnsw_stress
+	@echo "make sanitize: native tests and C++ stress test passed under ASan+UBSan"
+
+# The corpus in build/fuzz/corpus is kept between runs; crash-/timeout-/oom- files land in
+# build/fuzz/ (replay one: python tests/native/fuzz_chnsw_loader.py build/fuzz/crash-...).
+fuzz: SHELL := /bin/bash
+fuzz: $(VENV)/.deps $(VENV)/.native $(if $(FUZZ_SANITIZE),$(SANITIZE_DIR)/.site)
+	mkdir -p $(FUZZ_DIR)/corpus
+	set -o pipefail; rc=0; \
+	$(if $(FUZZ_SANITIZE),$(SANITIZE_ENV)) $(BIN)/python tests/native/fuzz_chnsw_loader.py $(FUZZ_DIR)/corpus \
+	  -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+	  -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_ARGS) 2>&1 | tee $(FUZZ_DIR)/last.log || rc=$$?; \
+	runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_DIR)/last.log | tail -1); \
+	findings=$$(ls $(FUZZ_DIR) | grep -cE '^(crash|timeout|oom|leak|slow-unit)-'); \
+	echo "make fuzz: $${runs:-?} executions in $(FUZZ_SECONDS) s$(if $(FUZZ_SANITIZE), (ASan+UBSan)), exit $$rc, $$findings finding file(s) in $(FUZZ_DIR)/"; \
+	exit $$rc
