@@ -21,6 +21,7 @@ import numpy as np
 
 from . import store
 from .config import GraphStrataConfig, check_query
+from .filters import allowed_documents
 from .indexing import build_state, lexical_texts
 from .loaders import load_documents
 from .methods import METHODS
@@ -322,6 +323,7 @@ class GraphStrata:
         method: str = "archrag",
         k: int = 5,
         kinds: Sequence[str] | None = None,
+        filters: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> list[Hit]:
         """Retrieve for ``query``.
@@ -333,6 +335,11 @@ class GraphStrata:
             k: number of chunk hits (> 0); fewer only when the index has fewer chunks.
             kinds: which hit kinds to return; ``None`` = the ``k`` chunk hits followed by the
                 method's context hits (entities, relations, communities, paths).
+            filters: a metadata filter on documents (:mod:`graphstrata.filters`, e.g.
+                ``{"author": "Ada", "year": {"$gte": 2020}}``), applied inside retrieval: the
+                ``k`` chunk hits are the best ``k`` of the matching documents' chunks, and
+                context hits are kept only when they come from a matching document. ``None``:
+                no filter.
             **options: method options (see each method's ``defaults``), e.g.
                 ``k_per_layer=3`` for ArchRAG.
 
@@ -343,7 +350,8 @@ class GraphStrata:
         Raises:
             ValueError: empty query, a query over ``config.max_query_chars``, ``k`` ≤ 0 or not
                 an int, a method that is not one of :attr:`methods` (any non-str too), unknown
-                kind, unknown option or an option of the wrong type or range.
+                kind, unknown option or an option of the wrong type or range, an invalid
+                filter.
         """
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query must be a non-empty string")
@@ -358,11 +366,14 @@ class GraphStrata:
             raise ValueError(
                 f"query embedding has shape {qvec.shape}, index dimension is {state.embedder.dim}"
             )
-        result = METHODS[method]().retrieve(state, query, qvec, k, **options)
+        allowed = None if filters is None else allowed_documents(state.documents, filters)
+        result = _run_method(state, METHODS[method](), query, qvec, k, options, allowed)
         hits: list[Hit] = []
         if kinds is None or "chunk" in kinds:
             hits.extend(_chunk_hit(state, row, score, method) for row, score in result.chunks[:k])
         for h in result.context:
+            if allowed is not None and not allowed.intersection(h.document_ids):
+                continue
             if kinds is None or h.kind in kinds:
                 h.metadata.setdefault("method", method)
                 hits.append(h)
@@ -374,10 +385,11 @@ class GraphStrata:
         method: str = "archrag",
         k: int = 5,
         kinds: Sequence[str] | None = None,
+        filters: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> list[Hit]:
         """:meth:`retrieve` in a worker thread (safe under a running event loop)."""
-        return await asyncio.to_thread(self.retrieve, query, method, k, kinds, **options)
+        return await asyncio.to_thread(self.retrieve, query, method, k, kinds, filters, **options)
 
     def document_ids_of(self, chunk_ids: Iterable[str]) -> list[str]:
         """Distinct document ids of ``chunk_ids``, in order (current state)."""
@@ -395,6 +407,32 @@ class GraphStrata:
             f"GraphStrata(documents={s['documents']}, chunks={s['chunks']}, "
             f"entities={s['entities']}, layers={s['communities_per_layer']})"
         )
+
+
+def _run_method(
+    state: EngineState,
+    method: Any,
+    query: str,
+    qvec: np.ndarray,
+    k: int,
+    options: Mapping[str, Any],
+    allowed: set[str] | None,
+) -> Any:
+    """Run ``method``; with a filter, keep only chunks of ``allowed`` documents, asking the
+    method for 4× more chunks at a time until ``k`` of them pass or every chunk was ranked."""
+    result = method.retrieve(state, query, qvec, k, **options)
+    if allowed is None:
+        return result
+    n = len(state.chunks)
+    passing = sum(1 for c in state.chunks if c.document_id in allowed)
+    want, asked = min(k, passing), k
+    while True:
+        kept = [(r, s) for r, s in result.chunks if state.chunks[r].document_id in allowed]
+        if len(kept) >= want or asked >= n:
+            result.chunks = kept
+            return result
+        asked = min(n, asked * 4)
+        result = method.retrieve(state, query, qvec, asked, **options)
 
 
 def _chunk_hit(state: EngineState, row: int, score: float, method: str) -> Hit:
