@@ -39,6 +39,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
@@ -71,6 +72,16 @@ _CAP_STOP = frozenset(
     i'd don't can't won't that's there's let's mr mrs ms dr st jan feb mar apr jun jul aug
     sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday time""".split()
 )
+
+
+@lru_cache(maxsize=8192)
+def _term_pattern(term: str) -> re.Pattern[str]:
+    """Case-insensitive pattern of a TF-IDF term, its words joined by spaces or hyphens.
+
+    Cached: the same terms recur across chunks, and ``re``'s own cache (512 patterns) thrashes
+    on a large corpus (compiling was a sixth of extraction time on 1 MB of text).
+    """
+    return re.compile(r"\b" + r"[\s\-]+".join(map(re.escape, term.split())) + r"\b", re.I)
 
 
 def document_title(title: object) -> str | None:
@@ -387,10 +398,7 @@ class StatisticalExtractor:
 
         for chunk, terms in zip(chunks, tfidf_terms, strict=True):
             text = chunk.text
-            term_res = [
-                (t, re.compile(r"\b" + r"[\s\-]+".join(map(re.escape, t.split())) + r"\b", re.I))
-                for t in terms
-            ]
+            term_res = [(t, _term_pattern(t)) for t in terms]
             title = document_title((titles or {}).get(chunk.document_id)) if self.use_titles else None
             title_key = canonical(title) if title else ""
             # pass 1: the entities of each sentence piece
