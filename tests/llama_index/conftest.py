@@ -41,7 +41,7 @@ class HashEmbedding(_load_support().HashEmbedding):
     dim: int = 128
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def hash_embedding():
     """The ``HashEmbedding`` class (a local LlamaIndex embedding)."""
     return HashEmbedding
@@ -75,18 +75,18 @@ class FakeEngine:
         self.hits = hits
         self.calls: list[tuple] = []
 
-    def retrieve(self, query, method="archrag", k=5, kinds=None, **options):
+    def retrieve(self, query, method="archrag", k=5, kinds=None, filters=None, **options):
         if not query.strip():
             raise ValueError("query must be a non-empty string")
-        self.calls.append(("retrieve", query, method, k, kinds, options))
+        self.calls.append(("retrieve", query, method, k, kinds, filters, options))
         out = [h for h in self.hits if kinds is None or h.kind in kinds]
         chunks = [h for h in out if h.kind == "chunk"][:k]
         return chunks + [h for h in out if h.kind != "chunk"]
 
-    async def aretrieve(self, query, method="archrag", k=5, kinds=None, **options):
-        self.calls.append(("aretrieve", query, method, k, kinds, options))
+    async def aretrieve(self, query, method="archrag", k=5, kinds=None, filters=None, **options):
+        self.calls.append(("aretrieve", query, method, k, kinds, filters, options))
         await asyncio.sleep(0)
-        return [h for h in self.retrieve(query, method, k, kinds, **options)]
+        return [h for h in self.retrieve(query, method, k, kinds, filters, **options)]
 
 
 @pytest.fixture

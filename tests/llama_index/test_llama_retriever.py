@@ -52,12 +52,20 @@ def test_passes_method_k_kinds_and_options_to_the_core(fake_engine):
     )
     r.retrieve("who founded acme")
     assert fake_engine.calls[-1] == (
-        "retrieve", "who founded acme", "hybrid", 7, ("chunk", "entity"), {"alpha": 0.3}
+        "retrieve", "who founded acme", "hybrid", 7, ("chunk", "entity"), None, {"alpha": 0.3}
     )
 
 
+def test_default_asks_the_core_for_chunks_only(fake_engine):
+    nodes = GraphStrataRetriever(fake_engine).retrieve("who founded acme")
+    assert fake_engine.calls[-1][4] == ("chunk",)
+    assert [n.node.metadata["kind"] for n in nodes] == ["chunk", "chunk"]
+
+
 def test_hits_become_nodes_with_provenance(fake_engine):
-    nodes = GraphStrataRetriever(fake_engine, similarity_top_k=2).retrieve("who founded acme")
+    nodes = GraphStrataRetriever(fake_engine, similarity_top_k=2, kinds=None).retrieve(
+        "who founded acme"
+    )
     assert [n.node.node_id for n in nodes] == [
         "doc-a#0", "doc-b#3", "entity:acme", "relation:acme\u241falice", "community:L2C0"
     ]
@@ -110,7 +118,7 @@ def test_empty_query_error_comes_from_the_core(fake_engine):
 
 def test_works_with_node_postprocessors(fake_engine):
     engine = RetrieverQueryEngine.from_args(
-        GraphStrataRetriever(fake_engine),
+        GraphStrataRetriever(fake_engine, kinds=None),
         llm=MockLLM(),
         node_postprocessors=[SimilarityPostprocessor(similarity_cutoff=0.65)],
     )
@@ -155,7 +163,8 @@ def test_same_chunk_ranking_as_the_core(small_index, method):
     if method not in small_index.engine.methods:
         pytest.skip(f"core has no {method}")
     query = "Who managed the trial in Rotterdam?"
-    core = small_index.engine.retrieve(query, method=method, k=3)
+    core = small_index.engine.retrieve(query, method=method, k=3, kinds=("chunk",))
     ours = GraphStrataRetriever(small_index.engine, method=method, similarity_top_k=3).retrieve(query)
     assert [h.id for h in core] == [n.node.metadata["hit_id"] for n in ours]
-    assert [h.kind for h in core] == [n.node.metadata["kind"] for n in ours]
+    assert [n.node.metadata["kind"] for n in ours] == ["chunk"] * len(core)
+    assert [n.score for n in ours] == [h.score for h in core]

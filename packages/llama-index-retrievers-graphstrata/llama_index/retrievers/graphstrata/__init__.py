@@ -1,10 +1,31 @@
 """LlamaIndex retriever over a graphstrata graph-RAG index."""
 
 from llama_index.retrievers.graphstrata.base import (
+    DEFAULT_CONTEXT_K,
+    DEFAULT_KINDS,
+    LLAMA_INDEX_METADATA_KEY,
     PROVENANCE_KEYS,
+    RETRIEVER_ARGUMENTS,
     GraphStrataRetriever,
     embedder_from_llama_index,
     hit_to_node,
+    pack_document_metadata,
+    unknown_arguments_error,
+    unpack_document_metadata,
 )
+from llama_index.retrievers.graphstrata.filters import to_core_filters
 
-__all__ = ["GraphStrataRetriever", "PROVENANCE_KEYS", "embedder_from_llama_index", "hit_to_node"]
+__all__ = [
+    "DEFAULT_CONTEXT_K",
+    "DEFAULT_KINDS",
+    "GraphStrataRetriever",
+    "LLAMA_INDEX_METADATA_KEY",
+    "PROVENANCE_KEYS",
+    "RETRIEVER_ARGUMENTS",
+    "embedder_from_llama_index",
+    "hit_to_node",
+    "pack_document_metadata",
+    "to_core_filters",
+    "unknown_arguments_error",
+    "unpack_document_metadata",
+]
