@@ -112,7 +112,10 @@ def test_insert_nodes_are_indexed_and_deleted_by_ref_doc_id(fresh_index):
 
     node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id="sea-doc")
     fresh_index.insert_nodes([node])
-    assert chunk_doc_ids(fresh_index, "narwhal tusks salinity")[0] == "n1"
+    top = fresh_index.as_retriever(method="bm25", similarity_top_k=1).retrieve("narwhal tusks salinity")[0]
+    # the node is one core document ("n1"); its chunks link to the LlamaIndex document
+    assert top.node.metadata["document_id"] == "n1" and top.node.ref_doc_id == "sea-doc"
+    assert "ref_doc_id" not in top.node.metadata and "__llama_index__" not in top.node.metadata
     fresh_index.delete_ref_doc("sea-doc")
     assert "n1" not in fresh_index.engine.documents
 
@@ -173,10 +176,38 @@ def test_persist_and_load(fresh_index, tmp_path):
         assert got == expected
 
 
-def test_load_without_persist_dir_explains_why(fresh_index, tmp_path):
+def test_load_index_from_storage_with_the_storage_context_alone(fresh_index, tmp_path):
+    query = "Who managed the Rotterdam trial?"
+    expected = [n.node.node_id for n in fresh_index.as_retriever(method="hybrid").retrieve(query)]
     fresh_index.storage_context.persist(persist_dir=str(tmp_path))
+    loaded = load_index_from_storage(StorageContext.from_defaults(persist_dir=str(tmp_path)))
+    assert isinstance(loaded, GraphStrataIndex) and loaded.engine is not fresh_index.engine
+    assert loaded.engine.persist_dir.resolve() == (tmp_path / "graphstrata").resolve()
+    assert [n.node.node_id for n in loaded.as_retriever(method="hybrid").retrieve(query)] == expected
+
+
+def test_a_moved_persist_dir_needs_its_new_path(fresh_index, tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    fresh_index.storage_context.persist(persist_dir=str(old))
+    old.rename(new)
+    with pytest.raises(ValueError, match="persist_dir") as err:
+        load_index_from_storage(StorageContext.from_defaults(persist_dir=str(new)))
+    assert str(old / "graphstrata") in str(err.value)
+    for loaded in (
+        GraphStrataIndex.load(new),
+        load_index_from_storage(StorageContext.from_defaults(persist_dir=str(new)), persist_dir=new),
+    ):
+        assert list(loaded.engine.documents) == list(fresh_index.engine.documents)
+
+
+def test_an_index_struct_without_a_recorded_path_explains_why(fresh_index, tmp_path):
+    fresh_index.storage_context.persist(persist_dir=str(tmp_path))
+    ctx = StorageContext.from_defaults(persist_dir=str(tmp_path))
+    (struct,) = ctx.index_store.index_structs()
+    struct.engine_path = None  # as written before the path was recorded
+    ctx.index_store.add_index_struct(struct)
     with pytest.raises(ValueError, match="persist_dir"):
-        load_index_from_storage(StorageContext.from_defaults(persist_dir=str(tmp_path)))
+        load_index_from_storage(ctx)
 
 
 def test_load_needs_the_same_llama_index_embedding(fresh_index, tmp_path, hash_embedding):

@@ -7,12 +7,17 @@ and from it.
 Persistence. The engine is a directory (SQLite + native index + manifest), not JSON. The index
 registers a :class:`GraphStrataStore` in ``storage_context.vector_stores["graphstrata"]``, so
 ``index.storage_context.persist(persist_dir)`` writes LlamaIndex's usual JSON stores *and* the
-engine, atomically, into ``<persist_dir>/graphstrata/``. Loading needs the directory again,
-because a ``StorageContext`` built with ``StorageContext.from_defaults(persist_dir=...)`` does
-not remember where it was read from::
+engine, atomically, into ``<persist_dir>/graphstrata/``, and records the engine directory's
+absolute path in the index struct (``index_store.json``). A ``StorageContext`` does not
+remember the directory it was read from, so that recorded path is how
+``load_index_from_storage(storage_context)`` finds the engine::
 
-    index = load_index_from_storage(StorageContext.from_defaults(persist_dir=d), persist_dir=d)
-    index = GraphStrataIndex.load(d)        # the same, in one call
+    index = load_index_from_storage(StorageContext.from_defaults(persist_dir=d))
+    index = GraphStrataIndex.load(d)        # the same, in one call; d may have been moved
+
+After moving or copying a persisted directory, name it (``GraphStrataIndex.load(new_dir)`` or
+``load_index_from_storage(ctx, persist_dir=new_dir)``): the recorded path is only a fallback
+for when no directory is given.
 """
 
 from __future__ import annotations
@@ -37,13 +42,26 @@ from llama_index.core.llms.utils import LLMType, resolve_llm
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TransformComponent
 from llama_index.core.settings import Settings
 from llama_index.core.storage.docstore.types import RefDocInfo
+from llama_index.core.storage.index_store.simple_index_store import SimpleIndexStore
+from llama_index.core.storage.index_store.types import (
+    DEFAULT_PERSIST_FNAME as INDEX_STORE_FNAME,
+)
 from llama_index.core.storage.storage_context import StorageContext
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
     VectorStoreQuery,
     VectorStoreQueryResult,
 )
-from llama_index.retrievers.graphstrata import GraphStrataRetriever, embedder_from_llama_index
+from llama_index.retrievers.graphstrata import (
+    DEFAULT_CONTEXT_K,
+    DEFAULT_KINDS,
+    RETRIEVER_ARGUMENTS,
+    GraphStrataRetriever,
+    embedder_from_llama_index,
+    pack_document_metadata,
+    unknown_arguments_error,
+    unpack_document_metadata,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -64,24 +82,30 @@ def to_graphstrata_documents(nodes: Sequence[BaseNode]) -> list[Any]:
     """Map LlamaIndex documents / nodes to ``graphstrata.Document`` records.
 
     A ``Document`` keeps its ``doc_id``; any other node is indexed as one document whose id
-    is its ``node_id`` and whose metadata records its ``ref_doc_id`` (so
-    ``delete_ref_doc(ref_doc_id)`` still removes it). Text is ``get_content(MetadataMode.NONE)``.
+    is its ``node_id`` and which remembers its ``ref_doc_id`` (so retrieved chunks link to
+    that document and ``delete_ref_doc(ref_doc_id)`` still removes it). Text is
+    ``get_content(MetadataMode.NONE)``. Metadata is the node's own, plus what a graphstrata
+    document has no field for (``excluded_llm_metadata_keys``,
+    ``excluded_embed_metadata_keys``, non-default templates, ``ref_doc_id``) under the
+    reserved key ``"__llama_index__"``, which retrieval strips again (see
+    ``llama_index.retrievers.graphstrata.pack_document_metadata``).
 
     Raises:
-        ValueError: two inputs share an id.
+        ValueError: two inputs share an id, or metadata uses the reserved key.
     """
     from graphstrata import Document as GSDocument
 
     out = []
     seen: set = set()
     for node in nodes:
-        metadata = dict(node.metadata or {})
+        ref_doc_id = None
         if isinstance(node, Document):
             doc_id = node.doc_id
         else:
             doc_id = node.node_id
             if node.ref_doc_id is not None and node.ref_doc_id != doc_id:
-                metadata.setdefault("ref_doc_id", node.ref_doc_id)
+                ref_doc_id = node.ref_doc_id
+        metadata = pack_document_metadata(node, ref_doc_id=ref_doc_id)
         if doc_id in seen:
             raise ValueError(f"duplicate document id {doc_id!r} in one call")
         seen.add(doc_id)
@@ -126,10 +150,14 @@ class GraphStrataIndexStruct(IndexStruct):
         engine_dir: sub-directory of the persist dir that holds the engine.
         embedder_id: id of the embedder the engine was built with (``"llama_index:<name>"``
             for a LlamaIndex embedding), used at load time to pick the right one.
+        engine_path: absolute path of the engine directory when the storage context was last
+            persisted (``None`` before that): how ``load_index_from_storage`` finds the
+            engine when given only the storage context.
     """
 
     engine_dir: str = DEFAULT_ENGINE_DIRNAME
     embedder_id: str | None = None
+    engine_path: str | None = None
 
     @classmethod
     def get_type(cls) -> Any:
@@ -157,10 +185,12 @@ class GraphStrataStore(BasePydanticVectorStore):
     method: str = "hybrid"
 
     _engine: Any = PrivateAttr()
+    _on_persist: Any = PrivateAttr(default=None)
 
-    def __init__(self, engine: Any, **kwargs: Any) -> None:
+    def __init__(self, engine: Any, on_persist: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._engine = engine
+        self._on_persist = on_persist
 
     @classmethod
     def class_name(cls) -> str:
@@ -183,14 +213,23 @@ class GraphStrataStore(BasePydanticVectorStore):
         self._engine.delete([ref_doc_id])
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        """Top ``query.similarity_top_k`` chunks of ``query.query_str`` by ``self.method``."""
-        from llama_index.retrievers.graphstrata import hit_to_node
+        """Top ``query.similarity_top_k`` chunks of ``query.query_str`` by ``self.method``.
+
+        ``query.filters`` (``MetadataFilters``) and ``query.doc_ids`` restrict the documents,
+        inside retrieval.
+        """
+        from llama_index.retrievers.graphstrata import hit_to_node, to_core_filters
 
         if not query.query_str:
             raise ValueError("GraphStrataStore needs query.query_str (it embeds queries itself)")
         method = self.method if self.method in self._engine.methods else "dense"
+        parts = [f for f in (to_core_filters(query.filters),) if f is not None]
+        if query.doc_ids:
+            parts.append({"document_id": {"$in": list(query.doc_ids)}})
+        filters = None if not parts else parts[0] if len(parts) == 1 else {"$and": parts}
         hits = self._engine.retrieve(
-            query.query_str, method=method, k=query.similarity_top_k, kinds=("chunk",)
+            query.query_str, method=method, k=query.similarity_top_k, kinds=("chunk",),
+            filters=filters,
         )
         nws = [hit_to_node(h, method) for h in hits]
         return VectorStoreQueryResult(
@@ -200,7 +239,8 @@ class GraphStrataStore(BasePydanticVectorStore):
         )
 
     def persist(self, persist_path: str, fs: fsspec.AbstractFileSystem | None = None) -> None:
-        """Persist the engine to ``<dirname(persist_path)>/<engine_dir>`` (atomic)."""
+        """Persist the engine to ``<dirname(persist_path)>/<engine_dir>`` (atomic), then let
+        the owning index record where (see :class:`GraphStrataIndexStruct`)."""
         if fs is not None:
             protocol = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
             if not {"file", "local"} & set(protocol):
@@ -208,7 +248,10 @@ class GraphStrataStore(BasePydanticVectorStore):
                     "GraphStrataIndex persists to the local filesystem only, "
                     f"got an fsspec filesystem with protocol {fs.protocol!r}"
                 )
-        self._engine.persist(Path(persist_path).parent / self.engine_dir)
+        persist_dir = Path(persist_path).parent
+        self._engine.persist(persist_dir / self.engine_dir)
+        if self._on_persist is not None:
+            self._on_persist(persist_dir)
 
 
 # --------------------------------------------------------------------------------------------
@@ -219,7 +262,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
 
     Build it with :meth:`from_documents` (LlamaIndex ``Document`` ids are kept as the core's
     document ids), wrap an existing engine with :meth:`from_engine`, or load it with
-    :meth:`load` / ``load_index_from_storage(storage_context, persist_dir=...)``.
+    :meth:`load` / ``load_index_from_storage(storage_context)``.
 
     Args:
         nodes: LlamaIndex nodes to index (each becomes one graphstrata document; prefer
@@ -232,14 +275,16 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
             When loading, ``None`` picks the persisted embedder (a LlamaIndex-built index
             then needs ``embed_model`` or ``Settings.embed_model``).
         config: ``graphstrata.GraphStrataConfig`` for a new build (``None``: core defaults).
-        persist_dir: where a persisted index lives (loading only).
+        persist_dir: where a persisted index lives (loading only; ``None``: the engine
+            path recorded when it was persisted).
         show_progress: show the core's progress bars while building.
         callback_manager, transformations: as for ``BaseIndex``; the core chunks documents
             itself, so ``transformations`` are not applied.
 
     Raises:
-        ValueError: loading without ``persist_dir``, loading with the wrong embedder (from
-            the core), or none of ``nodes`` / ``engine`` / ``index_struct`` given.
+        ValueError: loading when the engine directory cannot be found (never persisted,
+            or moved: pass ``persist_dir``), loading with the wrong embedder (from the
+            core), or none of ``nodes`` / ``engine`` / ``index_struct`` given.
     """
 
     index_struct_cls = GraphStrataIndexStruct
@@ -402,12 +447,23 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         store = storage_context.vector_stores.get(GRAPHSTRATA_STORE_NAMESPACE)
         if persist_dir is None and isinstance(store, GraphStrataStore):
             return store.client  # same process, same storage context
-        if persist_dir is None:
+        if persist_dir is not None:
+            engine_root = Path(persist_dir) / index_struct.engine_dir
+        elif index_struct.engine_path:
+            engine_root = Path(index_struct.engine_path)
+            if not engine_root.is_dir():
+                raise ValueError(
+                    f"this GraphStrataIndex was persisted with its graph in {str(engine_root)!r}, "
+                    "which no longer exists (was the directory moved?): call "
+                    "load_index_from_storage(storage_context, persist_dir=...) or "
+                    "GraphStrataIndex.load(persist_dir)"
+                )
+        else:
             raise ValueError(
                 "GraphStrataIndex keeps its graph in <persist_dir>/"
-                f"{index_struct.engine_dir}/ and a StorageContext does not remember the "
-                "directory it was loaded from: call load_index_from_storage(storage_context, "
-                "persist_dir=...) or GraphStrataIndex.load(persist_dir)"
+                f"{index_struct.engine_dir}/ and this index struct records no persisted "
+                "location: call load_index_from_storage(storage_context, persist_dir=...) or "
+                "GraphStrataIndex.load(persist_dir)"
             )
         from graphstrata import GraphStrata
 
@@ -420,12 +476,28 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
                     f"this index was built with the LlamaIndex embedding {persisted!r}; pass "
                     "embed_model=... or set Settings.embed_model before loading it"
                 )
-        return GraphStrata.load(Path(persist_dir) / index_struct.engine_dir, embedder=embedder)
+        return GraphStrata.load(engine_root, embedder=embedder)
 
     def _attach_store(self) -> None:
         self._storage_context.vector_stores[GRAPHSTRATA_STORE_NAMESPACE] = GraphStrataStore(
-            self._engine, engine_dir=self._index_struct.engine_dir
+            self._engine, on_persist=self._record_persist, engine_dir=self._index_struct.engine_dir
         )
+
+    def _record_persist(self, persist_dir: Path) -> None:
+        """Record the engine's absolute path in the index struct, once the engine is written.
+
+        ``StorageContext.persist`` writes the index store *before* the vector stores (the
+        engine among them), so a file-backed index store is written again here with the
+        updated struct; a remote index store is updated by ``add_index_struct`` itself.
+        """
+        self._index_struct.engine_path = str(
+            (persist_dir / self._index_struct.engine_dir).absolute()
+        )
+        index_store = self._storage_context.index_store
+        index_store.add_index_struct(self._index_struct)
+        index_file = persist_dir / INDEX_STORE_FNAME
+        if isinstance(index_store, SimpleIndexStore) and index_file.exists():
+            index_store.persist(persist_path=str(index_file))
 
     # -- BaseIndex hooks --------------------------------------------------------------------
     def _build_index_from_nodes(
@@ -518,7 +590,8 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         ids = [
             doc_id
             for doc_id, doc in self._engine.documents.items()
-            if doc_id == ref_doc_id or (doc.metadata or {}).get("ref_doc_id") == ref_doc_id
+            if doc_id == ref_doc_id
+            or unpack_document_metadata(doc.metadata)[1].get("ref_doc_id") == ref_doc_id
         ]
         if not ids:
             logger.warning("ref_doc_id %s not found, nothing deleted.", ref_doc_id)
@@ -552,7 +625,8 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
     ) -> list[bool]:
         """Insert new documents and replace changed ones, in one core update.
 
-        A document counts as changed when its text or metadata differ from the indexed copy.
+        A document counts as changed when its text, metadata or metadata exclusions differ
+        from the indexed copy.
 
         Returns:
             one bool per input document: ``True`` when it was inserted or replaced.
@@ -568,7 +642,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
             is_changed = (
                 old is None
                 or old.text != doc.get_content(metadata_mode=MetadataMode.NONE)
-                or dict(old.metadata or {}) != dict(doc.metadata or {})
+                or dict(old.metadata or {}) != pack_document_metadata(doc)
             )
             flags.append(is_changed)
             if is_changed:
@@ -589,7 +663,10 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         """``{document_id: RefDocInfo(node_ids=<its chunk ids>, metadata=<its metadata>)}``."""
         chunks_of = _chunk_ids_by_document(self._engine)
         return {
-            doc_id: RefDocInfo(node_ids=list(chunks_of.get(doc_id, [])), metadata=dict(doc.metadata or {}))
+            doc_id: RefDocInfo(
+                node_ids=list(chunks_of.get(doc_id, [])),
+                metadata=unpack_document_metadata(doc.metadata)[0],
+            )
             for doc_id, doc in self._engine.documents.items()
         }
 
@@ -609,7 +686,9 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         self,
         method: str = "archrag",
         similarity_top_k: int = 5,
-        kinds: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = DEFAULT_KINDS,
+        context_k: int = DEFAULT_CONTEXT_K,
+        filters: Any = None,
         method_options: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> GraphStrataRetriever:
@@ -617,13 +696,19 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
 
         Args:
             method: one of :attr:`methods`.
-            similarity_top_k: chunk hits per query (> 0).
-            kinds: hit kinds (``None``: chunks then the method's context hits).
+            similarity_top_k: at most this many chunk nodes per query (> 0).
+            kinds: ``("chunk",)`` (default), a subset of the hit kinds, or ``None`` for
+                chunks plus every kind of graph context.
+            context_k: at most this many graph-context nodes (> 0), after the chunks.
+            filters: a LlamaIndex ``MetadataFilters`` (or the core's filter mapping) on
+                document metadata, applied before ``similarity_top_k`` is cut.
             method_options: the method's own options, passed to the core.
-            **kwargs: ``BaseRetriever`` options (``verbose``, ``objects``, ...).
+            **kwargs: ``BaseRetriever`` options (``callback_manager``, ``verbose``,
+                ``objects``, ``object_map``); anything else raises.
 
         Raises:
-            ValueError: unknown method, ``similarity_top_k <= 0``, unknown kinds.
+            ValueError: unknown method, ``similarity_top_k`` / ``context_k`` not > 0,
+                unknown kinds, an unsupported filter, or an unknown argument (named).
         """
         kwargs.setdefault("callback_manager", self._callback_manager)
         return GraphStrataRetriever(
@@ -631,6 +716,8 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
             method=method,
             similarity_top_k=similarity_top_k,
             kinds=kinds,
+            context_k=context_k,
+            filters=filters,
             method_options=method_options,
             **kwargs,
         )
@@ -638,32 +725,157 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
     def as_query_engine(
         self,
         llm: LLMType | None = None,
-        method: str = "archrag",
-        similarity_top_k: int = 5,
-        kinds: Sequence[str] | None = None,
-        method_options: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> BaseQueryEngine:
         """A ``RetrieverQueryEngine`` over :meth:`as_retriever`.
 
         Args:
             llm: the answering LLM (``Settings.llm`` when ``None``).
-            method, similarity_top_k, kinds, method_options: as for :meth:`as_retriever`.
-            **kwargs: ``RetrieverQueryEngine.from_args`` options (``response_mode``,
+            **kwargs: :meth:`as_retriever` arguments (``method``, ``similarity_top_k``,
+                ``kinds``, ``context_k``, ``filters``, ``method_options``) and
+                ``RetrieverQueryEngine.from_args`` options (``response_mode``,
                 ``node_postprocessors``, ``text_qa_template``, ``streaming``, ...).
+
+        Raises:
+            ValueError: an argument neither of them takes (named), or a bad retriever
+                argument.
         """
         from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
 
-        retriever = self.as_retriever(
-            method=method,
-            similarity_top_k=similarity_top_k,
-            kinds=kinds,
-            method_options=method_options,
-        )
+        retriever_kwargs, engine_kwargs, unknown = _split_query_engine_kwargs(kwargs)
+        if unknown:
+            raise unknown_arguments_error(
+                unknown,
+                ("llm", *_RETRIEVER_ONLY_ARGUMENTS, *_query_engine_arguments()),
+                "GraphStrataIndex.as_query_engine",
+            )
+        retriever_kwargs.setdefault("callback_manager", self._callback_manager)
+        retriever = self.as_retriever(**retriever_kwargs)
         resolved = (
             resolve_llm(llm, callback_manager=self._callback_manager) if llm else Settings.llm
         )
-        return RetrieverQueryEngine.from_args(retriever, llm=resolved, **kwargs)
+        return RetrieverQueryEngine.from_args(retriever, llm=resolved, **engine_kwargs)
+
+    def as_chat_engine(
+        self,
+        chat_mode: Any = "best",
+        llm: LLMType | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """A chat engine over this index, like ``BaseIndex.as_chat_engine``.
+
+        ``BaseIndex.as_chat_engine`` hands the same keyword arguments to the retriever, the
+        query engine and the chat engine (whose ``from_defaults`` swallows what it does not
+        know). Here each argument goes where it belongs: :meth:`as_retriever` arguments to the
+        retriever, the chat engine's own parameters (``system_prompt``, ``memory``,
+        ``node_postprocessors``, ...) to the chat engine, and for ``"condense_question"``
+        ``RetrieverQueryEngine`` options to its query engine; anything else raises.
+
+        Args:
+            chat_mode: a ``ChatMode`` (``"best"`` / ``"condense_plus_context"``,
+                ``"context"``, ``"condense_question"``, ``"simple"``).
+            llm: the chat LLM (``Settings.llm`` when ``None``).
+            **kwargs: as above.
+
+        Raises:
+            ValueError: an unknown chat mode or argument (named).
+        """
+        import inspect
+
+        from llama_index.core.chat_engine import (
+            CondensePlusContextChatEngine,
+            CondenseQuestionChatEngine,
+            ContextChatEngine,
+            SimpleChatEngine,
+        )
+        from llama_index.core.chat_engine.types import ChatMode
+
+        mode = ChatMode(chat_mode)
+        chat_cls = {
+            ChatMode.CONDENSE_QUESTION: CondenseQuestionChatEngine,
+            ChatMode.CONTEXT: ContextChatEngine,
+            ChatMode.CONDENSE_PLUS_CONTEXT: CondensePlusContextChatEngine,
+            ChatMode.BEST: CondensePlusContextChatEngine,
+            ChatMode.SIMPLE: SimpleChatEngine,
+        }.get(mode)
+        if chat_cls is None:
+            raise ValueError(f"unsupported chat mode {chat_mode!r}")
+        chat_names = [
+            p.name
+            for p in inspect.signature(chat_cls.from_defaults).parameters.values()
+            if p.kind is not inspect.Parameter.VAR_KEYWORD
+            and p.name not in ("cls", "retriever", "query_engine", "llm")
+        ]
+        engine_names = _query_engine_arguments() if mode == ChatMode.CONDENSE_QUESTION else ()
+        retriever_names = _RETRIEVER_ONLY_ARGUMENTS if mode != ChatMode.SIMPLE else ()
+        retriever_kwargs: dict[str, Any] = {}
+        engine_kwargs: dict[str, Any] = {}
+        chat_kwargs: dict[str, Any] = {}
+        unknown = []
+        for name, value in kwargs.items():
+            if name in retriever_names:
+                retriever_kwargs[name] = value
+            elif name in chat_names:
+                chat_kwargs[name] = value
+            elif name in engine_names:
+                engine_kwargs[name] = value
+            else:
+                unknown.append(name)
+        if unknown:
+            raise unknown_arguments_error(
+                unknown,
+                (*retriever_names, *chat_names, *engine_names),
+                f"GraphStrataIndex.as_chat_engine(chat_mode={mode.value!r})",
+            )
+        resolved = (
+            resolve_llm(llm, callback_manager=self._callback_manager) if llm else Settings.llm
+        )
+        if mode == ChatMode.CONDENSE_QUESTION:
+            query_engine = self.as_query_engine(llm=resolved, **retriever_kwargs, **engine_kwargs)
+            return chat_cls.from_defaults(query_engine=query_engine, llm=resolved, **chat_kwargs)
+        if mode == ChatMode.SIMPLE:
+            return chat_cls.from_defaults(llm=resolved, **chat_kwargs)
+        retriever = self.as_retriever(**retriever_kwargs)
+        return chat_cls.from_defaults(retriever=retriever, llm=resolved, **chat_kwargs)
+
+
+#: :meth:`GraphStrataIndex.as_retriever` arguments that are not also query-engine options.
+_RETRIEVER_ONLY_ARGUMENTS: tuple[str, ...] = tuple(
+    a for a in RETRIEVER_ARGUMENTS if a not in ("callback_manager", "verbose")
+)
+
+
+def _query_engine_arguments() -> tuple[str, ...]:
+    """Named parameters of ``RetrieverQueryEngine.from_args`` (not ``retriever`` / ``llm``)."""
+    import inspect
+
+    from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
+
+    params = inspect.signature(RetrieverQueryEngine.from_args).parameters.values()
+    return tuple(
+        p.name
+        for p in params
+        if p.kind is not inspect.Parameter.VAR_KEYWORD and p.name not in ("retriever", "llm", "cls")
+    )
+
+
+def _split_query_engine_kwargs(
+    kwargs: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """``(retriever kwargs, query-engine kwargs, names of the rest)``; ``callback_manager``
+    and ``verbose`` go to the query engine (it hands its callback manager on)."""
+    engine_names = set(_query_engine_arguments())
+    retriever_kwargs: dict[str, Any] = {}
+    engine_kwargs: dict[str, Any] = {}
+    rest: list[str] = []
+    for name, value in kwargs.items():
+        if name in _RETRIEVER_ONLY_ARGUMENTS:
+            retriever_kwargs[name] = value
+        elif name in engine_names:
+            engine_kwargs[name] = value
+        else:
+            rest.append(name)
+    return retriever_kwargs, engine_kwargs, rest
 
 
 def _embedder_id(engine: Any) -> str | None:
