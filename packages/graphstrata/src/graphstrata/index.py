@@ -4,12 +4,14 @@
   and the community layers 1..L above; one call answers every layer (ArchRAG §3.2.1).
 * :class:`ChunkIndex` — chunk vectors in their own single-layer C-HNSW, plus the raw vectors for
   exact re-scoring of candidate chunks.
-* :class:`BM25Index` — Okapi BM25 over chunk texts (rank-bm25).
+* :class:`BM25Index` — Okapi BM25 over chunk texts (bm25s, Lucene variant).
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -181,23 +183,65 @@ def bm25_tokenize(text: str) -> list[str]:
 
 
 class BM25Index:
-    """Okapi BM25 (rank-bm25, k1=1.5, b=0.75) over chunk texts; rebuilt on load (< 1 s / 5k).
+    """Okapi BM25 over chunk texts (bm25s, Lucene variant); rebuilt on load (< 1 s / 5k chunks).
+
+    A chunk's score for a query is ``Σ_t idf(t) · tf / (tf + k1 · (1 − b + b · len / avg_len))``
+    over the query tokens ``t`` (:func:`bm25_tokenize`, repeats counted), with ``k1 = 1.5``,
+    ``b = 0.75`` and the Lucene idf ``ln(1 + (N − df + 0.5) / (df + 0.5))``, which is positive
+    for every term: a chunk sharing no term with the query scores exactly 0 and a chunk that
+    matches scores above 0, however small the corpus and however many chunks share a term.
+    (rank-bm25, used before, gives terms in more than half the chunks a negative idf floored at
+    ``0.25 × mean idf``: on small corpora every chunk could score 0, or a matching chunk below
+    a non-matching one.)
+
+    Each term's part is below its idf (the tf factor saturates below 1), so
+    :meth:`max_score` — the sum of the query tokens' idf — bounds every chunk's score for that
+    query; :meth:`unit_scores` divides by it (scores in [0, 1), order unchanged).
 
     The engine indexes each chunk as ``"<document title>\n<chunk text>"`` when its document has
-    a subject title (:func:`graphstrata.api.lexical_texts`: a title-field boost).
+    a subject title (:func:`graphstrata.indexing.lexical_texts`: a title-field boost).
     """
 
-    def __init__(self, texts: Sequence[str]) -> None:
-        from rank_bm25 import BM25Okapi
+    k1 = 1.5
+    b = 0.75
 
+    def __init__(self, texts: Sequence[str]) -> None:
         self.n = len(texts)
         tokens = [bm25_tokenize(t) for t in texts]
-        # rank-bm25 divides by the corpus size; guard all-empty corpora
-        self._bm25 = BM25Okapi([t or ["\u2205"] for t in tokens])
+        self._df: Counter[str] = Counter(t for doc in tokens for t in set(doc))
+        self._bm25 = None
+        if self._df:  # bm25s needs at least one token in the corpus
+            import bm25s
+
+            self._bm25 = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
+            self._bm25.index(tokens, show_progress=False)
+
+    def idf(self, term: str) -> float:
+        """Lucene idf of one (already tokenised) term; a term in no chunk has the largest."""
+        df = self._df.get(term, 0)
+        return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every chunk for ``query``: float32 ``(n_chunks,)``."""
+        """BM25 score of every chunk for ``query``: float32 ``(n_chunks,)``, all ≥ 0."""
         q = bm25_tokenize(query)
-        if not q or self.n == 0:
+        if not q or self._bm25 is None:
             return np.zeros(self.n, dtype=np.float32)
-        return np.asarray(self._bm25.get_scores(q), dtype=np.float32)
+        ids = self._bm25.get_tokens_ids(q)
+        if not ids:
+            return np.zeros(self.n, dtype=np.float32)
+        return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
+
+    def max_score(self, query: str) -> float:
+        """Upper bound of any chunk's :meth:`scores` for ``query``: the sum of its tokens' idf
+        (a token no chunk contains counts too, with ``df = 0``: a chunk can match at most the
+        rest of the query). 0 for a query with no token."""
+        return float(sum(self.idf(t) for t in bm25_tokenize(query)))
+
+    def unit_scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(raw, unit)``: :meth:`scores` and the same divided by :meth:`max_score`, clipped to
+        [0, 1] — the idf-weighted, saturated share of the query a chunk matches."""
+        raw = self.scores(query)
+        bound = self.max_score(query)
+        if bound <= 0:
+            return raw, np.zeros_like(raw)
+        return raw, np.clip(raw / np.float32(bound), 0.0, 1.0).astype(np.float32)

@@ -1,0 +1,85 @@
+"""BM25 (issue 14 part 6): bm25s with non-negative idf, so a matching chunk always scores above
+a non-matching one, on any corpus size."""
+
+import numpy as np
+import pytest
+from graphstrata import Document, GraphStrata
+from graphstrata.index import BM25Index, bm25_tokenize
+
+LAKE = "Alpine lakes freeze in winter."  # 4 tokens
+DUNES = "Desert dunes shift with wind."  # 4 tokens: rank-bm25's mean idf is 0 with 2 × LAKE
+SHORT_DUNES = "Desert dunes shift."  # 3 tokens: rank-bm25's mean idf is negative
+
+
+def test_three_documents_one_a_duplicate_exact_match_ranks_first():
+    # rank-bm25 scored all three 0 here (idf of a term in 2 of 3 documents is negative,
+    # floored at 0.25 × the mean idf, which is 0 for this vocabulary)
+    bm = BM25Index([LAKE, LAKE, DUNES])
+    s = bm.scores("alpine lakes freeze")
+    assert s[0] > 0 and s[0] == s[1] and s[2] == 0
+    s = bm.scores("desert dunes")
+    assert s[2] > 0 and s[0] == s[1] == 0
+
+
+def test_a_non_matching_document_never_outranks_a_match():
+    # rank-bm25: [-0.078, -0.078, 0] — the document sharing no term ranked first
+    bm = BM25Index(["apple banana", "apple banana", "cherry"])
+    s = bm.scores("apple banana")
+    assert s[0] > 0 and s[1] > 0 and s[2] == 0
+    assert int(np.argmax(s)) in (0, 1)
+
+
+@pytest.mark.parametrize(
+    ("method", "dunes"), [("bm25", DUNES), ("bm25", SHORT_DUNES), ("hybrid", SHORT_DUNES)]
+)
+def test_engine_ranks_the_exact_match_first_with_a_positive_score(embedder, method, dunes):
+    # rank-bm25: every chunk 0 with DUNES; with SHORT_DUNES the lakes scored below 0 (BM25
+    # ranked the dunes first) and hybrid's normalised BM25 part made the dunes tie the lakes
+    docs = [Document("lake", LAKE), Document("lake-copy", LAKE), Document("dunes", dunes)]
+    gs = GraphStrata.build(docs, embedder=embedder)
+    hits = gs.retrieve("alpine lakes freeze", method=method, k=3, kinds=["chunk"])
+    assert {h.document_ids[0] for h in hits[:2]} == {"lake", "lake-copy"}
+    assert hits[0].score > 0 and hits[1].score == hits[0].score
+    # hybrid tied the dunes with the lakes before (its BM25 part was the best of the three)
+    assert hits[2].document_ids == ["dunes"] and hits[2].score < hits[1].score
+    if method == "bm25":
+        assert hits[2].score == 0
+
+
+def test_unit_scores_divide_by_the_query_maximum():
+    bm = BM25Index([LAKE, LAKE, DUNES])
+    raw, unit = bm.unit_scores("desert dunes")
+    # the sum of the query tokens' idf bounds every score; each term saturates below its idf
+    assert bm.max_score("desert dunes") == pytest.approx(2 * bm.idf("desert"))
+    # a document of average length holding each query term once: 1 / (1 + k1) of the maximum
+    assert unit[2] == pytest.approx(1 / (1 + bm.k1), rel=1e-5)
+    assert raw[2] == pytest.approx(unit[2] * bm.max_score("desert dunes"), rel=1e-5)
+    assert unit[0] == unit[1] == 0
+    # a query term no document holds still counts in the maximum: half the query is missing
+    _, half = bm.unit_scores("desert dunes zzzword qqqword")
+    assert 0 < half[2] < unit[2]
+
+
+def test_scores_are_bounded_and_non_negative_on_a_real_sized_corpus():
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(300)]
+    texts = [" ".join(rng.choice(words, size=rng.integers(1, 60))) for _ in range(400)]
+    bm = BM25Index(texts)
+    for _ in range(20):
+        q = " ".join(rng.choice(words, size=rng.integers(1, 8)))
+        raw, unit = bm.unit_scores(q)
+        assert (raw >= 0).all() and (unit >= 0).all() and (unit < 1).all()
+        assert raw.max() <= bm.max_score(q)
+        # a document matches iff it shares a token with the query
+        toks = set(bm25_tokenize(q))
+        matches = np.array([bool(toks & set(bm25_tokenize(t))) for t in texts])
+        assert ((raw > 0) == matches).all()
+
+
+def test_empty_corpora_and_queries_score_zero():
+    assert BM25Index([]).scores("anything").shape == (0,)
+    bm = BM25Index(["", "the of and"])  # no token survives the stop words
+    assert (bm.scores("lake") == 0).all() and bm.unit_scores("lake")[1].tolist() == [0, 0]
+    bm = BM25Index([LAKE, ""])
+    assert bm.scores("the of").tolist() == [0, 0]  # a query of stop words only
+    assert bm.scores("winter")[0] > 0 and bm.scores("winter")[1] == 0
