@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-
 DEFAULT_MAX_DOCUMENT_CHARS = 50_000_000
 """Default :attr:`GraphStrataConfig.max_document_chars` (characters, about 50 MB of text)."""
 DEFAULT_MAX_QUERY_CHARS = 4_000
