@@ -369,13 +369,21 @@ class GraphStrata:
         allowed = None if filters is None else allowed_documents(state.documents, filters)
         result = _run_method(state, METHODS[method](), query, qvec, k, options, allowed)
         hits: list[Hit] = []
+        from .scores import unit  # scores in [0, 1] (methods return them so; clip float noise)
+
         if kinds is None or "chunk" in kinds:
-            hits.extend(_chunk_hit(state, row, score, method) for row, score in result.chunks[:k])
+            raw = result.raw_scores
+            hits.extend(
+                _chunk_hit(state, row, score, method, raw.get(row, score))
+                for row, score in result.chunks[:k]
+            )
         for h in result.context:
             if allowed is not None and not allowed.intersection(h.document_ids):
                 continue
             if kinds is None or h.kind in kinds:
                 h.metadata.setdefault("method", method)
+                h.metadata.setdefault("raw_score", float(h.score))
+                h.score = unit(h.score)
                 hits.append(h)
         return hits
 
@@ -435,13 +443,19 @@ def _run_method(
         result = method.retrieve(state, query, qvec, asked, **options)
 
 
-def _chunk_hit(state: EngineState, row: int, score: float, method: str) -> Hit:
+def _chunk_hit(
+    state: EngineState, row: int, score: float, method: str, raw_score: float | None = None
+) -> Hit:
+    """The hit of chunk ``row``: ``score`` clipped to [0, 1] (methods already return [0, 1],
+    :mod:`graphstrata.scores`), the method's own score in ``metadata["raw_score"]``."""
+    from .scores import unit
+
     c = state.chunks[row]
     doc = state.documents.get(c.document_id)
     return Hit(
         id=c.id,
         text=c.text,
-        score=float(score),
+        score=unit(score),
         kind="chunk",
         layer=None,
         chunk_ids=[c.id],
@@ -453,6 +467,7 @@ def _chunk_hit(state: EngineState, row: int, score: float, method: str) -> Hit:
             "end": c.end,
             "document_metadata": dict(doc.metadata) if doc else {},
             "method": method,
+            "raw_score": float(score if raw_score is None else raw_score),
         },
     )
 

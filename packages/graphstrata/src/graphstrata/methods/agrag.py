@@ -50,6 +50,11 @@ statistical graph and replaces both LLM steps with the spec's offline variant (�
     the hybrid top-5): ``HS + ppr_weight·minmax(PPR over the pool) + path_weight·[on path]``,
     pool = HS candidates ∪ top-``ppr_candidates`` passages by PPR ∪ path passages.
 
+Scores: a chunk's is its ranking value over its maximum, ``1 + ppr_weight + path_weight``
+(a weighted mean of parts in [0, 1]); an anchor fact's (``kind="relation"``) is ``MS``
+clipped to [0, 1]; a path's is its best node's PPR influence relative to the best path's.
+The method's own numbers are in ``metadata["raw_score"]``.
+
 Ambiguities (spec §6.2), with ``compat="paper"`` (default) vs ``"agrag_code_2025"``:
 passage factor 0.05 vs 1.0 (#6); fact cost ``(1−cos)/2`` vs ``1−cos`` (#7, applied to every
 edge type except pseudo); r̄ = mean (s_u+s_v)/(2c) recomputed vs the code's frozen product
@@ -70,6 +75,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..extraction import canonical, split_sentences
+from ..scores import bounded, relative, unit
 from ..types import Hit
 from .base import (
     DAMPING,
@@ -78,8 +84,10 @@ from .base import (
     OptionSpec,
     Retrieval,
     entity_chunk_matrix,
+    hit_scores,
     hybrid_scores,
     rank,
+    scored,
 )
 from .graph_ops import (
     MCMI_MODES,
@@ -436,10 +444,14 @@ class AGRAG(Method):
             ranked.extend((r, 0.0) for _, r in zip(range(k - len(ranked)), fill, strict=False))
 
         context = [self._fact_hit(engine, f) for f in facts]
-        context.sort(key=lambda h: (-h.score, h.id))
+        context.sort(key=lambda h: (-h.metadata["raw_score"], h.id))
+        best_path = max((p.score for p in paths), default=0.0)
         for p in paths:
-            context.append(self._path_hit(engine, g, sub, p, anchors, path_rows))
-        return Retrieval(ranked, context)
+            hit = self._path_hit(engine, g, sub, p, anchors, path_rows)
+            context.append(hit_scores(hit, p.score, relative(p.score, best_path)))
+        # HS (≤ 1) + ppr_weight · minmax PPR (≤ ppr_weight) + path_weight
+        bound = 1.0 + float(o["ppr_weight"]) + float(o["path_weight"])
+        return scored(ranked, lambda v: bounded(v, bound), context)
 
     # -- helpers -------------------------------------------------------------------------
     @staticmethod
@@ -551,13 +563,13 @@ class AGRAG(Method):
         return Hit(
             id=f"{f.source}\u241f{f.target}",
             text=f"{f.subject} — {f.object}: {f.sentence}",
-            score=f.score,
+            score=unit(f.score),
             kind="relation",
             layer=0,
             chunk_ids=list(f.chunk_ids),
             document_ids=engine.document_ids_of(f.chunk_ids),
             metadata={"source": f.subject, "target": f.object, "predicate": f.predicate,
-                      "role": "anchor_fact"},
+                      "role": "anchor_fact", "raw_score": float(f.score)},
         )
 
     @staticmethod

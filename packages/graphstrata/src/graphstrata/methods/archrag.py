@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..models import embed_query
+from ..scores import bounded
 from ..temporal import order_clauses
 from .base import (
     DAMPING,
@@ -41,6 +42,7 @@ from .base import (
     hybrid_scores,
     rank,
     relation_hits,
+    scored,
     spread_to_chunks,
 )
 from .propagation import named_chunks, propagate
@@ -48,6 +50,12 @@ from .propagation import named_chunks, propagate
 
 class ArchRAG(Method):
     """Attributed-community hierarchical retrieval over C-HNSW (ArchRAG, offline).
+
+    Scores: chunks — with ``propagate`` (default) the chunk's PageRank mass relative to the
+    best chunk's (the best ≈ 1; :func:`~graphstrata.methods.propagation.propagate`), without it
+    the query score over its maximum, ``(hybrid + Σ weight · evidence) / (1 + Σ weights)``;
+    entities and communities ``max(0, cos)``; relations ``max(0, mean endpoint cos)``. The
+    method's own number is in ``metadata["raw_score"]``.
 
     Options:
         k_per_layer: communities per layer ≥ 1 (paper default 5).
@@ -113,14 +121,14 @@ class ArchRAG(Method):
             entity_scores: dict[str, float] = {}
             for row, sim in zip(*per_layer[0], strict=True):
                 hit = entity_hit(engine, int(row), float(sim))
-                entity_scores[hit.id] = hit.score
-                entity_sources.append((hit.score, hit.chunk_ids))
+                entity_scores[hit.id] = float(sim)
+                entity_sources.append((float(sim), hit.chunk_ids))
                 context.append(hit)
             context.extend(relation_hits(engine, entity_scores))
             for layer in range(1, layered.num_layers):
                 for row, sim in zip(*per_layer[layer], strict=True):
                     hit = community_hit(engine, layer, int(row), float(sim))
-                    community_sources.append((hit.score, hit.chunk_ids))
+                    community_sources.append((float(sim), hit.chunk_ids))
                     context.append(hit)
         ent = spread_to_chunks(entity_sources, engine)
         com = spread_to_chunks(community_sources, engine)
@@ -145,7 +153,10 @@ class ArchRAG(Method):
             top = max(evidence.values())
             for r, v in evidence.items():
                 scores[r] = scores.get(r, 0.0) + float(weight) * v / top
+        # without propagation: hybrid (≤ 1) plus each evidence part (≤ its weight)
+        bound = 1.0 + float(o["entity_weight"]) + float(o["community_weight"])
         if o["propagate"]:
+            bound = 1.0  # propagate() returns scores in [0, 1]
             scores = propagate(
                 engine,
                 scores,
@@ -158,4 +169,4 @@ class ArchRAG(Method):
                 named_rows=named,
                 named_weight=float(o["named_weight"]),
             )
-        return Retrieval(rank(scores, k), context)
+        return scored(rank(scores, k), lambda v: bounded(v, bound), context)

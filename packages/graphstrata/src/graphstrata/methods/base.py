@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..scores import cosine, unit, unit_ranking
 from ..types import Hit
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,12 +29,37 @@ class Retrieval:
     """What a method returns.
 
     Attributes:
-        chunks: ``[(chunk_row, score), ...]`` best first (score: higher is better).
-        context: entity / relation / community / path hits, in the method's order.
+        chunks: ``[(chunk_row, score), ...]`` best first; ``score`` in [0, 1], non-increasing
+            (:mod:`graphstrata.scores`; build it with :func:`scored`).
+        context: entity / relation / community / path hits, in the method's order; each
+            ``score`` in [0, 1], non-increasing within a kind, the method's own number in
+            ``metadata["raw_score"]``.
+        raw_scores: ``{chunk_row: the method's own score}`` for the rows of ``chunks`` (a row
+            missing here: its raw score is its score).
     """
 
     chunks: list[tuple[int, float]]
     context: list[Hit] = field(default_factory=list)
+    raw_scores: dict[int, float] = field(default_factory=dict)
+
+
+def scored(
+    ranked: Iterable[tuple[int, float]],
+    transform: Callable[[float], float],
+    context: Iterable[Hit] = (),
+) -> Retrieval:
+    """A :class:`Retrieval` from the method's ranking ``[(row, raw score), ...]`` (best first)
+    and its non-decreasing map of a raw score into [0, 1]
+    (:func:`graphstrata.scores.unit_ranking`)."""
+    chunks, raw = unit_ranking(ranked, transform)
+    return Retrieval(chunks, list(context), raw)
+
+
+def hit_scores(hit: Hit, raw: float, score: float) -> Hit:
+    """Set ``hit.score`` (clipped to [0, 1]) and keep ``raw`` in ``metadata["raw_score"]``."""
+    hit.score = unit(score)
+    hit.metadata["raw_score"] = float(raw)
+    return hit
 
 
 @dataclass(frozen=True)
@@ -338,57 +364,62 @@ def rank(scores: Mapping[int, float], limit: int) -> list[tuple[int, float]]:
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
 
-def entity_hit(engine: Engine, row: int, score: float) -> Hit:
-    """A ``kind="entity"`` hit for entity ``row`` (layer 0)."""
+def entity_hit(engine: Engine, row: int, similarity: float) -> Hit:
+    """A ``kind="entity"`` hit for entity ``row`` (layer 0) at cosine ``similarity``: score
+    ``max(0, cos)``, the cosine in ``metadata["raw_score"]``."""
     e = engine.kg.entities[engine.kg.entity_ids[row]]
     return Hit(
         id=e.id,
         text=f"{e.name}: {e.description}" if e.description else e.name,
-        score=float(score),
+        score=cosine(similarity),
         kind="entity",
         layer=0,
         chunk_ids=list(e.chunk_ids),
         document_ids=engine.document_ids_of(e.chunk_ids),
-        metadata={"name": e.name, "weight": e.weight},
+        metadata={"name": e.name, "weight": e.weight, "raw_score": float(similarity)},
     )
 
 
 def relation_hits(engine: Engine, entity_scores: Mapping[str, float]) -> list[Hit]:
     """Relations among the retrieved entities (ArchRAG R_0, spec A12: induced subgraph).
 
-    Score = mean of the endpoint entities' similarities; best first.
+    Raw score = mean of the endpoint entities' cosine similarities (``entity_scores``), score
+    ``max(0, raw)``; best first.
     """
     hits = []
     for r in engine.kg.induced_relations(entity_scores):
         a, b = engine.kg.entities[r.source], engine.kg.entities[r.target]
+        raw = (entity_scores[r.source] + entity_scores[r.target]) / 2.0
         hits.append(
             Hit(
                 id=r.id,
                 text=f"{a.name} — {b.name}: {r.description}",
-                score=(entity_scores[r.source] + entity_scores[r.target]) / 2.0,
+                score=cosine(raw),
                 kind="relation",
                 layer=0,
                 chunk_ids=list(r.chunk_ids),
                 document_ids=engine.document_ids_of(r.chunk_ids),
-                metadata={"source": a.name, "target": b.name, "weight": r.weight},
+                metadata={"source": a.name, "target": b.name, "weight": r.weight,
+                          "raw_score": float(raw)},
             )
         )
-    hits.sort(key=lambda h: (-h.score, h.id))
+    hits.sort(key=lambda h: (-h.metadata["raw_score"], h.id))
     return hits
 
 
-def community_hit(engine: Engine, layer: int, row: int, score: float) -> Hit:
-    """A ``kind="community"`` hit for community ``row`` of ``layer`` (≥ 1)."""
+def community_hit(engine: Engine, layer: int, row: int, similarity: float) -> Hit:
+    """A ``kind="community"`` hit for community ``row`` of ``layer`` (≥ 1) at cosine
+    ``similarity``: score ``max(0, cos)``, the cosine in ``metadata["raw_score"]``."""
     c = engine.communities[layer - 1][row]
     return Hit(
         id=c.id,
         text=f"{c.title}\n{c.summary}".strip(),
-        score=float(score),
+        score=cosine(similarity),
         kind="community",
         layer=layer,
         chunk_ids=list(c.chunk_ids),
         document_ids=engine.document_ids_of(c.chunk_ids),
-        metadata={"title": c.title, "size": len(c.entity_ids)},
+        metadata={"title": c.title, "size": len(c.entity_ids), "raw_score": float(similarity)},
     )
 
 

@@ -53,6 +53,7 @@ import networkx as nx
 import numpy as np
 
 from ..hierarchy import LEIDEN_SEED, rank_chunks
+from ..scores import bounded, cosine
 from ..types import Hit
 from .base import (
     COSINE,
@@ -63,6 +64,7 @@ from .base import (
     Retrieval,
     hybrid_scores,
     rank,
+    scored,
     spread_to_chunks,
 )
 from .lightrag import _add_second_hop, count_tokens
@@ -414,8 +416,12 @@ class HiRAG(Method):
     carried; #10 code stop rules with ``max_layers`` 3; #12 no intra-layer summary edges;
     #14 unweighted hops; #15 chunks included (fused ranking); #16 Leiden leaf communities
     of size ≤ 10 over all of G_k (own run, not ArchRAG's communities).
-    Hit scores: entities and key entities = cosine; communities = the best member cosine;
-    bridge triples and the path = mean cosine of their endpoints / key entities.
+    Hit scores (``max(0, ·)`` of a cosine; the cosine itself in ``metadata["raw_score"]``):
+    entities and key entities = cosine; communities = the best member cosine; bridge triples
+    and the path = mean cosine of their endpoints / key entities. Chunk scores:
+    ``(hybrid + Σ weight · normalised evidence) / (1 + entity_weight + community_weight +
+    bridge_weight + second_hop_weight)``, a weighted mean of parts in [0, 1]; raw score: the
+    weighted sum.
     """
 
     name = "hirag"
@@ -473,7 +479,9 @@ class HiRAG(Method):
             top = max(ev.values())
             for r, v in ev.items():
                 scores[r] = scores.get(r, 0.0) + float(weights[name]) * v / top
-        return Retrieval(rank(scores, k), context)
+        # hybrid (≤ 1) + each evidence part and the second hop (≤ its weight)
+        bound = 1.0 + sum(float(w) for w in weights.values()) + float(o["second_hop_weight"])
+        return scored(rank(scores, k), lambda v: bounded(v, bound), context)
 
     # -- HiRetrieval -----------------------------------------------------------------------
     def _hi_retrieve(self, engine, hi: HiIndex, qvec, o, sources) -> list[Hit]:
@@ -488,7 +496,7 @@ class HiRAG(Method):
         if mode in ("local", "hi"):
             for i in local:
                 h = self._node_hit(engine, hi, i, float(sims[i]))
-                sources["entity"].append((h.score, h.chunk_ids))
+                sources["entity"].append((h.metadata["raw_score"], h.chunk_ids))
                 hits.append(h)
         if mode == "local":
             return _by_kind(hits)
@@ -512,7 +520,7 @@ class HiRAG(Method):
             reports.append((c, h))
         if mode in ("global", "hi"):
             for _, h in reports:
-                sources["community"].append((h.score, h.chunk_ids))
+                sources["community"].append((h.metadata["raw_score"], h.chunk_ids))
                 hits.append(h)
         if mode == "global":
             return _by_kind(hits)
@@ -538,7 +546,7 @@ class HiRAG(Method):
                 break
             used += t
             bridge_hits.append(h)
-            sources["bridge"].append((h.score, h.chunk_ids))
+            sources["bridge"].append((h.metadata["raw_score"], h.chunk_ids))
         if path:
             chunk_ids = list(dict.fromkeys(c for h in bridge_hits for c in h.chunk_ids))
             names = [self._name(engine, hi, hi.node_row[p]) for p in path]
@@ -547,15 +555,15 @@ class HiRAG(Method):
                 Hit(
                     id="path:" + "\u2192".join(path),
                     text=" → ".join(names),
-                    score=score,
+                    score=cosine(score),
                     kind="path",
                     layer=None,
                     chunk_ids=chunk_ids,
                     document_ids=engine.document_ids_of(chunk_ids),
-                    metadata={"nodes": list(path), "key_entities": key_ids},
+                    metadata={"nodes": list(path), "key_entities": key_ids, "raw_score": score},
                 )
             )
-        bridge_hits.sort(key=lambda h: (-h.score, h.id))
+        bridge_hits.sort(key=lambda h: (-h.metadata["raw_score"], h.id))
         hits.extend(bridge_hits)
         return _by_kind(hits)
 
@@ -571,23 +579,23 @@ class HiRAG(Method):
             return Hit(
                 id=e.id,
                 text=f"{e.name}: {e.description}" if e.description else e.name,
-                score=score,
+                score=cosine(score),
                 kind="entity",
                 layer=0,
                 chunk_ids=list(e.chunk_ids),
                 document_ids=engine.document_ids_of(e.chunk_ids),
-                metadata={"name": e.name, "weight": e.weight},
+                metadata={"name": e.name, "weight": e.weight, "raw_score": score},
             )
         j = i - hi.n_entities
         return Hit(
             id=hi.node_ids[i],
             text=f"{hi.names[j]}: {hi.descriptions[j]}",
-            score=score,
+            score=cosine(score),
             kind="entity",
             layer=int(hi.layer[i]),
             chunk_ids=list(hi.chunk_ids[j]),
             document_ids=engine.document_ids_of(hi.chunk_ids[j]),
-            metadata={"name": hi.names[j], "summary": True},
+            metadata={"name": hi.names[j], "summary": True, "raw_score": score},
         )
 
     def _community_hit(self, engine, hi: HiIndex, c: int, score: float) -> Hit:
@@ -612,13 +620,13 @@ class HiRAG(Method):
         return Hit(
             id=f"hirag:C{c}",
             text=f"{title}\n{' '.join(sentences)}".strip(),
-            score=score,
+            score=cosine(score),
             kind="community",
             layer=1,
             chunk_ids=chunk_ids,
             document_ids=engine.document_ids_of(chunk_ids),
             metadata={"title": title, "size": len(members),
-                      "members": [hi.node_ids[i] for i in members]},
+                      "members": [hi.node_ids[i] for i in members], "raw_score": float(score)},
         )
 
     def _triple_hit(self, engine, hi: HiIndex, u: str, v: str, sims: np.ndarray) -> Hit:
@@ -632,13 +640,13 @@ class HiRAG(Method):
             return Hit(
                 id=r.id,
                 text=f"{nu} — {nv}: {r.description}",
-                score=score,
+                score=cosine(score),
                 kind="relation",
                 layer=0,
                 chunk_ids=list(r.chunk_ids),
                 document_ids=engine.document_ids_of(r.chunk_ids),
                 metadata={"source": nu, "target": nv, "weight": r.weight, "rank": deg,
-                          "bridge": True},
+                          "bridge": True, "raw_score": score},
             )
         lo, hi_node = (iu, iv) if hi.layer[iu] <= hi.layer[iv] else (iv, iu)
         member, summary = self._name(engine, hi, lo), self._name(engine, hi, hi_node)
@@ -648,13 +656,13 @@ class HiRAG(Method):
         return Hit(
             id=f"{hi.node_ids[lo]}\u241f{hi.node_ids[hi_node]}",
             text=f"{member} — {summary}: {member} belongs to the summary entity '{summary}'.",
-            score=score,
+            score=cosine(score),
             kind="relation",
             layer=int(hi.layer[hi_node]),
             chunk_ids=chunk_ids[:10],
             document_ids=engine.document_ids_of(chunk_ids[:10]),
             metadata={"source": member, "target": summary, "weight": 1.0, "rank": deg,
-                      "bridge": True, "inter_layer": True},
+                      "bridge": True, "inter_layer": True, "raw_score": score},
         )
 
 
@@ -662,5 +670,8 @@ _KIND_ORDER = {"entity": 0, "relation": 1, "community": 2, "path": 3}
 
 
 def _by_kind(hits: list[Hit]) -> list[Hit]:
-    """Stable order by kind (entity, relation, community, path), then score, then id."""
-    return sorted(hits, key=lambda h: (_KIND_ORDER.get(h.kind, 9), -h.score, h.id))
+    """Stable order by kind (entity, relation, community, path), then raw score, then id."""
+    return sorted(
+        hits,
+        key=lambda h: (_KIND_ORDER.get(h.kind, 9), -h.metadata.get("raw_score", h.score), h.id),
+    )

@@ -40,6 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..extraction import canonical, capitalised_spans
+from ..scores import bounded, relative
 from ..types import Hit
 from .base import (
     COSINE,
@@ -51,6 +52,7 @@ from .base import (
     bridge_evidence,
     hybrid_scores,
     rank,
+    scored,
     spread_to_chunks,
 )
 
@@ -370,8 +372,13 @@ class LightRAG(Method):
     5 ``top_k`` 60 and 4000-token budgets; 6 the entity list is truncated too; 8 hybrid
     order is deterministic: each kind sorted by its rank (degree), ties by weight then id —
     not "high-level rows first", so that context hits stay ordered by score as the core API
-    promises. Entity hit ``score`` = degree, relation hit ``score`` = edge degree (the
-    spec's rank column); the similarity is in ``metadata["similarity"]``.
+    promises. Entity hits are ranked by degree, relation hits by edge degree (the spec's rank
+    column): hit ``score`` = that rank over the section's first (in [0, 1], non-increasing),
+    ``metadata["raw_score"]`` = the degree itself, ``metadata["similarity"]`` = the cosine.
+
+    Chunk scores: ``(hybrid + Σ weight · normalised evidence) / (1 + entity_weight +
+    relation_weight + hop_weight + second_hop_weight)``, a weighted mean of parts in [0, 1];
+    raw score: the weighted sum.
     """
 
     name = "lightrag"
@@ -547,7 +554,12 @@ class LightRAG(Method):
         for r, v in evidence.items():
             scores[r] = scores.get(r, 0.0) + v
         _add_second_hop(engine, scores, base, o)
-        return Retrieval(rank(scores, k), self._hits(engine, ctx))
+        # hybrid (≤ 1) + each evidence part and the second hop (≤ its weight)
+        bound = 1.0 + sum(
+            float(o[w])
+            for w in ("entity_weight", "relation_weight", "hop_weight", "second_hop_weight")
+        )
+        return scored(rank(scores, k), lambda v: bounded(v, bound), self._hits(engine, ctx))
 
     @staticmethod
     def _hits(engine, ctx: LightRAGContext) -> list[Hit]:
@@ -555,19 +567,26 @@ class LightRAG(Method):
         adj = kg.adjacency()
         degree = np.diff(adj.indptr)
         hits: list[Hit] = []
+        # scores: the rank column (degree, edge degree) relative to the first of its section
+        top_e = max((float(degree[kg.row[e]]) for e, _, _ in ctx.entities), default=0.0)
+        top_r = max(
+            (float(degree[kg.row[a]] + degree[kg.row[b]]) for (a, b), _, _ in ctx.relations),
+            default=0.0,
+        )
         for eid, sim, path in ctx.entities:
             e = kg.entities[eid]
             hits.append(
                 Hit(
                     id=e.id,
                     text=f"{e.name}: {e.description}" if e.description else e.name,
-                    score=float(degree[kg.row[eid]]),
+                    score=relative(float(degree[kg.row[eid]]), top_e),
                     kind="entity",
                     layer=0,
                     chunk_ids=list(e.chunk_ids),
                     document_ids=engine.document_ids_of(e.chunk_ids),
                     metadata={"name": e.name, "weight": e.weight, "similarity": sim,
-                              "rank": int(degree[kg.row[eid]]), "path": path},
+                              "rank": int(degree[kg.row[eid]]), "path": path,
+                              "raw_score": float(degree[kg.row[eid]])},
                 )
             )
         for key, sim, path in ctx.relations:
@@ -578,13 +597,14 @@ class LightRAG(Method):
                 Hit(
                     id=r.id,
                     text=f"{a.name} — {b.name}: {r.description}",
-                    score=float(d),
+                    score=relative(float(d), top_r),
                     kind="relation",
                     layer=0,
                     chunk_ids=list(r.chunk_ids),
                     document_ids=engine.document_ids_of(r.chunk_ids),
                     metadata={"source": a.name, "target": b.name, "weight": r.weight,
-                              "similarity": sim, "rank": d, "path": path},
+                              "similarity": sim, "rank": d, "path": path,
+                              "raw_score": float(d)},
                 )
             )
         return hits

@@ -210,7 +210,8 @@ def propagate(
     even when another page outscores it (the second entity of a comparison question).
     Each returned score is the chunk's PPR mass relative to the best chunk's, plus
     ``1e-3 × scores[row]`` so that chunks the walk never reaches keep their seed order behind
-    every reached one.
+    every reached one — all divided by ``1 + 1e-3 × max(scores)``, so the best chunk is at most
+    1 (without it the best scored up to 1.001) and the order is unchanged.
 
     Args:
         engine: the index.
@@ -223,7 +224,7 @@ def propagate(
         named_weight: their extra reset weight (≥ 0; 0 turns it off).
 
     Returns:
-        ``{chunk_row: score}`` over the reached chunks and every row of ``scores``.
+        ``{chunk_row: score in [0, 1]}`` over the reached chunks and every row of ``scores``.
 
     Raises:
         ValueError: ``seed_top_n < 1``, ``seed_power ≤ 0`` or ``damping`` outside [0, 1).
@@ -242,11 +243,15 @@ def propagate(
         boost = float(named_weight) * float(reset.max())
         for row in named_rows:
             reset[row] += boost * max(float(scores.get(row, 0.0)), 0.0)
-    out = {int(r): 1e-3 * float(s) for r, s in scores.items()}
-    if reset.sum() <= 0:
-        return out
-    mass = personalized_pagerank(graph.walk, reset, damping=float(damping), tol=1e-8, max_iter=100)
-    best = float(mass.max())
-    for r in np.flatnonzero(mass > 1e-12 * best):
-        out[int(r)] = out.get(int(r), 0.0) + float(mass[r]) / best
-    return out
+    tie = 1e-3  # weight of the seed score behind the walk's mass
+    out = {int(r): tie * max(float(s), 0.0) for r, s in scores.items()}
+    if reset.sum() > 0:
+        mass = personalized_pagerank(
+            graph.walk, reset, damping=float(damping), tol=1e-8, max_iter=100
+        )
+        best = float(mass.max())
+        for r in np.flatnonzero(mass > 1e-12 * best):
+            out[int(r)] = out.get(int(r), 0.0) + float(mass[r]) / best
+    # mass / best ≤ 1 and each seed part ≤ tie × max(scores): divide by the sum of both
+    top = 1.0 + tie * max(0.0, *(float(s) for s in scores.values()))
+    return {r: min(v / top, 1.0) for r, v in out.items()}
