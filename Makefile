@@ -57,7 +57,7 @@ lint: install
 	$(BIN)/ruff check packages tests integration_tests bench cookbook
 
 clean:
-	rm -rf $(VENV) native/build demo_index .pytest_cache
+	rm -rf $(VENV) native/build build demo_index .pytest_cache
 
 # ---------------------------------------------------------------- native safety checks
 #   make sanitize                  native tests under AddressSanitizer + UndefinedBehaviorSanitizer
