@@ -2,15 +2,24 @@
 
 The retriever only translates: a query goes to :meth:`graphstrata.GraphStrata.retrieve` /
 :meth:`~graphstrata.GraphStrata.aretrieve`, and each returned ``Hit`` comes back as a LangChain
-:class:`~langchain_core.documents.Document`.
+:class:`~langchain_core.documents.Document`. Documents go the other way through
+:meth:`GraphStrataRetriever.add_documents` / :meth:`~GraphStrataRetriever.delete`.
+
+It keeps the adapter contract shared with the LlamaIndex packages (``docs/core-api.md``, "What
+the framework adapters promise"): ``k`` is at most k chunk Documents; graph context is opt-in
+through ``kinds`` with its own cap ``context_k``; scores are the core's [0, 1] scores (raw
+score in ``metadata["raw_score"]``); ``filter`` is the core's ``filters=`` applied before ``k``
+is cut; unknown arguments raise.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from graphstrata.types import check_k, check_kinds
 from langchain_core.callbacks import (
@@ -20,6 +29,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
 
 if TYPE_CHECKING:
@@ -33,13 +43,43 @@ RESERVED_METADATA_KEYS: tuple[str, ...] = (
     "layer",
     "method",
     "score",
+    "raw_score",
     "rank",
     "chunk_ids",
     "document_ids",
 )
 
+#: Search types, as for LangChain's ``VectorStoreRetriever`` (``"mmr"`` is not offered: a graph
+#: method's ranking is not a plain vector ranking to re-diversify).
+SEARCH_TYPES: tuple[str, ...] = ("similarity", "similarity_score_threshold")
+#: Keys ``search_kwargs`` accepts.
+SEARCH_KWARGS: tuple[str, ...] = ("k", "filter", "score_threshold")
+#: Keyword arguments ``invoke`` / ``ainvoke`` accept besides method options.
+CALL_ARGUMENTS: tuple[str, ...] = (
+    "k",
+    "filter",
+    "score_threshold",
+    "method",
+    "kinds",
+    "context_k",
+)
+DEFAULT_CONTEXT_K = 5
+
 # Keyword arguments LangChain itself may pass through ``invoke(**kwargs)``; never method options.
 _LANGCHAIN_KWARGS = frozenset({"verbose", "run_id", "run_name", "callbacks", "tags", "metadata"})
+
+# Names users bring from other retrievers, and what they are called here.
+_ARGUMENT_HINTS = {
+    "top_k": "k",
+    "similarity_top_k": "k",
+    "n_results": "k",
+    "filters": "search_kwargs={'filter': {...}}",
+    "filter": "search_kwargs={'filter': {...}}",
+    "score_threshold": "search_kwargs={'score_threshold': ...}",
+    "embedder": "embeddings",
+    "embedding": "embeddings",
+    "persist_dir": "index_dir",
+}
 
 
 def embedder_from_langchain(embeddings: Embeddings, *, id: str | None = None) -> Embedder:
@@ -83,7 +123,7 @@ def _method_registry() -> Mapping[str, Any] | None:
     return METHODS if isinstance(METHODS, Mapping) else None
 
 
-def _check_options(method: str, options: Mapping[str, Any]) -> None:
+def _check_options(method: str, options: Mapping[str, Any], *, per_call: bool = False) -> None:
     """Reject option names the method does not declare (when the core declares them)."""
     registry = _method_registry()
     cls = registry.get(method) if registry is not None else None
@@ -93,59 +133,144 @@ def _check_options(method: str, options: Mapping[str, Any]) -> None:
     unknown = sorted(set(options) - set(defaults))
     if unknown:
         known = ", ".join(sorted(defaults)) or "none"
+        where = f"per-call arguments: {', '.join(CALL_ARGUMENTS)}; " if per_call else ""
         raise ValueError(
-            f"unknown option(s) {unknown} for method {method!r}; its options: {known}"
+            f"unknown option(s) {unknown} for method {method!r}; {where}its options: {known}"
         )
 
 
-def hit_to_document(hit: Hit, *, method: str, rank: int) -> Document:
+def _check_filter(spec: Any) -> dict[str, Any] | None:
+    """Validate a metadata filter now (``None`` = no filter), so a bad one fails early."""
+    if spec is None:
+        return None
+    from graphstrata.filters import compile_filter
+
+    compile_filter(spec)  # ValueError naming the bad key / operator
+    return dict(spec)
+
+
+def _check_threshold(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+        math.isfinite(value) and 0.0 <= value <= 1.0
+    ):
+        raise ValueError(
+            f"score_threshold must be a number in [0, 1] (scores are the core's [0, 1] "
+            f"scores), got {value!r}"
+        )
+    return float(value)
+
+
+def _check_search(search_type: Any, threshold: Any) -> float | None:
+    """Validate a search type with its threshold; returns the threshold to apply."""
+    if search_type not in SEARCH_TYPES:
+        raise ValueError(
+            f"search_type {search_type!r} is not supported; supported: "
+            f"{', '.join(repr(s) for s in SEARCH_TYPES)}"
+        )
+    if search_type == "similarity_score_threshold":
+        if threshold is None:
+            raise ValueError(
+                "search_type='similarity_score_threshold' needs "
+                "search_kwargs={'score_threshold': <number in [0, 1]>}"
+            )
+        return _check_threshold(threshold)
+    if threshold is not None:
+        raise ValueError(
+            "score_threshold is only used with search_type='similarity_score_threshold' "
+            f"(this retriever's search_type is {search_type!r})"
+        )
+    return None
+
+
+def hit_to_document(
+    hit: Hit,
+    *,
+    method: str,
+    rank: int,
+    source_metadata: Mapping[str, Any] | None = None,
+) -> Document:
     """Translate one graphstrata ``Hit`` into a LangChain ``Document``.
 
     ``page_content`` is ``hit.text`` and ``id`` is ``hit.id`` (a chunk id
     ``"<document_id>#<n>"`` for chunks). Metadata, from lowest to highest precedence:
 
-    * for chunk hits, the source document's own metadata (``hit.metadata["document_metadata"]``)
-      flattened to the top level, so e.g. a ``"title"`` you indexed comes back as ``"title"``;
-    * the hit's method-specific extras (``document_id`` and ``chunk_index`` for chunks,
-      ``title`` for communities, ...);
-    * the reserved keys: ``kind`` (str), ``layer`` (int or None), ``method`` (str), ``score``
-      (float, higher is better, comparable only within one kind of one query), ``rank`` (int,
-      0-based position in the result list), ``chunk_ids`` (list[str]), ``document_ids``
-      (list[str]);
+    * the source document's own metadata, flattened to the top level (so e.g. a ``"title"``
+      you indexed comes back as ``"title"``): for chunk hits always
+      (``hit.metadata["document_metadata"]``); for graph-context hits when they come from
+      exactly one document (``source_metadata``);
+    * the hit's method-specific extras (for chunks ``document_id``, ``chunk_index``,
+      ``start``, ``end``; ``title`` for communities, ...);
+    * ``document_id`` (the source document's id) and, for chunks, ``chunk_id`` (= ``id``),
+      whenever the hit has exactly one source document;
+    * the reserved keys (:data:`RESERVED_METADATA_KEYS`): ``kind`` (str), ``layer`` (int or
+      None), ``method`` (str), ``score`` (float in [0, 1], higher is better: the core's
+      normalised score), ``raw_score`` (the method's own score), ``rank`` (int, 0-based
+      position in the result list), ``chunk_ids`` (list[str]), ``document_ids`` (list[str]);
     * ``source``: the source document's own ``"source"`` if it had one, else the
       ``document_ids`` joined by ``", "`` (what LangChain prompts conventionally cite).
     """
     extras = dict(hit.metadata or {})
-    source_meta = extras.pop("document_metadata", None)
+    chunk_source = extras.pop("document_metadata", None)
     metadata: dict[str, Any] = {}
-    if isinstance(source_meta, Mapping):
-        metadata.update(source_meta)
+    if isinstance(chunk_source, Mapping):
+        metadata.update(chunk_source)
+    elif isinstance(source_metadata, Mapping):
+        metadata.update(source_metadata)
     metadata.update(extras)
+    document_ids = list(dict.fromkeys(hit.document_ids))
+    if len(document_ids) == 1:
+        metadata["document_id"] = document_ids[0]
+    if hit.kind == "chunk":
+        metadata["chunk_id"] = hit.id
+    raw = extras.get("raw_score", hit.score)
     metadata.update(
         kind=hit.kind,
         layer=hit.layer,
         method=method,
         score=float(hit.score),
+        raw_score=float(raw),
         rank=rank,
         chunk_ids=list(hit.chunk_ids),
         document_ids=list(hit.document_ids),
     )
-    metadata.setdefault("source", ", ".join(hit.document_ids))
+    metadata.setdefault("source", ", ".join(document_ids))
     return Document(page_content=hit.text, metadata=metadata, id=hit.id)
 
 
+def _text_id(text: str) -> str:
+    """Deterministic id of a text without an id: 16 hex digits of its SHA-256."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 def _to_graphstrata_documents(
-    documents: Iterable[Document], id_key: str | None
+    documents: Iterable[Document],
+    id_key: str | None = None,
+    ids: Sequence[str] | None = None,
 ) -> list[Any]:
-    """LangChain Documents → graphstrata Documents, with ids resolved and checked."""
+    """LangChain Documents → graphstrata Documents, with ids resolved and checked.
+
+    Id of each document, first found: ``ids[i]``; ``metadata[id_key]`` (when ``id_key``);
+    ``Document.id``; the SHA-256 of its text (``"-1"``, ``"-2"``, ... for repeats).
+    """
     from graphstrata import Document as GSDocument
 
+    docs = list(documents)
+    if ids is not None:
+        if isinstance(ids, str):
+            raise ValueError("ids must be a list of strings, one per document, not one string")
+        ids = list(ids)
+        if len(ids) != len(docs):
+            raise ValueError(f"got {len(ids)} ids for {len(docs)} documents")
     out: list[Any] = []
     seen: set[str] = set()
-    for i, doc in enumerate(documents):
+    for i, doc in enumerate(docs):
         if not isinstance(doc, Document):
             raise TypeError(f"documents[{i}] is a {type(doc).__name__}, not a LangChain Document")
-        if id_key is not None:
+        if ids is not None:
+            if not isinstance(ids[i], str) or not ids[i]:
+                raise ValueError(f"ids[{i}] must be a non-empty string, got {ids[i]!r}")
+            doc_id = ids[i]
+        elif id_key is not None:
             if id_key not in doc.metadata:
                 raise ValueError(f"documents[{i}] has no metadata key {id_key!r} (id_key)")
             doc_id = str(doc.metadata[id_key])
@@ -153,7 +278,7 @@ def _to_graphstrata_documents(
             doc_id = str(doc.id)
         else:
             # Deterministic fallback so rebuilding the same corpus gives the same ids.
-            base = hashlib.sha256(doc.page_content.encode("utf-8")).hexdigest()[:16]
+            base = _text_id(doc.page_content)
             doc_id, n = base, 1
             while doc_id in seen:
                 doc_id, n = f"{base}-{n}", n + 1
@@ -161,9 +286,26 @@ def _to_graphstrata_documents(
             raise ValueError(f"duplicate document id {doc_id!r} (documents[{i}])")
         seen.add(doc_id)
         out.append(GSDocument(id=doc_id, text=doc.page_content, metadata=dict(doc.metadata)))
-    if not out:
-        raise ValueError("from_documents needs at least one Document")
     return out
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One query's resolved arguments."""
+
+    method: str
+    k: int
+    kinds: tuple[str, ...] | None
+    context_k: int
+    filter: dict[str, Any] | None
+    threshold: float | None
+    options: dict[str, Any]
+
+    def core_kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {"method": self.method, "k": self.k, "kinds": self.kinds}
+        if self.filter is not None:
+            kw["filters"] = self.filter
+        return {**kw, **self.options}
 
 
 class GraphStrataRetriever(BaseRetriever):
@@ -179,31 +321,62 @@ class GraphStrataRetriever(BaseRetriever):
             from langchain_graphstrata import GraphStrataRetriever
 
             retriever = GraphStrataRetriever(index_dir="my_index", method="archrag", k=5)
-            docs = retriever.invoke("Who founded the company?")          # 5 chunk Documents
-            docs = retriever.invoke("Who founded the company?", k=2)     # 2 chunk Documents
-            ctx = GraphStrataRetriever(index_dir="my_index", kinds=None)  # chunks + graph context
+            docs = retriever.invoke("Who founded the company?")          # <= 5 chunk Documents
+            docs = retriever.invoke("Who founded the company?", k=2)     # <= 2 chunk Documents
+            filtered = GraphStrataRetriever(
+                index_dir="my_index",
+                search_type="similarity_score_threshold",
+                search_kwargs={"k": 4, "filter": {"year": {"$gte": 2020}},
+                               "score_threshold": 0.3},
+            )
+            ctx = GraphStrataRetriever(index_dir="my_index", kinds=None)  # + <= 5 context hits
 
-    What comes back: by default ``kinds=("chunk",)``, so ``invoke`` returns exactly
-    ``min(k, number of chunks in the index)`` chunk Documents, best first. With ``kinds=None``
-    you get the method's top-k chunks followed by its graph context (entities, relations,
-    communities, paths), so the list can be longer than ``k``. Any subset of kinds may be asked.
-    Each Document's ``id`` is the hit id and its metadata carries the keys described in
-    :func:`hit_to_document` (``kind``, ``layer``, ``method``, ``score``, ``rank``,
-    ``chunk_ids``, ``document_ids``, and for chunks ``document_id``, ``chunk_index`` plus the
-    source document's own metadata).
+    What comes back (the contract shared with the LlamaIndex packages):
 
-    Per-call overrides: ``invoke(query, k=..., method=..., kinds=..., **method_options)``;
-    any other keyword is passed to the method as an option (merged over ``method_options``
-    for the constructor's method; a per-call ``method`` gets only the per-call options).
+    * ``k`` means **at most k chunk Documents**, best first (fewer only when the index, the
+      filter or the threshold leaves fewer). By default ``kinds=("chunk",)``: chunks only.
+    * Graph context is opt-in: ``kinds=None`` (every kind) or any subset including
+      ``"entity"``, ``"relation"``, ``"community"``, ``"path"``. The context Documents come
+      after the chunks, best score first, at most ``context_k`` of them (default 5); they do
+      not count against ``k``.
+    * ``metadata["score"]`` is the core's score in [0, 1] (monotone in the method's ranking);
+      ``metadata["raw_score"]`` the method's own score. See :func:`hit_to_document` for every
+      metadata key.
+
+    Vector-store style search arguments (as ``VectorStoreRetriever``):
+
+    * ``search_type="similarity"`` (default) or ``"similarity_score_threshold"``; the latter
+      needs ``search_kwargs["score_threshold"]`` in [0, 1] and drops every Document whose
+      score is below it. Any other search type (``"mmr"``, ...) raises ``ValueError``.
+    * ``search_kwargs``: ``{"k": int, "filter": {...}, "score_threshold": float}``; other keys
+      raise. ``filter`` is a metadata filter on your documents (the operator form of
+      ``graphstrata.filters``: ``{"author": "Ada", "year": {"$gte": 2020}}``, ``$eq $ne $gt
+      $gte $lt $lte $in $nin``, ``$and`` / ``$or``), applied inside retrieval before ``k`` is
+      cut: you get the best ``k`` chunks of the matching documents.
+      ``search_kwargs["k"]`` and ``k=`` are the same setting (giving both with different
+      values raises).
+
+    Per-call overrides: ``invoke(query, k=..., filter=..., score_threshold=..., method=...,
+    kinds=..., context_k=..., **method_options)``; any other keyword is a method option
+    (merged over ``method_options`` for the constructor's method; a per-call ``method`` gets
+    only the per-call options) and an option the method does not have raises ``ValueError``.
+
+    Lifecycle: :meth:`add_documents` (add or replace by id) and :meth:`delete` change the
+    index in place; when the index has a persist directory (``index_dir=``, or
+    ``from_documents(persist_dir=...)``) each change is persisted there atomically before it
+    becomes visible, and a failed write changes nothing.
 
     Args (fields):
         index_dir: path of a persisted index directory.
         index: a ``GraphStrata`` object (kept by reference, not copied).
         method: retrieval method name; one of ``index.methods`` (``"archrag"``, ``"dense"``,
             ``"bm25"``, ``"hybrid"``, ...).
-        k: number of chunk hits, > 0 (how many context hits ``kinds=None`` adds is up to the
-            method, e.g. ArchRAG's ``k_per_layer``).
+        k: at most this many chunk Documents, > 0.
         kinds: hit kinds to return; ``("chunk",)`` by default, ``None`` for chunks + context.
+        context_k: at most this many graph-context Documents (when ``kinds`` asks for them),
+            > 0.
+        search_type: ``"similarity"`` or ``"similarity_score_threshold"``.
+        search_kwargs: ``k``, ``filter``, ``score_threshold`` (see above).
         method_options: keyword options for the method (see the graphstrata method docs).
         embeddings: a LangChain ``Embeddings`` to embed queries with when loading
             ``index_dir``; the index must have been built with the same embeddings (same id and
@@ -211,18 +384,23 @@ class GraphStrataRetriever(BaseRetriever):
             default unless you chose another).
 
     Raises:
-        ValueError: neither or both of ``index`` / ``index_dir`` given; ``k`` not a positive
-            int; unknown ``method`` (the message lists the known ones); an option name the
-            method does not declare (the message lists its options); unknown ``kinds``;
-            ``embeddings`` given together with ``index``; the index's embedder id or dimension
-            does not match ``embeddings`` (from ``GraphStrata.load``).
+        ValueError: an unknown argument (named, with the name to use when it is a known
+            alias such as ``top_k``); neither or both of ``index`` / ``index_dir`` given;
+            ``k`` / ``context_k`` not a positive int; unknown ``method`` (the message lists
+            the known ones); an option name the method does not declare (the message lists
+            its options); unknown ``kinds``; an unsupported ``search_type``; an unknown
+            ``search_kwargs`` key; a missing or out-of-range ``score_threshold``; an invalid
+            ``filter``; ``embeddings`` given together with ``index``; an index built with
+            other embeddings than ``embeddings`` (from ``GraphStrata.load``).
         FileNotFoundError: ``index_dir`` does not exist or is not a directory.
         TypeError: ``index`` is not a GraphStrata-like object.
         All are raised at construction; ``invoke`` raises ``ValueError`` for a bad per-call
-        ``k`` / ``method`` / ``kinds`` / option and for an empty query.
+        argument and for an empty query.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    allowed_search_types: ClassVar[tuple[str, ...]] = SEARCH_TYPES
 
     index_dir: str | Path | None = None
     """Path of a persisted graphstrata index directory."""
@@ -231,25 +409,31 @@ class GraphStrataRetriever(BaseRetriever):
     method: str = "archrag"
     """Retrieval method; one of ``index.methods``."""
     k: int = 5
-    """Number of chunk hits (exactly min(k, n_chunks) Documents when kinds=("chunk",))."""
+    """At most this many chunk Documents per query."""
     kinds: tuple[str, ...] | None = ("chunk",)
     """Hit kinds to return; None returns chunks followed by the method's graph context."""
+    context_k: int = DEFAULT_CONTEXT_K
+    """At most this many graph-context Documents (after the chunks) when kinds asks for them."""
+    search_type: str = "similarity"
+    """``"similarity"`` or ``"similarity_score_threshold"`` (needs a score_threshold)."""
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """``{"k": ..., "filter": {...}, "score_threshold": ...}``, as for VectorStoreRetriever."""
     method_options: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword options passed to the method on every call."""
     embeddings: Embeddings | None = Field(default=None, exclude=True, repr=False)
     """LangChain embeddings used when loading ``index_dir``; None keeps the index's own."""
 
     _gs: Any = PrivateAttr(default=None)
+    _filter: dict[str, Any] | None = PrivateAttr(default=None)
+    _threshold: float | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
-        # Validation happens after pydantic's so our errors surface as plain ValueError /
-        # FileNotFoundError with one clear message instead of a wrapped ValidationError.
-        # k and kinds are checked before pydantic so "3" or True are not silently coerced.
-        if "k" in data:
-            check_k(data["k"])
-        if "kinds" in data:
-            data["kinds"] = check_kinds(data["kinds"])
+        # Validation happens before pydantic's so our errors surface as plain ValueError /
+        # FileNotFoundError with one clear message instead of a wrapped ValidationError, and
+        # "3" or True are not silently coerced into k.
+        data, filter_, threshold = type(self)._check_arguments(data)
         super().__init__(**data)
+        self._filter, self._threshold = filter_, threshold
         if (self.index is None) == (self.index_dir is None):
             raise ValueError(
                 "give exactly one of index_dir= (a persisted index directory) or index= "
@@ -269,21 +453,53 @@ class GraphStrataRetriever(BaseRetriever):
                 )
             self._gs = self.index
         else:
-            path = Path(self.index_dir).expanduser()  # type: ignore[arg-type]
-            if not path.exists():
-                raise FileNotFoundError(f"graphstrata index directory not found: {str(path)!r}")
-            if not path.is_dir():
-                raise FileNotFoundError(
-                    f"graphstrata index_dir must be a directory, got a file: {str(path)!r}"
-                )
-            from graphstrata import GraphStrata
-
-            embedder = (
-                embedder_from_langchain(self.embeddings) if self.embeddings is not None else None
-            )
-            self._gs = GraphStrata.load(path, embedder=embedder)
+            self._gs = _load(Path(self.index_dir).expanduser(), self.embeddings)  # type: ignore[arg-type]
         self._check_method(self.method)
         _check_options(self.method, self.method_options)
+
+    @classmethod
+    def _check_arguments(
+        cls, data: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any] | None, float | None]:
+        """Validate constructor arguments that need no index; returns (data, filter, threshold)."""
+        unknown = sorted(set(data) - set(cls.model_fields))
+        if unknown:
+            hints = [f"{u!r} -> {_ARGUMENT_HINTS[u]}" for u in unknown if u in _ARGUMENT_HINTS]
+            hint = f" (use {'; '.join(hints)})" if hints else ""
+            known = ", ".join(n for n in cls.model_fields if n not in ("tags", "metadata"))
+            raise ValueError(
+                f"unknown argument(s) {unknown} for {cls.__name__}{hint}; its arguments: {known}"
+            )
+        data = dict(data)
+        search_kwargs = data.get("search_kwargs") or {}
+        if not isinstance(search_kwargs, Mapping):
+            raise ValueError(f"search_kwargs must be a dict, got {type(search_kwargs).__name__}")
+        bad = sorted(set(search_kwargs) - set(SEARCH_KWARGS))
+        if bad:
+            raise ValueError(
+                f"unknown search_kwargs key(s) {bad}; supported: {', '.join(SEARCH_KWARGS)}"
+                + (" (graph context is kinds= / context_k=, method options method_options=)")
+            )
+        if "k" in search_kwargs:
+            sk = check_k(search_kwargs["k"], "search_kwargs['k']")
+            if "k" in data and check_k(data["k"]) != sk:
+                raise ValueError(
+                    f"k={data['k']!r} and search_kwargs['k']={sk!r} disagree; give one of them"
+                )
+            data["k"] = sk
+        if "k" in data:
+            data["k"] = check_k(data["k"])
+        if "context_k" in data:
+            data["context_k"] = check_k(data["context_k"], "context_k")
+        if "kinds" in data:
+            data["kinds"] = check_kinds(data["kinds"])
+        if "method_options" in data and not isinstance(data["method_options"], Mapping):
+            raise ValueError("method_options must be a dict of method option names to values")
+        filter_ = _check_filter(search_kwargs.get("filter"))
+        threshold = _check_search(
+            data.get("search_type", "similarity"), search_kwargs.get("score_threshold")
+        )
+        return data, filter_, threshold
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -312,16 +528,18 @@ class GraphStrataRetriever(BaseRetriever):
                 with (wrapped by :func:`embedder_from_langchain`); ``None`` uses graphstrata's
                 offline default embedder.
             config: a ``graphstrata.GraphStrataConfig`` (``None`` for the defaults).
-            persist_dir: if given, the index is also persisted there (atomically).
+            persist_dir: if given, the index is persisted there (atomically), and every later
+                :meth:`add_documents` / :meth:`delete` is persisted there too.
             show_progress: show the core's build progress bars.
-            **kwargs: retriever fields: ``method``, ``k``, ``kinds``, ``method_options``.
+            **kwargs: retriever fields: ``method``, ``k``, ``kinds``, ``context_k``,
+                ``search_type``, ``search_kwargs``, ``method_options``.
 
         Returns:
             A ``GraphStrataRetriever`` whose ``index`` is the freshly built ``GraphStrata``.
 
         Raises:
-            ValueError: no documents; a document lacks ``id_key``; duplicate ids; bad ``k`` /
-                ``method`` / ``kinds``.
+            ValueError: no documents; a document lacks ``id_key``; duplicate ids; any argument
+                the constructor would refuse (checked before the build).
             TypeError: an item is not a LangChain ``Document``.
         """
         from graphstrata import GraphStrata
@@ -329,11 +547,8 @@ class GraphStrataRetriever(BaseRetriever):
         for bad in ("index", "index_dir"):
             if bad in kwargs:
                 raise ValueError(f"from_documents builds its own index; do not pass {bad}=")
-        if "k" in kwargs:
-            check_k(kwargs["k"])
-        if "kinds" in kwargs:
-            kwargs["kinds"] = check_kinds(kwargs["kinds"])
-        # Fail before the (slow) build when the method or its options are wrong.
+        # Fail before the (slow) build when an argument, the method or its options are wrong.
+        kwargs, _, _ = cls._check_arguments(kwargs)
         registry = _method_registry()
         method = kwargs.get("method", cls.model_fields["method"].default)
         if registry is not None:
@@ -343,6 +558,8 @@ class GraphStrataRetriever(BaseRetriever):
                 )
             _check_options(method, kwargs.get("method_options") or {})
         gs_docs = _to_graphstrata_documents(documents, id_key)
+        if not gs_docs:
+            raise ValueError("from_documents needs at least one Document")
         embedder = embedder_from_langchain(embeddings) if embeddings is not None else None
         gs = GraphStrata.build(
             gs_docs,
@@ -358,6 +575,67 @@ class GraphStrataRetriever(BaseRetriever):
         """The underlying ``graphstrata.GraphStrata`` (loaded or given)."""
         return self._gs
 
+    # ------------------------------------------------------------------ lifecycle
+
+    def add_documents(
+        self, documents: Sequence[Document], *, ids: Sequence[str] | None = None
+    ) -> list[str]:
+        """Add documents to the index, or replace those whose id is already there.
+
+        As LangChain's ``VectorStore.add_documents``: "add or update". The index is rebuilt
+        over the new corpus (chunk vectors of unchanged text are reused) and, when it has a
+        persist directory, persisted there atomically before queries see it; if the build or
+        the write fails, nothing changes, in memory or on disk.
+
+        Args:
+            documents: LangChain Documents; ``page_content`` is the text, ``metadata`` is kept
+                (JSON-serialisable) and comes back on every chunk Document.
+            ids: one id per document; they win over ``Document.id``. A document with neither
+                gets the id :meth:`from_documents` would give it (16 hex digits of the SHA-256
+                of its text), so adding the same text twice does not duplicate it.
+
+        Returns:
+            The document ids, in input order.
+
+        Raises:
+            ValueError: ``ids`` of another length or with an empty/non-str id; duplicate ids
+                in one call; metadata the index cannot store.
+            TypeError: an item is not a LangChain ``Document``.
+            OSError: persisting failed (the index is unchanged).
+        """
+        gs_docs = _to_graphstrata_documents(documents, ids=ids)
+        if not gs_docs:
+            return []
+        return list(self._gs.upsert(gs_docs))
+
+    async def aadd_documents(
+        self, documents: Sequence[Document], *, ids: Sequence[str] | None = None
+    ) -> list[str]:
+        """:meth:`add_documents` in a worker thread."""
+        return await run_in_executor(None, self.add_documents, documents, ids=ids)
+
+    def delete(self, ids: str | Iterable[str]) -> int:
+        """Remove documents by id (the ids :meth:`add_documents` returned).
+
+        Persisted like :meth:`add_documents`. Unknown ids are ignored. A single ``str`` is one
+        id (``delete("abc")`` removes document ``"abc"``).
+
+        Returns:
+            How many documents were removed.
+
+        Raises:
+            ValueError: an id that is not a string; removing every document (an index needs at
+                least one).
+            OSError: persisting failed (the index is unchanged).
+        """
+        if ids is None:
+            raise ValueError("delete needs the ids of the documents to remove")
+        return int(self._gs.delete(ids))
+
+    async def adelete(self, ids: str | Iterable[str]) -> int:
+        """:meth:`delete` in a worker thread."""
+        return await run_in_executor(None, self.delete, ids)
+
     # ------------------------------------------------------------------ retrieval
 
     def _check_method(self, method: str) -> None:
@@ -365,32 +643,58 @@ class GraphStrataRetriever(BaseRetriever):
         if method not in known:
             raise ValueError(f"unknown method {method!r}; known methods: {', '.join(known)}")
 
-    def _call_args(self, kwargs: dict[str, Any]) -> tuple[str, int, Any, dict[str, Any]]:
+    def _call_args(self, kwargs: dict[str, Any]) -> _Call:
         kwargs = {k: v for k, v in kwargs.items() if k not in _LANGCHAIN_KWARGS}
         k = check_k(kwargs.pop("k", self.k))
         method = kwargs.pop("method", self.method)
         if method != self.method:
             self._check_method(method)
         kinds = check_kinds(kwargs.pop("kinds", self.kinds))
+        context_k = check_k(kwargs.pop("context_k", self.context_k), "context_k")
+        filter_ = _check_filter(kwargs.pop("filter")) if "filter" in kwargs else self._filter
+        if "score_threshold" in kwargs:
+            threshold = _check_search(self.search_type, kwargs.pop("score_threshold"))
+        else:
+            threshold = self._threshold
         options = {**self.method_options, **kwargs}
         if method != self.method:
             options = kwargs  # constructor options belong to the constructor's method
-        _check_options(method, options)
-        return method, k, kinds, options
+        _check_options(method, options, per_call=True)
+        return _Call(method, k, kinds, context_k, filter_, threshold, options)
+
+    def _to_documents(self, hits: Sequence[Hit], call: _Call) -> list[Document]:
+        chunks = [h for h in hits if h.kind == "chunk"][: call.k]
+        context = [h for h in hits if h.kind != "chunk"]
+        # Best first across kinds (stable: the core's order breaks ties), then the own cap.
+        context = sorted(context, key=lambda h: -float(h.score))[: call.context_k]
+        kept = [*chunks, *context]
+        if call.threshold is not None:
+            kept = [h for h in kept if float(h.score) >= call.threshold]
+        sources: Mapping[str, Any] = {}
+        if any(h.kind != "chunk" for h in kept):
+            sources = getattr(self._gs, "documents", None) or {}
+        out = []
+        for rank, h in enumerate(kept):
+            meta = None
+            if h.kind != "chunk" and len(set(h.document_ids)) == 1:
+                doc = sources.get(h.document_ids[0])
+                meta = getattr(doc, "metadata", None)
+            out.append(hit_to_document(h, method=call.method, rank=rank, source_metadata=meta))
+        return out
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        method, k, kinds, options = self._call_args(kwargs)
-        hits = self._gs.retrieve(query, method=method, k=k, kinds=kinds, **options)
-        return [hit_to_document(h, method=method, rank=i) for i, h in enumerate(hits)]
+        call = self._call_args(kwargs)
+        hits = self._gs.retrieve(query, **call.core_kwargs())
+        return self._to_documents(hits, call)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        method, k, kinds, options = self._call_args(kwargs)
-        hits = await self._gs.aretrieve(query, method=method, k=k, kinds=kinds, **options)
-        return [hit_to_document(h, method=method, rank=i) for i, h in enumerate(hits)]
+        call = self._call_args(kwargs)
+        hits = await self._gs.aretrieve(query, **call.core_kwargs())
+        return self._to_documents(hits, call)
 
     def _get_ls_params(self, **kwargs: Any) -> Any:
         params = super()._get_ls_params(**kwargs)
@@ -398,9 +702,46 @@ class GraphStrataRetriever(BaseRetriever):
         return params
 
 
+def _load(path: Path, embeddings: Embeddings | None) -> Any:
+    """``GraphStrata.load`` with errors in this package's terms (``embeddings=``)."""
+    if not path.exists():
+        raise FileNotFoundError(f"graphstrata index directory not found: {str(path)!r}")
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"graphstrata index_dir must be a directory, got a file: {str(path)!r}"
+        )
+    from graphstrata import GraphStrata
+
+    embedder = embedder_from_langchain(embeddings) if embeddings is not None else None
+    try:
+        return GraphStrata.load(path, embedder=embedder)
+    except ValueError as exc:
+        # The core names its own parameter (embedder=); here it is embeddings=.
+        if embeddings is None and "embedder=" in str(exc):
+            built_with = _persisted_embedder_id(path)
+            raise ValueError(
+                f"graphstrata index {str(path)!r} was built with embedder {built_with!r}, not "
+                "the offline default; pass embeddings= (the LangChain Embeddings it was built "
+                "with), e.g. GraphStrataRetriever(index_dir=..., embeddings=my_embeddings)"
+            ) from exc
+        raise
+
+
+def _persisted_embedder_id(path: Path) -> str:
+    try:
+        from graphstrata.store import read_manifest
+
+        return str(read_manifest(path)["embedder"]["id"])
+    except Exception:  # pragma: no cover - an older layout: the id is in the core's message
+        return "another embedder"
+
+
 __all__: Sequence[str] = [
     "GraphStrataRetriever",
     "embedder_from_langchain",
     "hit_to_document",
     "RESERVED_METADATA_KEYS",
+    "SEARCH_TYPES",
+    "SEARCH_KWARGS",
+    "CALL_ARGUMENTS",
 ]
