@@ -103,3 +103,25 @@ async def test_react_agent_receives_graphstrata_documents(
     shown = str(next(m for m in second_turn if isinstance(m, ToolMessage)).content)
     assert all(d.page_content in shown for d in docs)
     assert messages[-1].content == f"Answer from {docs[0].metadata['document_ids'][0]}."
+
+
+def test_tool_call_over_every_method_is_small_by_default(
+    musique_index_dir: Any, musique_questions: list[dict[str, Any]]
+) -> None:
+    """Default k (5), chunks only: at most 5 Documents and under 8,000 characters per call;
+    with graph context opted in, at most 5 more, still under 8,000 characters."""
+    from graphstrata import GraphStrata
+
+    gs = GraphStrata.load(musique_index_dir)
+    questions = [q["question"] for q in musique_questions[:3]]
+    for method in gs.methods:
+        for kinds, cap in ((("chunk",), 5), (None, 10)):
+            tool = create_graphstrata_tool(
+                GraphStrataRetriever(index=gs, method=method, kinds=kinds), TOOL_NAME, "Search."
+            )
+            for i, question in enumerate(questions):
+                msg = tool.invoke({"name": TOOL_NAME, "args": {"query": question},
+                                   "id": f"c{i}", "type": "tool_call"})
+                assert 0 < len(msg.artifact) <= cap, (method, kinds, len(msg.artifact))
+                assert sum(d.metadata["kind"] == "chunk" for d in msg.artifact) <= 5
+                assert len(msg.content) < 8000, (method, kinds, len(msg.content))

@@ -88,3 +88,51 @@ def test_bad_arguments(lc_gs: Any) -> None:
             create_graphstrata_tool(r, name, "d")
     with pytest.raises(ValueError, match="description"):
         create_graphstrata_tool(r, "t", "  ")
+
+
+# --------------------------------------------------------------------------- size by default
+
+
+def test_every_method_returns_at_most_k_documents_under_8000_chars(lc_gs: Any) -> None:
+    for method in lc_gs.methods:
+        for kinds, cap in ((("chunk",), 5), (None, 10)):  # k=5 chunks (+ context_k=5 context)
+            retriever = GraphStrataRetriever(index=lc_gs, method=method, kinds=kinds)
+            msg = _call(create_graphstrata_tool(retriever), QUERY)
+            assert 0 < len(msg.artifact) <= cap, (method, kinds, len(msg.artifact))
+            assert len(msg.content) < 8000, (method, kinds, len(msg.content))
+            assert sum(d.metadata["kind"] == "chunk" for d in msg.artifact) <= 5
+
+
+class _Long(BaseRetriever):
+    """Ten Documents of ``size`` characters each."""
+
+    size: int = 3000
+
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+        return [Document(page_content=str(i) * self.size, id=str(i)) for i in range(10)]
+
+
+async def test_text_stays_within_max_chars_keeping_whole_documents() -> None:
+    tool = create_graphstrata_tool(_Long())
+    msg = _call(tool, "q")
+    assert len(msg.content) <= 8000
+    assert [d.id for d in msg.artifact] == ["0", "1"]  # the third would pass 8,000 characters
+    assert msg.content == "0" * 3000 + "\n\n" + "1" * 3000
+    amsg = await tool.ainvoke({"name": tool.name, "args": {"query": "q"}, "id": "c3",
+                               "type": "tool_call"})
+    assert (amsg.content, amsg.artifact) == (msg.content, msg.artifact)
+    wide = _call(create_graphstrata_tool(_Long(), max_chars=None), "q")
+    assert len(wide.artifact) == 10 and len(wide.content) == 10 * 3000 + 9 * 2
+    assert len(_call(create_graphstrata_tool(_Long(), max_chars=6002), "q").artifact) == 2
+
+
+def test_a_first_document_over_the_budget_is_cut_not_dropped() -> None:
+    msg = _call(create_graphstrata_tool(_Long(size=20000), max_chars=1000), "q")
+    assert len(msg.content) == 1000 and msg.content.endswith(" [...]")
+    assert [d.id for d in msg.artifact] == ["0"]
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, True, "8000"])
+def test_bad_max_chars(lc_gs: Any, bad: Any) -> None:
+    with pytest.raises(ValueError, match="max_chars"):
+        create_graphstrata_tool(GraphStrataRetriever(index=lc_gs), max_chars=bad)
