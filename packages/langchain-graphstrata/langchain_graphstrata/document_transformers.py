@@ -37,8 +37,11 @@ class GraphStrataTransformer(BaseDocumentTransformer):
 
     Args:
         extractor: object with ``extract(chunks) -> (entities, relations)`` taking
-            ``graphstrata.Chunk`` records (e.g. ``graphstrata.extraction.LLMExtractor``);
-            ``None`` uses the offline ``graphstrata.extraction.StatisticalExtractor()``.
+            ``graphstrata.Chunk`` records and returning ``graphstrata.Entity`` /
+            ``graphstrata.Relation`` records; ``None`` uses the offline
+            ``graphstrata.extraction.StatisticalExtractor()``. An LLM extractor is planned
+            (graphstrata issue 13, "Bring your own LLM") and not part of graphstrata yet; until
+            then, wrap your own LLM call in an object with this ``extract`` method.
         entities_key: metadata key for the entity list.
         relations_key: metadata key for the relation list.
         max_entities: keep at most this many entities per Document (``None``: all).
