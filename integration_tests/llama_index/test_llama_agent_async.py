@@ -82,3 +82,43 @@ async def test_fifty_concurrent_aretrieve_calls_in_a_running_loop(lihua_persiste
         for q, nodes in zip(qs[:5], results[:5], strict=True):  # concurrent answers == sequential answers
             assert [n.node.node_id for n in nodes] == [n.node.node_id for n in retriever.retrieve(q)]
         assert all(len([n for n in nodes if n.node.metadata["kind"] == "chunk"]) == 4 for nodes in results)
+
+
+def _scripted_agent(tool_name: str, question: str) -> MockFunctionCallingLLM:
+    def script(messages, **kwargs):  # call the tool once, then answer with what it returned
+        tool_msgs = [m for m in messages if m.role == MessageRole.TOOL]
+        if tool_msgs:
+            return ChatMessage(role="assistant", content="FINAL: " + (tool_msgs[-1].content or ""))
+        return ChatMessage(
+            role="assistant",
+            blocks=[ToolCallBlock(tool_call_id="call-1", tool_name=tool_name,
+                                  tool_kwargs={"input": question})],
+        )
+
+    return MockFunctionCallingLLM(response_generator=script)
+
+
+@pytest.mark.asyncio
+async def test_agent_tool_output_is_at_most_k_nodes_and_small_for_every_method(
+    lihua_persisted, lihua_questions
+):
+    """Issue 14: a RetrieverTool over any method hands the agent at most k nodes, < 8k chars."""
+    index, _ = lihua_persisted
+    question = lihua_questions[2]["question"]
+    for method in index.methods:
+        retriever = index.as_retriever(method=method)  # every default: k = 5, chunks only
+        tool = RetrieverTool.from_defaults(retriever, name="search", description="Search the logs.")
+        agent = FunctionAgent(tools=[tool], llm=_scripted_agent("search", question),
+                              system_prompt="Answer from the logs.")
+        handler = agent.run(user_msg=question)
+        results = [ev async for ev in handler.stream_events() if isinstance(ev, ToolCallResult)]
+        final = await handler
+        (result,) = results
+        nodes = result.tool_output.raw_output
+        assert 1 <= len(nodes) <= retriever.similarity_top_k, method
+        assert all(n.node.metadata["kind"] == "chunk" for n in nodes), method
+        content = result.tool_output.content
+        assert len(content) < 8000, (method, len(content))
+        # what reached the LLM is the chunks' LLM view: no provenance keys
+        assert "chunk_ids" not in content and "raw_score" not in content, method
+        assert str(final).startswith("FINAL: ") and nodes[0].node.text[:30] in str(final)

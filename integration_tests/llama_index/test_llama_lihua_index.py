@@ -26,7 +26,8 @@ def test_index_keeps_the_corpus_ids(lihua_persisted, lihua_docs):
     index, persist_dir = lihua_persisted
     assert list(index.engine.documents) == [d.doc_id for d in lihua_docs]
     assert index.engine.embedder.id == "llama_index:hash-256"
-    assert (persist_dir / "graphstrata" / "manifest.json").exists()
+    engine_dir = persist_dir / "graphstrata"  # a versioned core index: CURRENT names the version
+    assert (engine_dir / (engine_dir / "CURRENT").read_text().strip() / "manifest.json").exists()
 
 
 _LOAD_SCRIPT = textwrap.dedent(
@@ -41,12 +42,14 @@ _LOAD_SCRIPT = textwrap.dedent(
     Settings.embed_model = support.HashEmbedding()
     from llama_index.graph_rag.graphstrata import GraphStrataIndex
     out = {}
-    for how in ("load", "load_index_from_storage"):
+    for how in ("load", "load_index_from_storage", "storage_context_only"):
         if how == "load":
             index = GraphStrataIndex.load(persist_dir)
-        else:
+        elif how == "load_index_from_storage":
             ctx = StorageContext.from_defaults(persist_dir=persist_dir)
             index = load_index_from_storage(ctx, persist_dir=persist_dir)
+        else:
+            index = load_index_from_storage(StorageContext.from_defaults(persist_dir=persist_dir))
         engine = index.as_query_engine(llm=MockLLM(), method="archrag", similarity_top_k=5)
         response = engine.query(question)
         out[how] = {
@@ -73,13 +76,14 @@ def test_persist_then_query_in_a_new_process(lihua_persisted, lihua_questions, g
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert set(results) == {"load", "load_index_from_storage", "storage_context_only"}
     here = index.as_query_engine(llm=MockLLM(), method="archrag", similarity_top_k=5).query(question)
     corpus_ids = set(index.engine.documents)
     for how, out in results.items():
         assert out["type"] == "GraphStrataIndex", how
         assert out["n_documents"] == len(index.engine.documents)
         chunk_sources = [s for s in out["sources"] if s["kind"] == "chunk"]
-        assert len(chunk_sources) == 5
+        assert len(chunk_sources) == len(out["sources"]) == 5  # similarity_top_k chunks only
         for s in out["sources"]:
             assert s["document_ids"] and set(s["document_ids"]) <= corpus_ids
         assert all(s["ref"] == s["document_ids"][0] for s in chunk_sources)
@@ -104,13 +108,20 @@ def test_every_method_ranks_documents_like_the_core(lihua_persisted, lihua_quest
     for method in core.methods:
         retriever = index.as_retriever(method=method, similarity_top_k=8)
         for question in questions:
-            hits = core.retrieve(question, method=method, k=8)
+            hits = core.retrieve(question, method=method, k=8, kinds=("chunk",))
             nodes = retriever.retrieve(question)
+            assert len(nodes) == len(hits) == 8
             core_docs = list(dict.fromkeys(d for h in hits if h.kind == "chunk" for d in h.document_ids))
             assert ranked_documents(nodes) == core_docs, (method, question)
             assert [n.node.metadata["hit_id"] for n in nodes] == [h.id for h in hits]
             assert [n.score for n in nodes] == pytest.approx([h.score for h in hits], abs=1e-5)
+            assert all(0.0 <= n.score <= 1.0 for n in nodes)
             assert {n.node.metadata["method"] for n in nodes} == {method}
+        # graph context, when asked for, follows the chunks: at most context_k, best first
+        context = index.as_retriever(method=method, similarity_top_k=3, kinds=None, context_k=4)
+        nodes = context.retrieve(questions[0])
+        kinds = [n.node.metadata["kind"] for n in nodes]
+        assert kinds[:3] == ["chunk"] * 3 and "chunk" not in kinds[3:] and len(kinds) <= 7
 
 
 def test_offline_default_embedder_when_none_is_set(lihua_docs):
