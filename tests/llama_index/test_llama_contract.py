@@ -361,6 +361,14 @@ def test_unknown_query_engine_arguments_raise(small_index):
     assert len(engine.query(QUERY).source_nodes) == 1
 
 
+def test_unknown_index_arguments_raise(small_docs, tmp_path):
+    with pytest.raises(ValueError, match="similarity_top_k"):
+        GraphStrataIndex.from_documents(small_docs[:2], similarity_top_k=3)
+    GraphStrataIndex.from_documents(small_docs[:2]).storage_context.persist(persist_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="'foo'"):
+        GraphStrataIndex.load(tmp_path, foo=1)
+
+
 def test_unknown_method_options_raise_at_construction(small_index):
     with pytest.raises(ValueError, match="k_per_lair"):
         small_index.as_retriever(method="archrag", method_options={"k_per_lair": 3})

@@ -257,6 +257,15 @@ class GraphStrataStore(BasePydanticVectorStore):
 # --------------------------------------------------------------------------------------------
 # the index
 # --------------------------------------------------------------------------------------------
+#: Keyword arguments ``BaseIndex.__init__`` itself takes beyond ours.
+_BASE_INDEX_ARGUMENTS: tuple[str, ...] = ("objects",)
+#: Every keyword argument of ``GraphStrataIndex(...)`` / ``from_documents`` / ``load``.
+_INDEX_ARGUMENTS: tuple[str, ...] = (
+    "nodes", "engine", "index_struct", "storage_context", "embed_model", "config",
+    "persist_dir", "show_progress", "callback_manager", "transformations", *_BASE_INDEX_ARGUMENTS,
+)
+
+
 class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
     """A graphstrata graph-RAG index (knowledge graph + community hierarchy + C-HNSW).
 
@@ -284,7 +293,8 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
     Raises:
         ValueError: loading when the engine directory cannot be found (never persisted,
             or moved: pass ``persist_dir``), loading with the wrong embedder (from the
-            core), or none of ``nodes`` / ``engine`` / ``index_struct`` given.
+            core), none of ``nodes`` / ``engine`` / ``index_struct`` given, or an unknown
+            keyword argument (named; e.g. retrieval options belong to :meth:`as_retriever`).
     """
 
     index_struct_cls = GraphStrataIndexStruct
@@ -303,6 +313,9 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         transformations: list[TransformComponent] | None = None,
         **kwargs: Any,
     ) -> None:
+        unknown = [name for name in kwargs if name not in _BASE_INDEX_ARGUMENTS]
+        if unknown:  # BaseIndex would swallow them silently
+            raise unknown_arguments_error(unknown, _INDEX_ARGUMENTS, "GraphStrataIndex")
         storage_context = storage_context or StorageContext.from_defaults()
         self._config = config
         self._embed_model_arg = embed_model
