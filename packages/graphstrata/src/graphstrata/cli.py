@@ -1,7 +1,18 @@
 """Command line: ``graphstrata index / query / eval / inspect``.
 
 Every command exits 0 on success and 2 with one ``error: ...`` line on bad input (missing or
-corrupt index, empty corpus, unknown method, k ≤ 0, ...).
+corrupt index, empty corpus, unknown method, k ≤ 0, ...); an error about a command-line
+argument names it (``--option damping=abc: ...``, ``--chunk-overlap (20) must be ...``).
+
+The same conventions hold in every command:
+
+- ``--version`` prints the package version.
+- ``--json [FILE]`` (query, eval, inspect): without FILE (or with ``-``) the output is JSON on
+  stdout instead of text; with FILE the usual text goes to stdout and the JSON to FILE.
+  ``eval --json OUT`` therefore means what it always meant.
+- Method names (``--method``) and method options (``--option KEY=VALUE``) are checked against
+  :data:`graphstrata.methods.METHODS` before any index or model is loaded, so a typo fails at
+  once instead of after the embedder's load.
 """
 
 from __future__ import annotations
@@ -11,6 +22,22 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
+
+STDOUT = "-"
+
+
+def _version() -> str:
+    """The installed distribution's version (no import of the engine, so ``--version`` is
+    instant), else the package's ``__version__``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("graphstrata")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        from . import __version__
+
+        return __version__
 
 
 def _ks(text: str) -> list[int]:
@@ -33,8 +60,32 @@ def _positive(text: str) -> int:
     return k
 
 
-def _option(text: str) -> tuple[str, object]:
-    """``KEY=VALUE`` → ``(key, value)``; the value is read as JSON (``0.3``, ``false``,
+def _count(minimum: int):
+    """An argparse type: an integer ``>= minimum`` (argparse names the option in the error)."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from exc
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {n}")
+        return n
+
+    return parse
+
+
+class _Option(NamedTuple):
+    """One ``--option KEY=VALUE``: the parsed key and value, and the text as typed (for
+    error messages)."""
+
+    key: str
+    value: Any
+    text: str
+
+
+def _option(text: str) -> _Option:
+    """``KEY=VALUE`` → ``(key, value, text)``; the value is read as JSON (``0.3``, ``false``,
     ``null``) and kept as a string when it is not JSON."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
@@ -43,18 +94,46 @@ def _option(text: str) -> tuple[str, object]:
         value = json.loads(raw)
     except json.JSONDecodeError:
         value = raw
-    return key.strip(), value
+    return _Option(key.strip(), value, text)
+
+
+class _UsageError(Exception):
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """Raises instead of exiting on a usage error, so :func:`_parse_args` can retry once."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _UsageError(self, message)
+
+
+def _add_json(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--json", nargs="?", const=STDOUT, default=None, metavar="FILE",
+        help=f"{what} as JSON: on stdout instead of text, or (with FILE) written to FILE "
+        "while the text goes to stdout",
+    )
+
+
+def _add_option(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                   help=help + "; VALUE is read as JSON (0.3, false, null), else as a string")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="graphstrata", description="Graph-RAG indexing and retrieval.")
+    p = _Parser(prog="graphstrata", description="Graph-RAG indexing and retrieval.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     ix = sub.add_parser("index", help="index files or folders (.txt, .md, .jsonl)")
     ix.add_argument("paths", nargs="+", help="files or folders")
     ix.add_argument("--out", required=True, help="index directory to write (atomically)")
-    ix.add_argument("--chunk-size", type=int, default=None, help="tokens per chunk")
-    ix.add_argument("--chunk-overlap", type=int, default=None, help="tokens of overlap")
+    ix.add_argument("--chunk-size", type=_count(1), default=None, help="tokens per chunk")
+    ix.add_argument("--chunk-overlap", type=_count(0), default=None, help="tokens of overlap")
     ix.add_argument("--quiet", action="store_true", help="no progress bars")
 
     q = sub.add_parser("query", help="retrieve for one question")
@@ -62,38 +141,133 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("question")
     q.add_argument("--method", default="archrag")
     q.add_argument("-k", type=_positive, default=5)
-    q.add_argument("--json", action="store_true", help="print hits as JSON")
+    _add_json(q, "the hits")
     q.add_argument("--chunks-only", action="store_true", help="print only chunk hits")
-    q.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
-                   help="method option, repeatable (e.g. --option propagate=false)")
+    _add_option(q, "method option, repeatable (e.g. --option propagate=false)")
 
     ev = sub.add_parser("eval", help="evidence recall@k on a question file")
     ev.add_argument("index_dir")
     ev.add_argument("--questions", required=True, help="JSONL with question and evidence_ids")
     ev.add_argument("--method", action="append", dest="methods", help="repeatable")
     ev.add_argument("-k", type=_ks, default=[2, 5, 10], help="comma-separated cut-offs")
-    ev.add_argument("--json", dest="json_out", help="write the report as JSON to this file")
-    ev.add_argument("--limit", type=_positive, default=None, help="first N questions only")
+    _add_json(ev, "the report")
+    ev.add_argument("--limit", type=_count(1), default=None, help="first N questions only")
     ev.add_argument("--quiet", action="store_true")
-    ev.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
-                    help="method option given to every method, repeatable (an ablation such "
-                    "as --option decompose=false)")
+    _add_option(ev, "method option given to every method, repeatable (an ablation such as "
+                "--option decompose=false)")
 
     ins = sub.add_parser("inspect", help="print an index's counts and manifest")
     ins.add_argument("index_dir")
+    _add_json(ins, "the manifest")
     return p
 
 
-def _cmd_index(args) -> int:
-    from . import GraphStrata
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Parse ``argv``; on a usage error print usage and ``prog: error: ...`` and exit 2.
 
+    ``--json`` takes an optional FILE, so in ``query --json DIR QUESTION`` argparse first reads
+    DIR as the file; when that leaves a required argument missing, ``--json`` is read as
+    having no FILE and the line is parsed again (the flag form of earlier versions).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    try:
+        return parser.parse_args(argv)
+    except _UsageError as first:
+        if "--json" in argv:
+            i = argv.index("--json")
+            if i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+                try:
+                    return parser.parse_args([*argv[:i], f"--json={STDOUT}", *argv[i + 1 :]])
+                except _UsageError:
+                    pass
+        argparse.ArgumentParser.error(first.parser, first.message)
+        raise  # pragma: no cover - error() exits
+
+
+def _check_json_target(target: str | None) -> None:
+    """Fail before any work when ``--json FILE`` cannot be written."""
+    if target is None or target == STDOUT:
+        return
+    path = Path(target)
+    if path.is_dir():
+        raise ValueError(f"--json {target}: is a directory")
+    if not path.parent.is_dir():
+        raise ValueError(f"--json {target}: directory {path.parent} does not exist")
+
+
+def _emit_json(data: Any, target: str) -> None:
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if target == STDOUT:
+        sys.stdout.write(text)
+    else:
+        Path(target).write_text(text, encoding="utf-8")
+
+
+def _check_methods(methods: list[str], options: list[_Option]) -> dict[str, Any]:
+    """Check method names and ``--option`` values against the method classes, loading no
+    index and no model; returns the options as a dict.
+
+    Raises:
+        ValueError: an unknown method (named with the known ones), or an option that a method
+            does not have or whose value it refuses (the message starts with the
+            ``--option KEY=VALUE`` as typed and carries the method's reason).
+    """
+    from .methods import METHODS  # the method classes only: no model, no index
+
+    for name in methods:
+        if name not in METHODS:
+            raise ValueError(
+                f"--method {name}: unknown method {name!r}; known methods: {', '.join(METHODS)}"
+            )
+    for opt in options:
+        for name in methods:
+            try:
+                METHODS[name]().options({opt.key: opt.value})
+            except ValueError as exc:
+                raise ValueError(f"--option {opt.text}: {exc}") from exc
+    return {opt.key: opt.value for opt in options}
+
+
+_CONFIG_FLAGS = {"chunk_size": "--chunk-size", "chunk_overlap": "--chunk-overlap"}
+
+
+def _index_config(args) -> dict[str, Any] | None:
+    """The build config from the flags, validated here so an error names the flags."""
     config = {}
     if args.chunk_size is not None:
         config["chunk_size"] = args.chunk_size
     if args.chunk_overlap is not None:
         config["chunk_overlap"] = args.chunk_overlap
+    if not config:
+        return None
+    from pydantic import ValidationError
+
+    from .config import GraphStrataConfig
+
+    try:
+        GraphStrataConfig(**config)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        msg = str(err.get("msg", exc)).removeprefix("Value error, ")
+        field = err["loc"][0] if err.get("loc") else None
+        if field in _CONFIG_FLAGS:
+            msg = f"{_CONFIG_FLAGS[field]} {config.get(field)}: {msg}"
+        for name, flag in _CONFIG_FLAGS.items():
+            msg = msg.replace(name, flag)
+        raise ValueError(msg) from exc
+    return config
+
+
+def _cmd_index(args) -> int:
+    config = _index_config(args)
+    for p in args.paths:
+        if not Path(p).exists():
+            raise FileNotFoundError(f"{p}: no such file or directory")
+    from . import GraphStrata
+
     t0 = time.perf_counter()
-    gs = GraphStrata.build(paths=args.paths, config=config or None, show_progress=not args.quiet)
+    gs = GraphStrata.build(paths=args.paths, config=config, show_progress=not args.quiet)
     gs.persist(args.out)
     total = time.perf_counter() - t0
     s = gs.stats()
@@ -111,16 +285,19 @@ def _cmd_index(args) -> int:
 
 
 def _cmd_query(args) -> int:
+    options = _check_methods([args.method], args.option)
+    _check_json_target(args.json)
+    if not args.question.strip():
+        raise ValueError("the question is empty")
     from . import GraphStrata
 
     gs = GraphStrata.load(args.index_dir)
     kinds = ("chunk",) if args.chunks_only else None
-    hits = gs.retrieve(
-        args.question, method=args.method, k=args.k, kinds=kinds, **dict(args.option)
-    )
-    if args.json:
-        print(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
-        return 0
+    hits = gs.retrieve(args.question, method=args.method, k=args.k, kinds=kinds, **options)
+    if args.json is not None:
+        _emit_json([h.to_dict() for h in hits], args.json)
+        if args.json == STDOUT:
+            return 0
     for h in hits:
         where = f"L{h.layer}" if h.layer is not None else "  "
         docs = ",".join(h.document_ids[:3]) + ("…" if len(h.document_ids) > 3 else "")
@@ -130,36 +307,56 @@ def _cmd_query(args) -> int:
 
 
 def _cmd_eval(args) -> int:
-    from . import GraphStrata
+    methods = args.methods or ["archrag"]
+    options = _check_methods(methods, args.option)
+    _check_json_target(args.json)
     from .eval import evaluate, format_table, load_questions
 
-    gs = GraphStrata.load(args.index_dir)
-    questions = load_questions(args.questions)
+    questions = load_questions(args.questions)  # a bad question file fails before the load
     if args.limit:
         questions = questions[: args.limit]
-    methods = args.methods or ["archrag"]
-    report = evaluate(
-        gs, questions, methods, args.k, progress=not args.quiet, options=dict(args.option)
-    )
-    print(format_table(report))
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    from . import GraphStrata
+
+    gs = GraphStrata.load(args.index_dir)
+    report = evaluate(gs, questions, methods, args.k, progress=not args.quiet, options=options)
+    if args.json != STDOUT:
+        print(format_table(report))
+    if args.json is not None:
+        _emit_json(report, args.json)
     return 0
 
 
 def _cmd_inspect(args) -> int:
+    _check_json_target(args.json)
     from .store import read_manifest
 
     manifest = read_manifest(args.index_dir)
     shown = {k: v for k, v in manifest.items() if k not in ("files", "version_dir")}
     shown["version"] = manifest["version_dir"].name
-    print(json.dumps(shown, indent=2))
+    if args.json is not None:
+        _emit_json(shown, args.json)
+        if args.json == STDOUT:
+            return 0
+    counts = shown.get("counts", {})
+    embedder = shown.get("embedder", {})
+    print(f"index {Path(args.index_dir).resolve()}")
+    print(
+        f"  version {shown['version']}  generation {shown.get('generation', '?')}  "
+        f"schema {shown.get('schema_version', '?')}  created {shown.get('created', '?')}"
+    )
+    print(f"  embedder {embedder.get('id', '?')} (dim {embedder.get('dim', '?')})")
+    print(
+        "  " + "  ".join(f"{k} {counts[k]}" for k in ("documents", "chunks", "entities",
+                                                       "relations") if k in counts)
+    )
+    layers = "  ".join(f"L{i}: {n}" for i, n in enumerate(counts.get("communities_per_layer", []), 1))
+    print(f"  communities per layer  {layers or '(none)'}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``graphstrata`` console script; returns the exit status."""
-    args = _parser().parse_args(argv)
+    args = _parse_args(argv)
     handler = {
         "index": _cmd_index,
         "query": _cmd_query,
