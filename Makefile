@@ -115,3 +115,39 @@ fuzz: $(VENV)/.deps $(VENV)/.native $(if $(FUZZ_SANITIZE),$(SANITIZE_DIR)/.site)
 	findings=$$(ls $(FUZZ_DIR) | grep -cE '^(crash|timeout|oom|leak|slow-unit)-'); \
 	echo "make fuzz: $${runs:-?} executions in $(FUZZ_SECONDS) s$(if $(FUZZ_SANITIZE), (ASan+UBSan)), exit $$rc, $$findings finding file(s) in $(FUZZ_DIR)/"; \
 	exit $$rc
+
+# ---------------------------------------------------------------- version floors
+#   make test-floors   the adapter unit tests (tests/llama_index, tests/langchain) on the LOWEST
+#                      supported llama-index-core and langchain-core (requirements/floors.txt),
+#                      in their own venv $(FLOORS_VENV); `make test` covers the highest
+#                      (requirements/constraints.txt). Everything else keeps the pins of `make test`.
+#                      About 11 min from no venv on the 2-core dev VM under load (4m47 of it the
+#                      tests), 5 min once the venv exists; not part of .ci/run for that reason.
+FLOORS_VENV := build/venv-floors
+FLOORS_BIN  := $(FLOORS_VENV)/bin
+FLOORS_PIP  := $(FLOORS_BIN)/python -m pip
+
+.PHONY: test-floors
+
+# constraints.txt less the names floors.txt pins (pip refuses two == pins of one name)
+$(FLOORS_VENV)/.deps: requirements/dev.txt requirements/constraints.txt requirements/floors.txt
+	test -x $(FLOORS_BIN)/python || $(PYTHON) -m venv $(FLOORS_VENV)
+	$(FLOORS_PIP) install -q --upgrade pip
+	# CPU build of torch first, as in $(VENV)/.deps
+	$(FLOORS_PIP) install -q torch==2.13.0
+	grep -v -i -E "^($$(sed -n 's/^\([A-Za-z0-9_.-]*\)==.*/\1/p' requirements/floors.txt | paste -sd'|'))==" \
+	  requirements/constraints.txt > $(FLOORS_VENV)/constraints.txt
+	$(FLOORS_PIP) install -q -c $(FLOORS_VENV)/constraints.txt -c requirements/floors.txt -r requirements/dev.txt
+	touch $@
+
+$(FLOORS_VENV)/.native: $(FLOORS_VENV)/.deps $(NATIVE_SOURCES)
+	$(FLOORS_PIP) install -q --force-reinstall --no-deps --no-build-isolation ./native
+	touch $@
+
+$(FLOORS_VENV)/.packages: $(FLOORS_VENV)/.deps $(FLOORS_VENV)/.native $(addsuffix /pyproject.toml,$(PACKAGES))
+	$(FLOORS_PIP) install -q --no-deps --no-build-isolation $(foreach p,$(PACKAGES),-e $(p))
+	touch $@
+
+test-floors: $(FLOORS_VENV)/.packages
+	$(FLOORS_PIP) list 2>/dev/null | grep -E '^(llama-index-core|langchain-core) '
+	$(FLOORS_BIN)/python -m pytest tests/llama_index tests/langchain -q -p no:cacheprovider
