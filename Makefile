@@ -122,7 +122,7 @@ fuzz: $(VENV)/.deps $(VENV)/.native $(if $(FUZZ_SANITIZE),$(SANITIZE_DIR)/.site)
 #                      in their own venv $(FLOORS_VENV); `make test` covers the highest
 #                      (requirements/constraints.txt). Everything else keeps the pins of `make test`.
 #                      About 11 min from no venv on the 2-core dev VM under load (4m47 of it the
-#                      tests), 5 min once the venv exists; not part of .ci/run for that reason.
+#                      tests), 5 min once the venv exists; .ci/run runs it after `make test`.
 FLOORS_VENV := build/venv-floors
 FLOORS_BIN  := $(FLOORS_VENV)/bin
 FLOORS_PIP  := $(FLOORS_BIN)/python -m pip
