@@ -51,6 +51,7 @@ bench: install
 	$(BIN)/python bench/bench_chnsw.py
 	$(BIN)/python bench/bench_quality.py
 	$(BIN)/python bench/bench_query.py
+	$(BIN)/python bench/bench_limits.py
 
 lint: install
 	$(PIP) install -q ruff
