@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -183,7 +182,12 @@ def bm25_tokenize(text: str) -> list[str]:
 
 
 class BM25Index:
-    """Okapi BM25 over chunk texts (bm25s, Lucene variant); rebuilt on load (< 1 s / 5k chunks).
+    """Okapi BM25 over chunk texts (bm25s, Lucene variant); rebuilt on load.
+
+    bm25s keeps the per-term scores in a sparse matrix, so a query costs one column sum per
+    query term: p50 0.2 ms on LiHua-World's 1,543 chunks and HotpotQA's 3,326, against 13 and
+    47 ms for rank-bm25's per-document Python loop (same busy 2-core VM, interleaved); building
+    takes 1.3–1.9× rank-bm25's (0.7 s for LiHua-World, tokenising included).
 
     A chunk's score for a query is ``Σ_t idf(t) · tf / (tf + k1 · (1 − b + b · len / avg_len))``
     over the query tokens ``t`` (:func:`bm25_tokenize`, repeats counted), with ``k1 = 1.5``,
@@ -208,17 +212,26 @@ class BM25Index:
     def __init__(self, texts: Sequence[str]) -> None:
         self.n = len(texts)
         tokens = [bm25_tokenize(t) for t in texts]
-        self._df: Counter[str] = Counter(t for doc in tokens for t in set(doc))
         self._bm25 = None
-        if self._df:  # bm25s needs at least one token in the corpus
+        if any(tokens):  # bm25s needs at least one token in the corpus
             import bm25s
 
             self._bm25 = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
             self._bm25.index(tokens, show_progress=False)
 
+    def df(self, term: str) -> int:
+        """Number of chunks holding ``term`` (one token of :func:`bm25_tokenize`)."""
+        if self._bm25 is None:
+            return 0
+        tid = self._bm25.vocab_dict.get(term)
+        indptr = self._bm25.scores["indptr"]  # CSC over the vocabulary: one column per term
+        if tid is None or tid + 1 >= len(indptr):
+            return 0
+        return int(indptr[tid + 1] - indptr[tid])
+
     def idf(self, term: str) -> float:
         """Lucene idf of one (already tokenised) term; a term in no chunk has the largest."""
-        df = self._df.get(term, 0)
+        df = self.df(term)
         return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
 
     def scores(self, query: str) -> np.ndarray:
