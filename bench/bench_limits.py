@@ -40,6 +40,8 @@ import time
 import zlib
 from pathlib import Path
 
+from machine import cpu_name
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -163,16 +165,6 @@ def child(case: str, embedder_name: str, fresh_names: bool, config: dict) -> dic
     }
 
 
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _option(text: str) -> tuple[str, object]:
     key, _, raw = text.partition("=")
     try:
@@ -212,7 +204,7 @@ def main() -> None:
     label = ("hash embedder (384-d, no model: model time excluded)" if args.embedder == "hash"
              else "MiniLM (packaged model)")
     print(f"# graphstrata build limits — {time.strftime('%Y-%m-%d %H:%M')} — {platform.node()}: "
-          f"{_cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+          f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"# embedder: {label}; fresh names: {args.fresh_names}; config overrides: {config}")
     print(f"{'case':<14} {'MB':>6} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>12} "
           f"{'chunks':>8} {'entities':>9} {'relations':>10}  communities / stages (wall s)")

@@ -20,22 +20,14 @@ import platform
 import time
 from pathlib import Path
 
+from machine import cpu_name
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("GRAPHSTRATA_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("GRAPHSTRATA_DATA", ROOT.parent / "shared" / "data"))
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> None:
@@ -52,7 +44,7 @@ def main() -> None:
     args = ap.parse_args()
 
     print(f"# graphstrata query latency — {time.strftime('%Y-%m-%d %H:%M')} — "
-          f"{platform.node()}: {_cpu_name()}, {os.cpu_count()} cores, "
+          f"{platform.node()}: {cpu_name()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, "
           f"GRAPHSTRATA_NUM_THREADS={os.environ.get('GRAPHSTRATA_NUM_THREADS')}")
     index = Path(args.index)
