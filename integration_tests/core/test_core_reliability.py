@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from graphstrata import GraphStrata, store
+from graphstrata import GraphStrata
 from graphstrata.testing import HashEmbedder
 
 CHILD = Path(__file__).with_name("crash_child.py")
