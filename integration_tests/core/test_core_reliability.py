@@ -110,7 +110,13 @@ def test_eight_readers_see_whole_states_while_one_thread_inserts_and_deletes(ses
                 gs.delete(rng.sample(present, 5))
             states.append(gs.state)
             rounds += 1
-            if errors or rounds > 400:
+            # let the readers query this state (and rebuild its derived structures) before the
+            # next swap: ≥ 125 queries a round, so 40 rounds see ≥ 5,000 queries in all
+            target = min(5000, 125 * rounds)
+            deadline = time.monotonic() + 120
+            while sum(count) < target and not errors and time.monotonic() < deadline:
+                time.sleep(0.005)
+            if errors or sum(count) < target:
                 break
     finally:
         done.set()
