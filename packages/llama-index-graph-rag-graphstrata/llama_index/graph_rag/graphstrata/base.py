@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -755,7 +755,10 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         """
         from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
 
-        retriever_kwargs, engine_kwargs, unknown = _split_query_engine_kwargs(kwargs)
+        # callback_manager and verbose go to the query engine (it hands its callback manager on)
+        (retriever_kwargs, engine_kwargs), unknown = _partition_kwargs(
+            kwargs, _RETRIEVER_ONLY_ARGUMENTS, _query_engine_arguments()
+        )
         if unknown:
             raise unknown_arguments_error(
                 unknown,
@@ -821,19 +824,9 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         ]
         engine_names = _query_engine_arguments() if mode == ChatMode.CONDENSE_QUESTION else ()
         retriever_names = _RETRIEVER_ONLY_ARGUMENTS if mode != ChatMode.SIMPLE else ()
-        retriever_kwargs: dict[str, Any] = {}
-        engine_kwargs: dict[str, Any] = {}
-        chat_kwargs: dict[str, Any] = {}
-        unknown = []
-        for name, value in kwargs.items():
-            if name in retriever_names:
-                retriever_kwargs[name] = value
-            elif name in chat_names:
-                chat_kwargs[name] = value
-            elif name in engine_names:
-                engine_kwargs[name] = value
-            else:
-                unknown.append(name)
+        (retriever_kwargs, chat_kwargs, engine_kwargs), unknown = _partition_kwargs(
+            kwargs, retriever_names, chat_names, engine_names
+        )
         if unknown:
             raise unknown_arguments_error(
                 unknown,
@@ -872,23 +865,21 @@ def _query_engine_arguments() -> tuple[str, ...]:
     )
 
 
-def _split_query_engine_kwargs(
-    kwargs: Mapping[str, Any],
-) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """``(retriever kwargs, query-engine kwargs, names of the rest)``; ``callback_manager``
-    and ``verbose`` go to the query engine (it hands its callback manager on)."""
-    engine_names = set(_query_engine_arguments())
-    retriever_kwargs: dict[str, Any] = {}
-    engine_kwargs: dict[str, Any] = {}
-    rest: list[str] = []
+def _partition_kwargs(
+    kwargs: Mapping[str, Any], *groups: Collection[str]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Split ``kwargs`` by argument name: one dict per group of names (the first group that
+    names an argument takes it), and the names no group knows."""
+    parts: list[dict[str, Any]] = [{} for _ in groups]
+    unknown: list[str] = []
     for name, value in kwargs.items():
-        if name in _RETRIEVER_ONLY_ARGUMENTS:
-            retriever_kwargs[name] = value
-        elif name in engine_names:
-            engine_kwargs[name] = value
+        for part, names in zip(parts, groups, strict=True):
+            if name in names:
+                part[name] = value
+                break
         else:
-            rest.append(name)
-    return retriever_kwargs, engine_kwargs, rest
+            unknown.append(name)
+    return parts, unknown
 
 
 def _embedder_id(engine: Any) -> str | None:
