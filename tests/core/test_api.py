@@ -203,7 +203,7 @@ def test_insert_and_delete_update_the_index_and_its_directory(gs, embedder, tmp_
     assert all("kiwi" not in h.document_ids for h in gs.retrieve("kiwi bird", method="bm25", k=20))
     with pytest.raises(ValueError, match="every document"):
         gs.delete(list(gs.documents))
-    assert np.isfinite(gs._vectors["chunks"]).all()
+    assert np.isfinite(gs.vectors["chunks"]).all()
 
 
 def test_bm25_fills_k_with_non_matching_chunks(gs):
@@ -232,7 +232,7 @@ def test_summary_embedded_communities(corpus, embedder, small_config):
     gs = GraphStrata.build(corpus, config={**small_config, "community_vectors": "summary"}, embedder=embedder)
     comm = gs.communities[0][0]
     expected = embedder.embed([f"{comm.title}\n{comm.summary}"])[0]
-    assert np.allclose(gs._vectors["layer_1"][0], expected, atol=1e-5)
+    assert np.allclose(gs.vectors["layer_1"][0], expected, atol=1e-5)
     hits = gs.retrieve(comm.title, method="archrag", k=1, kinds=["community"])
     assert hits and all(h.kind == "community" for h in hits)
 

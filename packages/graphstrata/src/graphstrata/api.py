@@ -99,8 +99,6 @@ class GraphStrata:
         ``kg.entity_ids`` order, and ``"layer_<i>"`` ``(n_i, dim)`` for community layer ``i``."""
         return self.state.vectors
 
-    _vectors = vectors  # older name, kept for callers of 0.1
-
     def derived(self, key: str, build: Callable[[], Any]) -> Any:
         """:meth:`EngineState.derived <graphstrata.state.EngineState.derived>` of the current state."""
         return self.state.derived(key, build)
