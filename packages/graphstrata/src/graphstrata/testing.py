@@ -31,6 +31,7 @@ class HashEmbedder:
         self.id = f"test-hash-{self.dim}"
 
     def embed(self, texts):
+        """float32 ``(len(texts), dim)``, rows L2-normalised (never a zero row)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, t in enumerate(texts):
             for w in _WORD.findall(t.lower()):
@@ -40,4 +41,5 @@ class HashEmbedder:
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
     def token_spans(self, text):
+        """``[(start, end), ...]`` character offsets of the regex word tokens (chunking)."""
         return regex_token_spans(text)
