@@ -43,3 +43,57 @@ class HashEmbedder:
     def token_spans(self, text):
         """``[(start, end), ...]`` character offsets of the regex word tokens (chunking)."""
         return regex_token_spans(text)
+
+
+class ScriptedLLM:
+    """An :class:`~graphstrata.llm.LLM` that replays scripted outputs: tests parsing and
+    control flow of the LLM path, never quality.
+
+    Args:
+        script: ``fn(prompt, system) -> str`` (full control), or a list of ``(marker, output)``
+            pairs: the output of the first pair whose marker occurs in the prompt or system
+            prompt (case-sensitive); a marker ``""`` matches everything.
+        default: output when no pair matches (``""``).
+        usage: report real-looking usage (``estimated=False``: prompt/completion lengths in
+            words) instead of none.
+        fail_first: raise :class:`~graphstrata.llm.TransientLLMError` on the first
+            ``fail_first`` calls (tests retries).
+
+    Attributes:
+        calls: every ``(prompt, system, json_mode)`` seen, in order (thread-safe append).
+    """
+
+    def __init__(self, script=(), default: str = "", usage: bool = False, fail_first: int = 0, id: str = "scripted"):
+        import threading
+
+        self.script = script
+        self.default = default
+        self.usage = usage
+        self.fail_first = int(fail_first)
+        self.id = id
+        self.calls: list[tuple[str, str | None, bool]] = []
+        self._lock = threading.Lock()
+
+    def _output(self, prompt, system):
+        if callable(self.script):
+            return self.script(prompt, system)
+        for marker, out in self.script:
+            if marker in prompt or (system and marker in system):
+                return out
+        return self.default
+
+    def complete(self, prompt, *, system=None, json_mode=False):
+        from .llm import LLMResponse, TransientLLMError, Usage, estimate_tokens
+
+        with self._lock:
+            self.calls.append((prompt, system, json_mode))
+            n = len(self.calls)
+        if n <= self.fail_first:
+            raise TransientLLMError(f"scripted transient failure {n}")
+        text = self._output(prompt, system)
+        if self.usage:
+            return LLMResponse(text, Usage(len(((system or "") + prompt).split()), len(text.split()), False))
+        return LLMResponse(text, Usage(estimate_tokens((system or "") + prompt), estimate_tokens(text), True))
+
+    async def acomplete(self, prompt, *, system=None, json_mode=False):
+        return self.complete(prompt, system=system, json_mode=json_mode)

@@ -100,6 +100,8 @@ class Entity:
         description: text attribute (offline: the sentences that mention it, joined).
         chunk_ids: source chunks, in corpus order, without duplicates.
         weight: occurrence count over the corpus.
+        type: entity type from LLM extraction (``"person"``, ``"organization"``, ...;
+            ``seed-lightrag.md`` §1.4); ``""`` for statistical entities.
     """
 
     id: str
@@ -107,6 +109,7 @@ class Entity:
     description: str = ""
     chunk_ids: list[str] = field(default_factory=list)
     weight: float = 0.0
+    type: str = ""
 
 
 @dataclass
@@ -118,6 +121,9 @@ class Relation:
         description: text attribute (offline: the sentences where both occur).
         weight: co-occurrence count (or PMI-scaled count, see ``extraction``).
         chunk_ids: source chunks.
+        keywords: high-level keywords of the relation from LLM extraction (comma-separated,
+            ``seed-lightrag.md`` §1.4), or the relation phrase of an AGRAG triple; ``""``
+            for statistical relations.
     """
 
     source: str
@@ -125,6 +131,7 @@ class Relation:
     description: str = ""
     weight: float = 0.0
     chunk_ids: list[str] = field(default_factory=list)
+    keywords: str = ""
 
     @property
     def id(self) -> str:
@@ -144,6 +151,11 @@ class Community:
         title: short title (offline: top TF-IDF terms of the members).
         summary: text attribute (offline: representative member sentences).
         chunk_ids: source chunks of the member entities, most shared first.
+        rating: LLM community report's impact rating in [0, 10] (``seed-archrag.md`` §1.4);
+            ``None`` without an LLM report.
+        findings: the LLM report's findings, ``[{"summary": str, "explanation": str}, ...]``;
+            empty without one. With a report, ``summary`` holds the report's summary followed
+            by its findings (the text that is embedded as the community vector).
     """
 
     id: str
@@ -153,6 +165,8 @@ class Community:
     title: str = ""
     summary: str = ""
     chunk_ids: list[str] = field(default_factory=list)
+    rating: float | None = None
+    findings: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass

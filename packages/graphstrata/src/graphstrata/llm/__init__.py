@@ -1,0 +1,45 @@
+"""The LLM path: one protocol, a response cache, token accounting, forgiving parsers, and our
+prompts (DESIGN.md, "Where the core goes next").
+
+* :class:`LLM` / :class:`CallableLLM` / :func:`as_llm` — the protocol and the plain-callable
+  adapter (framework adapters live in the framework packages);
+* :class:`LLMClient` — cache, retries (tenacity), bounded concurrency, :class:`Ledger`;
+* :class:`ResponseCache` — content-hash cache, ``DIR/llm-cache.sqlite`` in an index;
+* :mod:`graphstrata.llm.parsing` — forgiving JSON / record parsing;
+* :mod:`graphstrata.llm.prompts` — one module per paper's prompt family.
+"""
+
+from .base import LLM, CallableLLM, LLMRequest, LLMResponse, Usage, as_llm, estimate_tokens
+from .cache import CACHE_FILE, ResponseCache
+from .client import (
+    DEFAULT_CONCURRENCY,
+    DryRunLLM,
+    Ledger,
+    LLMClient,
+    LLMError,
+    StageUsage,
+    TransientLLMError,
+    is_transient,
+    usage_scope,
+)
+
+__all__ = [
+    "CACHE_FILE",
+    "DEFAULT_CONCURRENCY",
+    "LLM",
+    "CallableLLM",
+    "DryRunLLM",
+    "LLMClient",
+    "LLMError",
+    "LLMRequest",
+    "LLMResponse",
+    "Ledger",
+    "ResponseCache",
+    "StageUsage",
+    "TransientLLMError",
+    "Usage",
+    "as_llm",
+    "estimate_tokens",
+    "is_transient",
+    "usage_scope",
+]

@@ -1,0 +1,226 @@
+"""The LLM protocol every LLM step of graphstrata talks to, and the plain-callable adapter.
+
+An :class:`LLM` completes one prompt (optionally with a system prompt, optionally asked for
+JSON) and reports what it cost (:class:`Usage`). The core never imports a framework: a
+LlamaIndex ``LLM`` is wrapped by ``llama_index.graph_rag.graphstrata.LlamaIndexLLM``, a
+LangChain chat model by ``langchain_graphstrata.ChatModelLLM``; any ``str -> str`` function
+(sync or async) by :class:`CallableLLM`. :func:`as_llm` turns what a user passes into an
+:class:`LLM`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens one or more LLM calls consumed.
+
+    Attributes:
+        prompt_tokens: tokens sent (system prompt included).
+        completion_tokens: tokens generated.
+        estimated: ``True`` when the LLM reported no usage and the counts come from
+            :func:`estimate_tokens` (about 4 characters a token); ``False`` when every count
+            is the LLM's own report.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = True
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.estimated or other.estimated,
+        )
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    """One completion: the generated ``text`` and its :class:`Usage`."""
+
+    text: str
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One prompt to complete (what :meth:`LLMClient.map` takes).
+
+    Attributes:
+        prompt: the user message.
+        system: optional system prompt.
+        json_mode: ask the model for one JSON value (adapters pass it on where the model
+            supports it; our prompts also say so in words, and the parsers never rely on it).
+    """
+
+    prompt: str
+    system: str | None = None
+    json_mode: bool = False
+
+    def key(self, model_id: str) -> str:
+        """Content hash (sha256 hex) of model id, system prompt, prompt and JSON mode: the
+        response cache's key."""
+        h = hashlib.sha256()
+        for part in (model_id, self.system or "", self.prompt, "json" if self.json_mode else "text"):
+            data = part.encode("utf-8", "surrogatepass")
+            h.update(len(data).to_bytes(8, "little"))
+            h.update(data)
+        return h.hexdigest()
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated token count of ``text``: ``ceil(chars / 4)`` (the usual rule of thumb for
+    English under BPE tokenizers); used when an LLM reports no usage, and by ``--dry-run``."""
+    return math.ceil(len(text) / 4) if text else 0
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """What graphstrata needs from an LLM.
+
+    Attributes:
+        id: a stable model identifier (e.g. ``"llama-index:OpenAI:gpt-4o-mini"``); part of the
+            response cache key, so two models never share cached answers.
+    """
+
+    id: str
+
+    def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False) -> LLMResponse:
+        """Complete ``prompt``; blocking."""
+        ...
+
+    async def acomplete(
+        self, prompt: str, *, system: str | None = None, json_mode: bool = False
+    ) -> LLMResponse:
+        """Complete ``prompt``; awaitable."""
+        ...
+
+
+def _join(prompt: str, system: str | None) -> str:
+    return f"{system}\n\n{prompt}" if system else prompt
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+class CallableLLM:
+    """Wrap a plain function as an :class:`LLM`.
+
+    ``fn(prompt) -> str`` or ``async fn(prompt) -> str``. When the function accepts a
+    ``system`` (or ``json_mode``) keyword it gets it; otherwise the system prompt is prepended
+    to the prompt, separated by a blank line. The function may also return an
+    :class:`LLMResponse` to report real usage; plain strings get estimated usage.
+
+    Args:
+        fn: the completion function.
+        id: the model id for the response cache (default ``"callable:<qualified name>"``).
+
+    Raises:
+        TypeError: ``fn`` is not callable, or returns something other than ``str`` /
+            :class:`LLMResponse` (at call time).
+    """
+
+    def __init__(self, fn: Callable[..., str | LLMResponse | Awaitable[str | LLMResponse]], id: str | None = None):
+        if not callable(fn):
+            raise TypeError(f"llm must be callable, got {type(fn).__name__}")
+        self._fn = fn
+        self._async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)
+        )
+        self._system_kw = _accepts(fn, "system")
+        self._json_kw = _accepts(fn, "json_mode")
+        name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+        self.id = id or f"callable:{getattr(fn, '__module__', '') or ''}.{name}"
+
+    def _args(self, prompt: str, system: str | None, json_mode: bool) -> tuple[tuple, dict]:
+        kwargs: dict[str, Any] = {}
+        if self._system_kw:
+            kwargs["system"] = system
+        else:
+            prompt = _join(prompt, system)
+        if self._json_kw:
+            kwargs["json_mode"] = json_mode
+        return (prompt,), kwargs
+
+    def _response(self, out: Any, prompt: str, system: str | None) -> LLMResponse:
+        if isinstance(out, LLMResponse):
+            return out
+        if not isinstance(out, str):
+            raise TypeError(f"LLM function {self.id!r} returned {type(out).__name__}, expected str")
+        return LLMResponse(out, Usage(estimate_tokens(_join(prompt, system)), estimate_tokens(out), True))
+
+    def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False) -> LLMResponse:
+        args, kwargs = self._args(prompt, system, json_mode)
+        if self._async:
+            out = asyncio.run(self._fn(*args, **kwargs))
+        else:
+            out = self._fn(*args, **kwargs)
+            if inspect.isawaitable(out):
+                out = asyncio.run(_await(out))
+        return self._response(out, prompt, system)
+
+    async def acomplete(
+        self, prompt: str, *, system: str | None = None, json_mode: bool = False
+    ) -> LLMResponse:
+        args, kwargs = self._args(prompt, system, json_mode)
+        if self._async:
+            out = await self._fn(*args, **kwargs)
+        else:
+            out = await asyncio.to_thread(self._fn, *args, **kwargs)
+            if inspect.isawaitable(out):
+                out = await out
+        return self._response(out, prompt, system)
+
+
+async def _await(x: Awaitable[Any]) -> Any:
+    return await x
+
+
+def as_llm(obj: Any) -> LLM:
+    """Turn what a user passed as ``llm=`` into an :class:`LLM`.
+
+    Accepts an :class:`LLM` (returned as is) or a callable (wrapped in :class:`CallableLLM`).
+
+    Raises:
+        TypeError: a LlamaIndex ``LLM`` or LangChain chat model (the core imports no framework:
+            the message names the adapter to wrap it with), or anything else.
+    """
+    if isinstance(obj, LLM) and not isinstance(obj, type):
+        return obj
+    module = type(obj).__module__ or ""
+    if module.startswith("llama_index"):
+        raise TypeError(
+            "a LlamaIndex LLM needs the adapter: "
+            "`from llama_index.graph_rag.graphstrata import LlamaIndexLLM; llm=LlamaIndexLLM(your_llm)` "
+            "(GraphStrataIndex.from_documents(..., llm=...) wraps it for you)"
+        )
+    if module.startswith("langchain"):
+        raise TypeError(
+            "a LangChain chat model needs the adapter: "
+            "`from langchain_graphstrata import ChatModelLLM; llm=ChatModelLLM(your_model)` "
+            "(GraphStrataRetriever.from_documents(..., llm=...) wraps it for you)"
+        )
+    if callable(obj) and not isinstance(obj, type):
+        return CallableLLM(obj)
+    raise TypeError(
+        f"llm must be a graphstrata LLM (complete/acomplete) or a callable str -> str, "
+        f"got {type(obj).__name__}"
+    )

@@ -1,0 +1,321 @@
+"""The runtime around an :class:`~graphstrata.llm.base.LLM`: cache, retries, bounded
+concurrency, and token accounting per stage.
+
+Every LLM step of graphstrata calls :meth:`LLMClient.complete` (one prompt) or
+:meth:`LLMClient.map` (many prompts, at most ``concurrency`` in flight). A call first looks in
+the :class:`~graphstrata.llm.cache.ResponseCache`; a miss goes to the model, with retries and
+exponential backoff (tenacity) on transient errors; the response is cached the moment it
+arrives. Each call is counted in a :class:`Ledger` under its stage name (``"extract"``,
+``"community_reports"``, ``"query:keywords"``, ...) — in the client's own ledger and in every
+ledger opened with :func:`usage_scope` around it (how ``GraphStrata.answer`` reports the cost of
+one query while other threads query too).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from .base import LLM, LLMRequest, LLMResponse, Usage, as_llm, estimate_tokens
+from .cache import ResponseCache
+
+#: default number of LLM calls in flight (issue 13: "bounded concurrency (default 4)")
+DEFAULT_CONCURRENCY = 4
+#: default attempts per call (1 + retries) on transient errors
+DEFAULT_ATTEMPTS = 5
+
+_TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+_TRANSIENT_NAMES = ("ratelimit", "timeout", "connection", "unavailable", "overloaded", "internalserver")
+
+
+class TransientLLMError(RuntimeError):
+    """Raise from an LLM (or a wrapper) to say "try again": the client retries it."""
+
+
+class LLMError(RuntimeError):
+    """An LLM call failed after its retries (the message names the stage and the cause).
+
+    Responses received before the failure are cached: running the same build again resumes
+    without paying for them twice.
+    """
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` looks retryable: :class:`TransientLLMError`, ``TimeoutError``,
+    ``ConnectionError``, an HTTP status 408/409/425/429/5xx on ``status_code`` / ``status``,
+    or a class name mentioning rate limits, timeouts, connections or overload (the SDKs'
+    ``RateLimitError``, ``APITimeoutError``, ``APIConnectionError``, ...)."""
+    if isinstance(exc, (TransientLLMError, TimeoutError, ConnectionError)):
+        return True
+    status = getattr(exc, "status_code", None) or getattr(exc, "status", None)
+    if isinstance(status, int) and status in _TRANSIENT_STATUS:
+        return True
+    name = type(exc).__name__.lower()
+    return any(n in name for n in _TRANSIENT_NAMES)
+
+
+@dataclass
+class StageUsage:
+    """Cost of one stage.
+
+    Attributes:
+        calls: LLM calls made (cache misses that reached the model).
+        cached: calls answered from the cache (no cost).
+        prompt_tokens, completion_tokens: tokens of the calls made.
+        estimated: some counts are estimates (the LLM reported no usage).
+        skipped: records the parsers could not read and skipped (counted warnings).
+    """
+
+    calls: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False
+    skipped: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "cached": self.cached,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "estimated": self.estimated,
+            "skipped": self.skipped,
+        }
+
+
+class Ledger:
+    """Thread-safe calls and tokens per stage (see :class:`StageUsage`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.stages: dict[str, StageUsage] = {}
+
+    def record(self, stage: str, usage: Usage | None, cached: bool = False) -> None:
+        with self._lock:
+            s = self.stages.setdefault(stage, StageUsage())
+            if cached:
+                s.cached += 1
+                return
+            s.calls += 1
+            if usage is not None:
+                s.prompt_tokens += usage.prompt_tokens
+                s.completion_tokens += usage.completion_tokens
+                s.estimated = s.estimated or usage.estimated
+
+    def skip(self, stage: str, n: int = 1) -> None:
+        """Count ``n`` unreadable records of ``stage`` (the parsers' warnings)."""
+        with self._lock:
+            self.stages.setdefault(stage, StageUsage()).skipped += n
+
+    def total(self) -> StageUsage:
+        """All stages added up."""
+        with self._lock:
+            t = StageUsage()
+            for s in self.stages.values():
+                t.calls += s.calls
+                t.cached += s.cached
+                t.prompt_tokens += s.prompt_tokens
+                t.completion_tokens += s.completion_tokens
+                t.estimated = t.estimated or s.estimated
+                t.skipped += s.skipped
+            return t
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"stages": {stage: {...}}, "total": {...}}`` (JSON-serialisable)."""
+        with self._lock:
+            stages = {k: v.to_dict() for k, v in self.stages.items()}
+        return {"stages": stages, "total": self.total().to_dict()}
+
+
+_SCOPES: contextvars.ContextVar[tuple[Ledger, ...]] = contextvars.ContextVar("graphstrata_llm_scopes", default=())
+
+
+@contextmanager
+def usage_scope() -> Iterator[Ledger]:
+    """Count every LLM call made in this context (this thread, and the worker threads of
+    :meth:`LLMClient.map` it starts) in a fresh :class:`Ledger`, besides the client's own."""
+    ledger = Ledger()
+    token = _SCOPES.set((*_SCOPES.get(), ledger))
+    try:
+        yield ledger
+    finally:
+        _SCOPES.reset(token)
+
+
+class LLMClient:
+    """An :class:`LLM` with a response cache, retries, bounded concurrency and a ledger.
+
+    Args:
+        llm: an :class:`LLM` or a callable (see :func:`~graphstrata.llm.base.as_llm`).
+        cache: a :class:`ResponseCache` (default: a new in-memory one).
+        concurrency: most calls in flight at once across all threads using this client.
+        attempts: tries per call on transient errors (exponential backoff, 0.5 s doubling
+            up to 20 s).
+        ledger: where calls are counted (default: a new :class:`Ledger`).
+
+    Raises:
+        TypeError: ``llm`` is not an LLM or callable.
+        ValueError: ``concurrency`` or ``attempts`` < 1.
+    """
+
+    def __init__(
+        self,
+        llm: Any,
+        cache: ResponseCache | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        attempts: int = DEFAULT_ATTEMPTS,
+        ledger: Ledger | None = None,
+        _semaphore: threading.Semaphore | None = None,
+    ) -> None:
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ValueError(f"llm concurrency must be a positive integer, got {concurrency!r}")
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            raise ValueError(f"llm attempts must be a positive integer, got {attempts!r}")
+        self.llm: LLM = as_llm(llm)
+        self.cache = cache if cache is not None else ResponseCache()
+        self.concurrency = concurrency
+        self.attempts = attempts
+        self.ledger = ledger if ledger is not None else Ledger()
+        self._sem = _semaphore or threading.BoundedSemaphore(concurrency)
+        self._wait = wait_exponential(multiplier=0.5, max=20)
+
+    @classmethod
+    def of(cls, llm: Any) -> LLMClient:
+        """``llm`` itself when it is a client, else a new client around it."""
+        return llm if isinstance(llm, LLMClient) else cls(llm)
+
+    @property
+    def id(self) -> str:
+        return self.llm.id
+
+    def with_cache(self, cache: ResponseCache) -> LLMClient:
+        """A client sharing this one's model, concurrency bound and ledger, with ``cache``."""
+        return LLMClient(self.llm, cache, self.concurrency, self.attempts, self.ledger, self._sem)
+
+    def _record(self, stage: str, usage: Usage | None, cached: bool) -> None:
+        self.ledger.record(stage, usage, cached)
+        for scope in _SCOPES.get():
+            scope.record(stage, usage, cached)
+
+    def skip(self, stage: str, n: int = 1) -> None:
+        """Count ``n`` records of ``stage`` the parsers skipped (in every open scope too)."""
+        self.ledger.skip(stage, n)
+        for scope in _SCOPES.get():
+            scope.skip(stage, n)
+
+    def complete(
+        self, prompt: str, *, system: str | None = None, json_mode: bool = False, stage: str = "llm"
+    ) -> LLMResponse:
+        """Complete one prompt through the cache.
+
+        Raises:
+            LLMError: the model failed (after retries on transient errors), or returned
+                something other than an :class:`LLMResponse` / ``str``.
+        """
+        return self.request(LLMRequest(prompt, system, json_mode), stage)
+
+    def request(self, req: LLMRequest, stage: str = "llm") -> LLMResponse:
+        """:meth:`complete` for an :class:`LLMRequest`."""
+        key = req.key(self.llm.id)
+        hit = self.cache.get(key)
+        if hit is not None:
+            self._record(stage, None, cached=True)
+            return hit
+        retrying = Retrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=self._wait,
+            retry=retry_if_exception(is_transient),
+            reraise=True,
+        )
+        try:
+            with self._sem:
+                out = retrying(self.llm.complete, req.prompt, system=req.system, json_mode=req.json_mode)
+        except Exception as exc:
+            raise LLMError(f"LLM call failed in stage {stage!r} ({self.llm.id}): {type(exc).__name__}: {exc}") from exc
+        if isinstance(out, str):
+            out = LLMResponse(
+                out,
+                Usage(estimate_tokens((req.system or "") + req.prompt), estimate_tokens(out), True),
+            )
+        if not isinstance(out, LLMResponse) or not isinstance(out.text, str):
+            raise LLMError(
+                f"LLM {self.llm.id!r} returned {type(out).__name__} in stage {stage!r}; expected LLMResponse"
+            )
+        self._record(stage, out.usage, cached=False)
+        self.cache.put(key, out)
+        return out
+
+    def map(self, requests: Sequence[LLMRequest], stage: str, show_progress: bool = False) -> list[LLMResponse]:
+        """Complete every request, at most ``concurrency`` in flight; results in input order.
+
+        All requests run even when one fails (their responses are cached); then the first
+        failure is raised.
+
+        Raises:
+            LLMError: at least one call failed after its retries.
+        """
+        requests = list(requests)
+        if not requests:
+            return []
+        bar = None
+        if show_progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(requests), desc=stage, unit="call")
+        results: list[LLMResponse | None] = [None] * len(requests)
+        errors: list[BaseException] = []
+
+        def run(i: int) -> None:
+            try:
+                results[i] = self.request(requests[i], stage)
+            except BaseException as exc:  # noqa: BLE001 - collected, re-raised below
+                errors.append(exc)
+            finally:
+                if bar is not None:
+                    bar.update(1)
+
+        workers = min(self.concurrency, len(requests))
+        if workers == 1:
+            for i in range(len(requests)):
+                run(i)
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="graphstrata-llm") as pool:
+                futures = [pool.submit(contextvars.copy_context().run, run, i) for i in range(len(requests))]
+                for f in futures:
+                    f.result()
+        if bar is not None:
+            bar.close()
+        if errors:
+            raise errors[0]
+        return results  # type: ignore[return-value]
+
+
+class DryRunLLM:
+    """An :class:`LLM` that spends nothing: every call returns ``""`` and its prompt is counted
+    with :func:`estimate_tokens` (completion tokens estimated as ``completion_estimate``).
+
+    Used by ``graphstrata index --dry-run`` to print the calls and tokens a build would make.
+    """
+
+    id = "dry-run"
+
+    def __init__(self, completion_estimate: int = 300) -> None:
+        self.completion_estimate = int(completion_estimate)
+
+    def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False) -> LLMResponse:
+        return LLMResponse(
+            "", Usage(estimate_tokens((system or "") + prompt), self.completion_estimate, True)
+        )
+
+    async def acomplete(
+        self, prompt: str, *, system: str | None = None, json_mode: bool = False
+    ) -> LLMResponse:
+        return self.complete(prompt, system=system, json_mode=json_mode)
