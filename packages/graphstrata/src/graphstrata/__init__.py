@@ -8,11 +8,12 @@ Quickstart::
         print(hit.score, hit.document_ids, hit.text[:80])
 """
 
-from .api import GraphStrata
+from .api import Answer, GraphStrata
 from .config import GraphStrataConfig
 from .types import Chunk, Community, Document, Entity, Hit, Relation
 
 __all__ = [
+    "Answer",
     "GraphStrata",
     "GraphStrataConfig",
     "Chunk",

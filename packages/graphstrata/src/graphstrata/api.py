@@ -11,9 +11,11 @@ a query never sees parts of two states.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ from .types import Document, Hit, check_k, check_kinds
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GraphStrata", "lexical_texts"]
+__all__ = ["Answer", "GraphStrata", "lexical_texts"]
 
 
 class GraphStrata:
@@ -113,6 +115,7 @@ class GraphStrata:
         embedder: Embedder | None = None,
         show_progress: bool = False,
         paths: Iterable[str | Path] = (),
+        llm: Any = None,
     ) -> GraphStrata:
         """Index ``documents`` and the files under ``paths``.
 
@@ -126,6 +129,15 @@ class GraphStrata:
             embedder: any :class:`Embedder`; the offline MiniLM when ``None``.
             show_progress: print a progress bar per stage (stderr).
             paths: files or folders to read (``str`` or ``Path``), after ``documents``.
+            llm: an LLM (:class:`graphstrata.llm.LLM`, a plain ``str -> str`` callable, or an
+                :class:`~graphstrata.llm.LLMClient`; a LlamaIndex ``LLM`` / LangChain chat model
+                through its package's adapter). With one the build runs the papers' LLM steps
+                (:func:`~graphstrata.indexing.build_state`): LLM extraction, community reports,
+                HiRAG summary entities; their calls and tokens are :attr:`build_usage`. With a
+                ``persist_dir`` every response is cached in ``persist_dir/llm-cache.sqlite`` as
+                it arrives, so an interrupted build run again resumes without paying twice and
+                a rebuild makes zero calls. The LLM stays attached for query-time steps and
+                :meth:`answer`. ``None``: the offline pipeline.
 
         Returns:
             The built index.
@@ -136,11 +148,17 @@ class GraphStrata:
                 ``config.max_document_chars``, embedder output of the wrong shape. Nothing is
                 written to ``persist_dir`` on failure.
             FileNotFoundError: a path that does not exist.
+            FileExistsError: ``persist_dir`` is a file or a non-empty non-index directory.
+            TypeError: ``llm`` is not an LLM or callable (a framework object names its adapter).
+            graphstrata.llm.LLMError: an LLM call failed after its retries.
         """
         cfg = _as_config(config)
         docs = load_documents(documents, paths=paths)
+        if persist_dir is not None:
+            store.check_target(persist_dir)
+        client = _llm_client(llm, cfg, persist_dir)
         emb = embedder if embedder is not None else default_embedder()
-        self = cls(build_state(docs, cfg, emb, show_progress=show_progress))
+        self = cls(build_state(docs, cfg, emb, show_progress=show_progress, llm=client))
         if persist_dir is not None:
             self.persist(persist_dir)
         return self
@@ -167,7 +185,7 @@ class GraphStrata:
             return path
 
     @classmethod
-    def load(cls, persist_dir: str | Path, embedder: Embedder | None = None) -> GraphStrata:
+    def load(cls, persist_dir: str | Path, embedder: Embedder | None = None, llm: Any = None) -> GraphStrata:
         """Open the current version of a persisted index.
 
         Leftovers of interrupted writes are cleaned up first when no writer holds the index
@@ -177,6 +195,8 @@ class GraphStrata:
             persist_dir: a directory written by :meth:`persist`.
             embedder: the embedder to embed queries with; must have the persisted id and
                 dimension. ``None``: the offline default, if that is what built the index.
+            llm: an LLM for query-time steps and :meth:`answer` (as in :meth:`build`), with the
+                index's response cache; ``None``: retrieval runs offline.
 
         Raises:
             FileNotFoundError: the directory does not exist.
@@ -209,9 +229,94 @@ class GraphStrata:
                 )
             return emb
 
-        self = cls(store.load_state(path, embedder_for, _as_config))
+        state = store.load_state(path, embedder_for, _as_config)
+        if llm is not None:  # only once it is known to be an index: the cache lives in it
+            state = dataclasses.replace(state, llm=_llm_client(llm, state.config, path))
+        self = cls(state)
         self.persist_dir = path.resolve()
         return self
+
+    @property
+    def build_usage(self) -> dict[str, Any]:
+        """LLM calls and tokens of the build that made the current index, per stage:
+        ``{"stages": {stage: {"calls", "cached", "prompt_tokens", "completion_tokens",
+        "estimated", "skipped"}}, "total": {...}}``; ``{}`` for an offline build. ``calls``
+        reached the model, ``cached`` came from the response cache (free); ``estimated`` is
+        true when the LLM reported no usage and tokens were counted as ``chars / 4``."""
+        return dict(self.state.build_usage)
+
+    @property
+    def llm(self) -> Any:
+        """The :class:`~graphstrata.llm.LLMClient` attached by ``build`` / ``load`` (or ``None``)."""
+        return self.state.llm
+
+    # -- answers -----------------------------------------------------------------------------
+    def answer(
+        self,
+        query: str,
+        method: str = "archrag",
+        llm: Any = None,
+        k: int = 10,
+        filters: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> Answer:
+        """Retrieve with ``method`` and answer with that method's own generation step.
+
+        ArchRAG: adaptive filtering-based generation (one filter call per layer, scored
+        points, merge call; ``seed-archrag.md`` §3.2); LightRAG / HiRAG: their answer prompts
+        over their contexts; AGRAG: over the reasoning path; dense / bm25 / hybrid: a plain RAG
+        prompt over the chunks (:mod:`graphstrata.generation`). Retrieval steps that need an
+        LLM (LightRAG keywords, AGRAG fact filter) use the same LLM.
+
+        Args:
+            query: the question.
+            method: one of :attr:`methods`.
+            llm: the LLM to answer with (as in :meth:`build`); ``None``: the one attached by
+                ``build`` / ``load``.
+            k: chunk hits retrieved (the method's context hits come too).
+            filters: a metadata filter, as in :meth:`retrieve`.
+            **options: generation options (``response_type``, ``max_context_tokens``) and
+                method options (as in :meth:`retrieve`).
+
+        Returns:
+            An :class:`Answer`: ``text``, the ``hits`` the answer was generated from, and
+            ``usage`` (calls and tokens of this query alone, per stage, retrieval included).
+
+        Raises:
+            ValueError: no LLM given or attached; everything :meth:`retrieve` raises.
+            graphstrata.llm.LLMError: an LLM call failed after its retries.
+        """
+        from .generation import GENERATION_OPTIONS, generate
+        from .llm import usage_scope
+
+        state = self.state
+        client = self._client(llm, state)
+        if client is None:
+            raise ValueError(
+                "answer() needs an LLM: pass llm=..., or build()/load() the index with llm=..."
+            )
+        gen_options = {k_: options.pop(k_) for k_ in list(options) if k_ in GENERATION_OPTIONS}
+        with usage_scope() as ledger:
+            hits = self.retrieve(query, method=method, k=k, filters=filters, llm=client, **options)
+            out = generate(method, query, hits, client, **gen_options)
+        return Answer(text=out.text, hits=list(out.used_hits), usage=ledger.to_dict(), method=method, query=query)
+
+    async def aanswer(self, query: str, method: str = "archrag", llm: Any = None, k: int = 10, **options: Any) -> Answer:
+        """:meth:`answer` in a worker thread (safe under a running event loop)."""
+        return await asyncio.to_thread(self.answer, query, method, llm, k, **options)
+
+    def _client(self, llm: Any, state: EngineState) -> Any:
+        """``llm`` as a client sharing the index's response cache; else the attached one."""
+        from .llm import LLMClient
+
+        if llm is None:
+            return state.llm
+        if isinstance(llm, LLMClient):
+            return llm
+        attached = state.llm
+        if attached is not None:
+            return LLMClient(llm, cache=attached.cache, concurrency=attached.concurrency)
+        return _llm_client(llm, state.config, self.persist_dir)
 
     # -- updates -----------------------------------------------------------------------------
     def insert(
@@ -304,6 +409,7 @@ class GraphStrata:
             show_progress=show_progress,
             cached_chunk_vectors=cached,
             generation=state.generation + 1,
+            llm=state.llm,
         )
         if self.persist_dir is not None:
             store.save_state(new, self.persist_dir)
@@ -364,6 +470,8 @@ class GraphStrata:
             raise ValueError(
                 f"query embedding has shape {qvec.shape}, index dimension is {state.embedder.dim}"
             )
+        if options.get("llm") is not None:
+            options["llm"] = self._client(options["llm"], state)
         allowed = None if filters is None else allowed_documents(state.documents, filters)
         result = _run_method(state, METHODS[method](), query, qvec, k, options, allowed)
         hits: list[Hit] = []
@@ -468,6 +576,53 @@ def _chunk_hit(
             "raw_score": float(score if raw_score is None else raw_score),
         },
     )
+
+
+@dataclass
+class Answer:
+    """What :meth:`GraphStrata.answer` returns.
+
+    Attributes:
+        text: the generated answer.
+        hits: the hits the answer was generated from (chunks and the method's context).
+        usage: LLM calls and tokens of this query, per stage and in total (see
+            :attr:`GraphStrata.build_usage` for the shape).
+        method: the method used.
+        query: the question.
+    """
+
+    text: str
+    hits: list[Hit] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+    method: str = ""
+    query: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable dict (the CLI's ``--json``)."""
+        return {
+            "query": self.query,
+            "method": self.method,
+            "answer": self.text,
+            "usage": self.usage,
+            "hits": [h.to_dict() for h in self.hits],
+        }
+
+
+def _llm_client(llm: Any, config: GraphStrataConfig | None, persist_dir: str | Path | None) -> Any:
+    """``llm`` as an :class:`~graphstrata.llm.LLMClient` (``None`` stays ``None``) with the
+    response cache at ``persist_dir/llm-cache.sqlite`` (in memory without a directory) and
+    ``config.llm_concurrency`` calls in flight. A client given as is keeps its own cache."""
+    if llm is None:
+        return None
+    from .llm import CACHE_FILE, DEFAULT_CONCURRENCY, LLMClient, ResponseCache
+
+    if isinstance(llm, LLMClient):
+        return llm
+    cache = ResponseCache(Path(persist_dir) / CACHE_FILE) if persist_dir is not None else ResponseCache()
+    return LLMClient(llm, cache=cache, concurrency=config.llm_concurrency if config else DEFAULT_CONCURRENCY)
 
 
 def _as_config(config: GraphStrataConfig | dict[str, Any] | None) -> GraphStrataConfig:

@@ -10,6 +10,11 @@ The same conventions hold in every command:
 - ``--json [FILE]`` (query, eval, inspect): without FILE (or with ``-``) the output is JSON on
   stdout instead of text; with FILE the usual text goes to stdout and the JSON to FILE.
   ``eval --json OUT`` therefore means what it always meant.
+- ``--llm MODULE:FACTORY`` (index, query, eval): ``FACTORY()`` from ``MODULE`` (imported with
+  the working directory on ``sys.path``) returns the LLM — a :class:`graphstrata.llm.LLM`, a
+  plain ``str -> str`` callable, or a framework model wrapped in its adapter
+  (``LlamaIndexLLM(...)``, ``ChatModelLLM(...)``). Calls and tokens are printed (``~`` marks
+  estimates, when the model reports no usage).
 - Method names (``--method``) and method options (``--option KEY=VALUE``) are checked against
   :data:`graphstrata.methods.METHODS` before any index or model is loaded, so a typo fails at
   once instead of after the embedder's load.
@@ -124,6 +129,66 @@ def _add_option(p: argparse.ArgumentParser, help: str) -> None:
                    help=help + "; VALUE is read as JSON (0.3, false, null), else as a string")
 
 
+def _add_llm(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--llm", default=None, metavar="MODULE:FACTORY", help=help)
+
+
+def _load_llm(spec: str | None) -> Any:
+    """``--llm MODULE:FACTORY`` → ``FACTORY()``; ``None`` stays ``None``.
+
+    Raises:
+        ValueError: not ``MODULE:FACTORY``, the module does not import, no such factory, the
+            factory fails or returns no LLM (each names ``--llm``).
+    """
+    if spec is None:
+        return None
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"--llm {spec}: expected MODULE:FACTORY (e.g. my_llms:make_llm)")
+    import importlib
+
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ValueError(f"--llm {spec}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ValueError(f"--llm {spec}: {module_name!r} has no callable {attr!r}")
+    try:
+        llm = factory()
+    except Exception as exc:
+        raise ValueError(f"--llm {spec}: {attr}() failed: {type(exc).__name__}: {exc}") from exc
+    from .llm import as_llm
+
+    try:
+        as_llm(llm)
+    except TypeError as exc:
+        raise ValueError(f"--llm {spec}: {exc}") from exc
+    return llm
+
+
+def _usage_lines(usage: dict[str, Any], title: str) -> list[str]:
+    """Text lines for a usage dict (``{"stages": ..., "total": ...}``); ``~`` marks estimates."""
+    if not usage or not usage.get("stages"):
+        return []
+
+    def row(name: str, u: dict[str, Any]) -> str:
+        mark = "~" if u.get("estimated") else " "
+        extra = f"  cached {u['cached']}" if u.get("cached") else ""
+        extra += f"  skipped {u['skipped']}" if u.get("skipped") else ""
+        return (f"  {name:<34} calls {u.get('calls', 0):6d}  prompt {mark}{u.get('prompt_tokens', 0):9d}  "
+                f"completion {mark}{u.get('completion_tokens', 0):8d}{extra}")
+
+    lines = [title]
+    lines += [row(name, u) for name, u in usage["stages"].items()]
+    lines.append(row("total", usage.get("total", {})))
+    if usage.get("total", {}).get("estimated"):
+        lines.append("  (~ = estimated as characters / 4: the LLM reported no token usage)")
+    return lines
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="graphstrata", description="Graph-RAG indexing and retrieval.")
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -135,6 +200,12 @@ def _parser() -> argparse.ArgumentParser:
     ix.add_argument("--chunk-size", type=_count(1), default=None, help="tokens per chunk")
     ix.add_argument("--chunk-overlap", type=_count(0), default=None, help="tokens of overlap")
     ix.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_llm(ix, "run the papers' LLM steps at index time (LLM extraction, community reports, HiRAG "
+             "summary entities); responses are cached in OUT/llm-cache.sqlite")
+    ix.add_argument("--llm-extraction", choices=["lightrag", "agrag"], default=None,
+                    help="with --llm: LightRAG-style typed extraction (default) or AGRAG's TF-IDF entities + LLM triples")
+    ix.add_argument("--dry-run", action="store_true",
+                    help="print the LLM calls and estimated tokens the build would spend, and stop")
 
     q = sub.add_parser("query", help="retrieve for one question")
     q.add_argument("index_dir")
@@ -144,6 +215,8 @@ def _parser() -> argparse.ArgumentParser:
     _add_json(q, "the hits")
     q.add_argument("--chunks-only", action="store_true", help="print only chunk hits")
     _add_option(q, "method option, repeatable (e.g. --option propagate=false)")
+    _add_llm(q, "answer with the method's own generation step (and run its LLM retrieval steps); "
+             "prints the answer, the hits it used, and the calls and tokens spent")
 
     ev = sub.add_parser("eval", help="evidence recall@k on a question file")
     ev.add_argument("index_dir")
@@ -153,6 +226,10 @@ def _parser() -> argparse.ArgumentParser:
     _add_json(ev, "the report")
     ev.add_argument("--limit", type=_count(1), default=None, help="first N questions only")
     ev.add_argument("--quiet", action="store_true")
+    ev.add_argument("--answers", action="store_true",
+                    help="with --llm: exact match and token F1 of each method's generated answers "
+                    "against the questions' answer / answer_aliases")
+    _add_llm(ev, "the LLM for --answers and for LLM retrieval steps")
     _add_option(ev, "method option given to every method, repeatable (an ablation such as "
                 "--option decompose=false)")
 
@@ -261,14 +338,25 @@ def _index_config(args) -> dict[str, Any] | None:
 
 def _cmd_index(args) -> int:
     config = _index_config(args)
+    if args.llm_extraction:
+        if not args.llm:
+            raise ValueError("--llm-extraction needs --llm MODULE:FACTORY")
+        config = {**(config or {}), "llm_extraction": args.llm_extraction}
     for p in args.paths:
         if not Path(p).exists():
             raise FileNotFoundError(f"{p}: no such file or directory")
+    if args.dry_run:
+        return _dry_run(args, config)
+    llm = _load_llm(args.llm)
     from . import GraphStrata
 
     t0 = time.perf_counter()
-    gs = GraphStrata.build(paths=args.paths, config=config, show_progress=not args.quiet)
-    gs.persist(args.out)
+    gs = GraphStrata.build(
+        paths=args.paths, config=config, show_progress=not args.quiet, llm=llm,
+        persist_dir=args.out if llm is not None else None,
+    )
+    if llm is None:
+        gs.persist(args.out)
     total = time.perf_counter() - t0
     s = gs.stats()
     print(f"indexed into {Path(args.out).resolve()}")
@@ -281,6 +369,24 @@ def _cmd_index(args) -> int:
     for stage, sec in gs.build_seconds.items():
         print(f"  {stage:<28} {sec:8.1f} s")
     print(f"  {'total':<28} {total:8.1f} s")
+    for line in _usage_lines(gs.build_usage, "  LLM calls and tokens by stage"):
+        print(line)
+    return 0
+
+
+def _dry_run(args, config: dict[str, Any] | None) -> int:
+    """``index --dry-run``: the calls and tokens a build with an LLM would spend."""
+    from .api import _as_config
+    from .indexing import estimate_llm_cost
+    from .loaders import load_documents
+    from .models import default_embedder
+
+    cfg = _as_config(config)
+    est = estimate_llm_cost(load_documents((), paths=args.paths), cfg, default_embedder())
+    print(f"dry run: no LLM called; {est['chunks']} chunks")
+    for line in _usage_lines({"stages": est["stages"], "total": est["total"]}, "  estimated LLM calls and tokens"):
+        print(line)
+    print("  (projected stages depend on the graph the LLM will extract: rough estimates)")
     return 0
 
 
@@ -291,7 +397,10 @@ def _cmd_query(args) -> int:
         raise ValueError("the question is empty")
     from . import GraphStrata
 
-    gs = GraphStrata.load(args.index_dir)
+    llm = _load_llm(args.llm)
+    gs = GraphStrata.load(args.index_dir, llm=llm)
+    if llm is not None:
+        return _print_answer(gs.answer(args.question, method=args.method, k=args.k, **options), args)
     kinds = ("chunk",) if args.chunks_only else None
     hits = gs.retrieve(args.question, method=args.method, k=args.k, kinds=kinds, **options)
     if args.json is not None:
@@ -306,18 +415,45 @@ def _cmd_query(args) -> int:
     return 0
 
 
+def _print_answer(ans, args) -> int:
+    if args.json is not None:
+        _emit_json(ans.to_dict(), args.json)
+        if args.json == STDOUT:
+            return 0
+    print(ans.text.strip())
+    print()
+    print(f"from {len(ans.hits)} hits:")
+    for h in ans.hits:
+        where = f"L{h.layer}" if h.layer is not None else "  "
+        print(f"  {h.kind:<9} {where:<3} {h.score:6.3f}  {' '.join(h.text.split())[:100]}")
+    for line in _usage_lines(ans.usage, "LLM calls and tokens"):
+        print(line)
+    return 0
+
+
 def _cmd_eval(args) -> int:
     methods = args.methods or ["archrag"]
     options = _check_methods(methods, args.option)
     _check_json_target(args.json)
-    from .eval import evaluate, format_table, load_questions
+    if args.answers and not args.llm:
+        raise ValueError("--answers needs --llm MODULE:FACTORY")
+    from .eval import evaluate, evaluate_answers, format_answer_table, format_table, load_questions
 
     questions = load_questions(args.questions)  # a bad question file fails before the load
     if args.limit:
         questions = questions[: args.limit]
+    llm = _load_llm(args.llm)
     from . import GraphStrata
 
-    gs = GraphStrata.load(args.index_dir)
+    gs = GraphStrata.load(args.index_dir, llm=llm)
+    if args.answers:
+        k = max(args.k)
+        report = evaluate_answers(gs, questions, methods, k=k, progress=not args.quiet, options=options)
+        if args.json != STDOUT:
+            print(format_answer_table(report))
+        if args.json is not None:
+            _emit_json(report, args.json)
+        return 0
     report = evaluate(gs, questions, methods, args.k, progress=not args.quiet, options=options)
     if args.json != STDOUT:
         print(format_table(report))
@@ -351,12 +487,19 @@ def _cmd_inspect(args) -> int:
     )
     layers = "  ".join(f"L{i}: {n}" for i, n in enumerate(counts.get("communities_per_layer", []), 1))
     print(f"  communities per layer  {layers or '(none)'}")
+    llm = shown.get("llm") or {}
+    if llm:
+        print(f"  built with LLM {llm.get('id')}")
+        for line in _usage_lines(llm.get("usage") or {}, "  LLM calls and tokens by stage"):
+            print("  " + line)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``graphstrata`` console script; returns the exit status."""
     args = _parse_args(argv)
+    from .llm.client import LLMError
+
     handler = {
         "index": _cmd_index,
         "query": _cmd_query,
@@ -365,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
     }[args.command]
     try:
         return handler(args)
-    except (ValueError, FileNotFoundError, FileExistsError) as exc:
+    except (ValueError, FileNotFoundError, FileExistsError, LLMError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

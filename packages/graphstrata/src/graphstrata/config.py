@@ -95,6 +95,20 @@ class GraphStrataConfig(BaseModel):
         description="co-occurrence relations the statistical extractor keeps per sentence, in"
         " entity pairs: those of the most-mentioned entities; shared QA corpora peak at 1,378",
     )
+    # -- the LLM path (used only when build gets an llm; issue 13) --------------------------
+    llm_extraction: Literal["lightrag", "agrag"] = Field(
+        "lightrag",
+        description="extraction with an LLM: typed entities and described relations with"
+        " keywords and strength (LightRAG §1.4-1.7, also what HiRAG and ArchRAG use), or"
+        " AGRAG's TF-IDF entities with LLM triples (AGRAG §1.3)",
+    )
+    llm_gleaning: int = Field(1, ge=0, le=5, description="extra extraction passes per chunk (LightRAG §1.6)")
+    llm_community_reports: bool = Field(
+        True,
+        description="LLM community reports (ArchRAG §1.4-1.5) embedded as the community vectors;"
+        " False keeps the extractive summaries",
+    )
+    llm_concurrency: int = Field(4, ge=1, le=256, description="LLM calls in flight at once")
 
     @model_validator(mode="after")
     def _check_overlap(self) -> GraphStrataConfig:

@@ -4,11 +4,16 @@ Question files are JSONL, one object per line with ``"question"`` and ``"evidenc
 shared data format of DESIGN.md). For each method the ranking of *distinct document ids* is
 taken from the method's chunk ranking; recall@k of a question = |gold ∩ top-k documents| /
 |gold|, averaged over questions with non-empty evidence (HippoRAG-style, k = 2, 5, 10).
+
+With an LLM, :func:`evaluate_answers` scores each method's generated answers by exact match
+and token F1 against ``answer`` / ``answer_aliases`` (SQuAD normalisation).
 """
 
 from __future__ import annotations
 
+import re
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -126,6 +131,133 @@ def format_table(report: dict[str, dict[str, float]]) -> str:
         [m, *(f"{r[c]:.3f}" for c in cols), str(r["questions"]), f"{r['p50_ms']:.1f}"]
         for m, r in report.items()
     ]
+    widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))  # noqa: E731
+    return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+# -- answers ------------------------------------------------------------------------------------
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCT = re.compile(r"[^\w\s]", re.UNICODE)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD / HotpotQA answer normalisation: lower case, punctuation and the articles
+    a/an/the removed, whitespace folded."""
+    text = _PUNCT.sub(" ", str(text).lower())
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def exact_match(prediction: str, gold: Sequence[str]) -> float:
+    """1.0 when the normalised prediction equals a normalised gold answer (any alias), else 0.0."""
+    p = normalize_answer(prediction)
+    return float(any(p == normalize_answer(g) for g in gold if str(g).strip()))
+
+
+def token_f1(prediction: str, gold: Sequence[str]) -> float:
+    """Best token-level F1 of the normalised prediction against any gold answer (SQuAD):
+    ``2·P·R / (P + R)`` over the multiset of shared tokens; 0.0 with nothing shared."""
+    p = normalize_answer(prediction).split()
+    best = 0.0
+    for g in gold:
+        t = normalize_answer(g).split()
+        if not p or not t:
+            continue
+        common = Counter(p) & Counter(t)
+        n = sum(common.values())
+        if n == 0:
+            continue
+        precision, recall = n / len(p), n / len(t)
+        best = max(best, 2 * precision * recall / (precision + recall))
+    return best
+
+
+def gold_answers(question: Mapping[str, Any]) -> list[str]:
+    """``answer`` followed by ``answer_aliases`` (the shared data format), as strings."""
+    out = [question.get("answer")] + list(question.get("answer_aliases") or [])
+    return [str(a) for a in out if a is not None and str(a).strip()]
+
+
+def evaluate_answers(
+    gs,
+    questions: Sequence[dict[str, Any]],
+    methods: Sequence[str] = ("archrag",),
+    k: int = 10,
+    llm: Any = None,
+    progress: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Exact match and token F1 of each method's generated answers (:meth:`GraphStrata.answer`).
+
+    Args:
+        gs: a :class:`~graphstrata.GraphStrata` (with an LLM attached, or ``llm`` given).
+        questions: records with ``question`` and ``answer`` (+ optional ``answer_aliases``);
+            those without an answer are skipped.
+        methods: method names, reported in this order.
+        k: chunk hits retrieved per question.
+        llm: the LLM to answer with (``None``: the index's).
+        progress: a tqdm bar per method.
+        options: generation and method options given to every call.
+
+    Returns:
+        ``{method: {"em": mean, "f1": mean, "questions": n, "calls": n, "cached": n,
+        "prompt_tokens": n, "completion_tokens": n, "tokens_estimated": bool, "p50_s": t}}``;
+        ``p50_s`` is the median wall time of one answer in seconds.
+
+    Raises:
+        ValueError: no question has an answer, an unknown method, no LLM.
+    """
+    unknown = [m for m in methods if m not in gs.methods]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; known: {', '.join(gs.methods)}")
+    qs = [q for q in questions if gold_answers(q)]
+    if not qs:
+        raise ValueError("no question has an answer to score against")
+    report: dict[str, dict[str, Any]] = {}
+    for method in methods:
+        em = f1 = 0.0
+        totals = {"calls": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        estimated = False
+        times = []
+        it = qs
+        if progress:
+            from tqdm.auto import tqdm
+
+            it = tqdm(qs, desc=f"answers {method}", unit="q")
+        for q in it:
+            t0 = time.perf_counter()
+            ans = gs.answer(q["question"], method=method, llm=llm, k=k, **(options or {}))
+            times.append(time.perf_counter() - t0)
+            gold = gold_answers(q)
+            em += exact_match(ans.text, gold)
+            f1 += token_f1(ans.text, gold)
+            total = ans.usage.get("total", {})
+            for key in totals:
+                totals[key] += int(total.get(key, 0))
+            estimated = estimated or bool(total.get("estimated"))
+        report[method] = {
+            "em": round(em / len(qs), 4),
+            "f1": round(f1 / len(qs), 4),
+            "questions": len(qs),
+            **totals,
+            "tokens_estimated": estimated,
+            "p50_s": round(float(np.percentile(times, 50)), 3),
+        }
+    return report
+
+
+def format_answer_table(report: dict[str, dict[str, Any]]) -> str:
+    """Plain-text table of an :func:`evaluate_answers` report (tokens marked ``~`` when
+    estimated)."""
+    head = ["method", "EM", "F1", "questions", "calls", "tokens", "p50 s"]
+    rows = []
+    for m, r in report.items():
+        tokens = r["prompt_tokens"] + r["completion_tokens"]
+        rows.append(
+            [m, f"{r['em']:.3f}", f"{r['f1']:.3f}", str(r["questions"]), str(r["calls"]),
+             ("~" if r["tokens_estimated"] else "") + str(tokens), f"{r['p50_s']:.2f}"]
+        )
     widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))  # noqa: E731
     return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, rows)])

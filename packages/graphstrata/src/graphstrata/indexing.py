@@ -26,6 +26,7 @@ from .extraction import StatisticalExtractor, document_title, split_sentences
 from .graph import KnowledgeGraph
 from .hierarchy import HierarchyConfig, attributed_communities, extractive_summary, rank_chunks
 from .index import BM25Index, ChunkIndex, LayeredIndex
+from .llm import LLMClient, estimate_tokens, usage_scope
 from .models import Embedder, l2_normalise
 from .state import EngineState
 from .types import Chunk, Community, Document
@@ -97,6 +98,7 @@ def build_state(
     show_progress: bool = False,
     cached_chunk_vectors: Mapping[tuple[str, str], np.ndarray] | None = None,
     generation: int = 0,
+    llm: LLMClient | None = None,
 ) -> EngineState:
     """Run every indexing stage over ``docs`` and return the new state.
 
@@ -108,6 +110,12 @@ def build_state(
         cached_chunk_vectors: ``{(chunk_id, chunk_text): float32 (dim,)}`` of chunks already
             embedded (insert / delete reuse them; only other chunks are embedded).
         generation: stored on the state (0 for a build, previous + 1 for an update).
+        llm: with an :class:`~graphstrata.llm.LLMClient`, the papers' index-time LLM steps
+            replace the offline ones: LLM extraction (``config.llm_extraction``), ArchRAG
+            community reports embedded as the community vectors
+            (``config.llm_community_reports``), HiRAG summary entities (built eagerly so their
+            calls land in the response cache). Their calls and tokens are the state's
+            ``build_usage``.
 
     Returns:
         An :class:`~graphstrata.state.EngineState`; nothing shared with any other state is
@@ -115,10 +123,26 @@ def build_state(
 
     Raises:
         ValueError: no documents, no text in any document, embedder output of the wrong shape,
-            a document over ``config.max_document_chars`` (from chunking).
+            a document over ``config.max_document_chars`` (from chunking), an LLM extraction
+            that produced no entities.
+        graphstrata.llm.LLMError: an LLM call failed after its retries (responses received
+            so far are cached: the same build again resumes without paying for them).
     """
     if not docs:
         raise ValueError("empty corpus: no documents given")
+    if llm is None:
+        return _build_state(docs, config, embedder, show_progress, cached_chunk_vectors, generation, None)
+    with usage_scope() as ledger:
+        state = _build_state(docs, config, embedder, show_progress, cached_chunk_vectors, generation, llm)
+        from .methods.hirag import hi_index
+
+        Progress(show_progress).stage("HiRAG summary entities (LLM)", lambda: hi_index(state))
+    # filled once here, before the state is published (a replace() would drop the HiRAG index)
+    state.build_usage.update(ledger.to_dict())  # type: ignore[attr-defined]
+    return state
+
+
+def _build_state(docs, config, embedder, show_progress, cached_chunk_vectors, generation, llm) -> EngineState:
     prog = Progress(show_progress)
     chunks = prog.stage(
         "chunking",
@@ -134,12 +158,7 @@ def build_state(
         raise ValueError("empty corpus: the documents contain no text")
     chunk_vecs = _chunk_vectors(chunks, embedder, prog, cached_chunk_vectors or {})
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
-    extractor = StatisticalExtractor(
-        top_n=config.tfidf_top_n,
-        use_titles=config.use_titles,
-        max_entities_per_chunk=config.max_entities_per_chunk,
-        max_relations_per_sentence=config.max_relations_per_sentence,
-    )
+    extractor = _extractor(config, llm, show_progress)
     entities, relations = prog.stage("extracting entities", lambda: extractor.extract(chunks, titles))
     kg = KnowledgeGraph(entities, relations)
     chunk_row = {c.id: i for i, c in enumerate(chunks)}
@@ -149,7 +168,7 @@ def build_state(
     layered = None
     if len(kg):
         entity_vecs = _entity_vectors(kg, chunk_row, chunk_vecs, config, embedder, prog)
-        communities, layer_vecs = cluster_communities(kg, chunks, entity_vecs, config, embedder, prog)
+        communities, layer_vecs = cluster_communities(kg, chunks, entity_vecs, config, embedder, prog, llm)
         layered = prog.stage(
             "indexing layers (C-HNSW)",
             lambda: LayeredIndex.build(
@@ -182,7 +201,27 @@ def build_state(
         vectors=vectors,
         build_seconds=dict(prog.seconds),
         generation=generation,
+        llm_id=llm.id if llm is not None else None,
+        llm=llm,
     )
+
+
+def _extractor(config: GraphStrataConfig, llm: LLMClient | None, show_progress: bool):
+    """The extraction stage: statistical offline; with an LLM, LightRAG-style LLM extraction or
+    AGRAG's TF-IDF entities + LLM triples (``config.llm_extraction``)."""
+    statistical = StatisticalExtractor(
+        top_n=config.tfidf_top_n,
+        use_titles=config.use_titles,
+        max_entities_per_chunk=config.max_entities_per_chunk,
+        max_relations_per_sentence=config.max_relations_per_sentence,
+    )
+    if llm is None:
+        return statistical
+    from .llm.extract import AgragLLMExtractor, LLMExtractor
+
+    if config.llm_extraction == "agrag":
+        return AgragLLMExtractor(llm, statistical=statistical)
+    return LLMExtractor(llm, gleaning=config.llm_gleaning)
 
 
 def _chunk_vectors(
@@ -231,8 +270,12 @@ def cluster_communities(
     config: GraphStrataConfig,
     embedder: Embedder,
     prog: Progress,
+    llm: LLMClient | None = None,
 ) -> tuple[list[list[Community]], list[np.ndarray]]:
-    """Attributed community layers over the KG (ArchRAG Alg. 1) with extractive summaries.
+    """Attributed community layers over the KG (ArchRAG Alg. 1) with extractive summaries, or
+    with an ``llm`` (and ``config.llm_community_reports``) LLM community reports (ArchRAG
+    §1.4-1.5: level 1 from member entities and their relations, higher levels from the
+    sub-communities' reports), embedded as the community vectors.
 
     Returns:
         ``(layers, layer_vectors)``: communities per layer (members and entity ids as ids,
@@ -252,6 +295,9 @@ def cluster_communities(
         [e.description[s:t] for s, t in split_sentences(e.description)] for e in entities
     ]
 
+    use_reports = llm is not None and config.llm_community_reports
+    reports: dict[int, list[Any]] = {}  # level -> CommunityReport per community (LLM only)
+
     def summarise(level: int, clusters: list[list[int]]) -> list[tuple[str, str]]:
         nonlocal below_rows, below_sentences
         out = []
@@ -268,6 +314,11 @@ def cluster_communities(
             out.append((title, summary))
             rows_next.append(rows)
             sents_next.append([summary] if summary else [])
+        if use_reports:
+            level_reports = _llm_reports(llm, kg, entities, level, clusters, reports.get(level - 1), out)
+            reports[level] = level_reports
+            out = [(r.title, r.text()) for r in level_reports]
+            sents_next = [[r.text()] for r in level_reports]
         below_rows, below_sentences = rows_next, sents_next
         return out
 
@@ -287,7 +338,7 @@ def cluster_communities(
             edges,
             summarise,
             (lambda texts: prog.embed(embedder, texts, "embedding communities"))
-            if config.community_vectors == "summary"
+            if config.community_vectors == "summary" or use_reports
             else None,
             hcfg,
         )
@@ -295,13 +346,44 @@ def cluster_communities(
     layers, layer_vecs = prog.stage("clustering communities", run)
     # indices → ids, chunk provenance
     below_ids = kg.entity_ids
-    for comms in layers:
-        for c in comms:
+    for level, comms in enumerate(layers, 1):
+        for ci, c in enumerate(comms):
+            if level in reports:
+                c.rating = reports[level][ci].rating
+                c.findings = list(reports[level][ci].findings)
             c.members = [below_ids[int(m)] for m in c.members]
             c.entity_ids = [kg.entity_ids[int(e)] for e in c.entity_ids]
             c.chunk_ids = rank_chunks([kg.entities[e].chunk_ids for e in c.entity_ids])
         below_ids = [c.id for c in comms]
     return layers, layer_vecs
+
+
+def _llm_reports(llm, kg, entities, level, clusters, below_reports, fallbacks) -> list[Any]:
+    """One LLM community report per cluster of ``level`` (ArchRAG §1.4-1.5).
+
+    Level 1: the context is the member entities (name, type, description) and the relations
+    among them; level > 1: the member communities' reports. ``fallbacks`` are the extractive
+    ``(title, summary)`` used where the model's output is unreadable.
+    """
+    from .llm.reports import ReportContext, community_reports
+
+    contexts = []
+    for members in clusters:
+        if level == 1:
+            ents = [entities[int(m)] for m in members]
+            rels = kg.induced_relations(e.id for e in ents)
+            contexts.append(
+                ReportContext(
+                    entities=[(e.name, e.type, e.description) for e in ents],
+                    relations=[
+                        (kg.entities[r.source].name, kg.entities[r.target].name, r.description) for r in rels
+                    ],
+                    sub_reports=[],
+                )
+            )
+        else:
+            contexts.append(ReportContext(entities=[], relations=[], sub_reports=[below_reports[int(m)] for m in members]))
+    return community_reports(llm, contexts, fallbacks, stage=f"community_reports:layer_{level}")
 
 
 def lexical_texts(chunks: Sequence[Chunk], documents: Mapping[str, Document], use_titles: bool) -> list[str]:
@@ -320,3 +402,70 @@ def lexical_texts(chunks: Sequence[Chunk], documents: Mapping[str, Document], us
         title = document_title(doc.metadata.get("title")) if use_titles and doc else None
         out.append(f"{title}\n{c.text}" if title else c.text)
     return out
+
+
+def estimate_llm_cost(docs: Sequence[Document], config: GraphStrataConfig, embedder: Embedder) -> dict[str, Any]:
+    """What a build with an LLM would spend, without calling one (``graphstrata index --dry-run``).
+
+    Extraction is counted exactly: the real prompts of every chunk go to a
+    :class:`~graphstrata.llm.DryRunLLM` that answers nothing and counts their tokens
+    (gleaning passes included; completion tokens are a flat estimate per call). Community
+    reports and HiRAG summary entities depend on the graph the LLM will extract, so they are
+    projected from the offline graph of the same chunks: ``n / (max_community_size / 2)``
+    communities per layer while at least ``min_communities`` remain, and ``sqrt(n)`` GMM
+    clusters per HiRAG layer — rough, and labelled so.
+
+    Returns:
+        ``{"chunks": n, "stages": {stage: {"calls", "prompt_tokens", "completion_tokens",
+        "estimated": True, "exact_calls": bool}}, "total": {...}}``; tokens are
+        ``chars / 4`` estimates.
+
+    Raises:
+        ValueError: an empty corpus, or a document over ``config.max_document_chars``.
+    """
+    from .llm import DryRunLLM
+
+    if not docs:
+        raise ValueError("empty corpus: no documents given")
+    chunks = chunk_documents(
+        docs, config.chunk_size, config.chunk_overlap, embedder=embedder, max_document_chars=config.max_document_chars
+    )
+    if not chunks:
+        raise ValueError("empty corpus: the documents contain no text")
+    titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
+    dry = DryRunLLM()
+    client = LLMClient(dry, concurrency=1)
+    try:
+        _extractor(config, client, False).extract(chunks, titles)
+    except ValueError:
+        pass  # the dry run extracts nothing, by design
+    stages: dict[str, dict[str, Any]] = {
+        name: {**u.to_dict(), "exact_calls": True} for name, u in client.ledger.stages.items()
+    }
+    entities, _ = _extractor(config, None, False).extract(chunks, titles)
+    desc_tokens = np.mean([estimate_tokens(e.description) for e in entities]) if entities else 0.0
+    per_report = int(min(desc_tokens * config.max_community_size / 2 + 400, 8000))
+    n, reports = len(entities), 0
+    for _ in range(config.max_layers):
+        n = int(n // max(config.max_community_size / 2, 1))
+        if n < config.min_communities:
+            break
+        reports += n
+    if config.llm_community_reports and reports:
+        stages["community_reports (projected)"] = {
+            "calls": reports, "prompt_tokens": reports * per_report,
+            "completion_tokens": reports * dry.completion_estimate, "estimated": True, "exact_calls": False,
+        }
+    n, summaries = len(entities), 0
+    while n > 2:
+        n = int(np.sqrt(n))
+        summaries += n
+    if summaries:
+        stages["hirag_summaries (projected)"] = {
+            "calls": summaries, "prompt_tokens": summaries * 600,
+            "completion_tokens": summaries * dry.completion_estimate, "estimated": True, "exact_calls": False,
+        }
+    total = {
+        key: int(sum(s[key] for s in stages.values())) for key in ("calls", "prompt_tokens", "completion_tokens")
+    }
+    return {"chunks": len(chunks), "stages": stages, "total": {**total, "estimated": True}}

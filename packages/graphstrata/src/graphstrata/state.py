@@ -54,6 +54,13 @@ class EngineState:
         build_seconds: seconds per indexing stage of the build that made this state (empty
             for a loaded state).
         generation: 0 for a freshly built or loaded state, +1 for every insert / delete since.
+        build_usage: LLM calls and tokens of the build that made this state, per stage
+            (:meth:`graphstrata.llm.Ledger.to_dict`; empty for an offline build); persisted.
+        llm_id: id of the LLM the records were built with (``None``: offline build).
+        llm: the :class:`~graphstrata.llm.LLMClient` query-time LLM steps use (LightRAG
+            keywords, AGRAG fact filter, HiRAG summary entities through the response cache)
+            and ``answer`` defaults to; ``None`` offline. Not persisted: given to ``build`` /
+            ``load``.
     """
 
     config: GraphStrataConfig
@@ -69,6 +76,9 @@ class EngineState:
     vectors: Mapping[str, np.ndarray]
     build_seconds: Mapping[str, float] = field(default_factory=dict)
     generation: int = 0
+    build_usage: Mapping[str, Any] = field(default_factory=dict)
+    llm_id: str | None = None
+    llm: Any = None
     _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     _derived_lock: Any = field(default_factory=threading.RLock, init=False, repr=False)
 

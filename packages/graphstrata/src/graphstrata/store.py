@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .llm.cache import CACHE_FILE
 from .types import Chunk, Community, Document, Entity, Relation
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,7 +58,7 @@ try:  # POSIX advisory locks; elsewhere one writer per index is the caller's bus
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MIN_SCHEMA_VERSION = 1
 FORMAT = "graphstrata-index"
 MANIFEST = "manifest.json"
@@ -83,12 +84,15 @@ CREATE TABLE chunks (pos INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, document_
                      idx INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
                      n_tokens INTEGER NOT NULL, text TEXT NOT NULL);
 CREATE TABLE entities (pos INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, name TEXT NOT NULL,
-                       description TEXT NOT NULL, chunk_ids TEXT NOT NULL, weight REAL NOT NULL);
+                       description TEXT NOT NULL, chunk_ids TEXT NOT NULL, weight REAL NOT NULL,
+                       type TEXT NOT NULL DEFAULT '');
 CREATE TABLE relations (pos INTEGER PRIMARY KEY, source TEXT NOT NULL, target TEXT NOT NULL,
-                        description TEXT NOT NULL, weight REAL NOT NULL, chunk_ids TEXT NOT NULL);
+                        description TEXT NOT NULL, weight REAL NOT NULL, chunk_ids TEXT NOT NULL,
+                        keywords TEXT NOT NULL DEFAULT '');
 CREATE TABLE communities (pos INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, layer INTEGER NOT NULL,
                           members TEXT NOT NULL, entity_ids TEXT NOT NULL, title TEXT NOT NULL,
-                          summary TEXT NOT NULL, chunk_ids TEXT NOT NULL);
+                          summary TEXT NOT NULL, chunk_ids TEXT NOT NULL,
+                          rating REAL, findings TEXT NOT NULL DEFAULT '[]');
 """
 
 
@@ -161,21 +165,21 @@ def write_sqlite(
             ],
         )
         con.executemany(
-            "INSERT INTO entities VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO entities VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (i, e.id, e.name, e.description, json.dumps(e.chunk_ids), e.weight)
+                (i, e.id, e.name, e.description, json.dumps(e.chunk_ids), e.weight, e.type)
                 for i, e in enumerate(entities)
             ],
         )
         con.executemany(
-            "INSERT INTO relations VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO relations VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (i, r.source, r.target, r.description, r.weight, json.dumps(r.chunk_ids))
+                (i, r.source, r.target, r.description, r.weight, json.dumps(r.chunk_ids), r.keywords)
                 for i, r in enumerate(relations)
             ],
         )
         con.executemany(
-            "INSERT INTO communities VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO communities VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     i,
@@ -186,6 +190,8 @@ def write_sqlite(
                     c.title,
                     c.summary,
                     json.dumps(c.chunk_ids),
+                    c.rating,
+                    json.dumps(c.findings),
                 )
                 for i, c in enumerate(communities)
             ],
@@ -213,6 +219,13 @@ def read_sqlite(path: Path) -> dict[str, Any]:
         raise ValueError(f"cannot open index database {path}: {exc}") from exc
     try:
         q = con.execute
+
+        def cols(table: str, *names: str) -> str:
+            # columns added in schema 3 read as their defaults from older files
+            have = {row[1] for row in q(f"PRAGMA table_info({table})")}
+            defaults = {"type": "''", "keywords": "''", "rating": "NULL", "findings": "'[]'"}
+            return ", ".join(n if n in have else f"{defaults[n]} AS {n}" for n in names)
+
         meta = {k: json.loads(v) for k, v in q("SELECT key, value FROM meta")}
         documents = [
             Document(id=i, text=t, metadata=json.loads(m))
@@ -225,15 +238,17 @@ def read_sqlite(path: Path) -> dict[str, Any]:
             )
         ]
         entities = [
-            Entity(id=i, name=n, description=d, chunk_ids=json.loads(c), weight=w)
-            for i, n, d, c, w in q(
-                "SELECT id, name, description, chunk_ids, weight FROM entities ORDER BY pos"
+            Entity(id=i, name=n, description=d, chunk_ids=json.loads(c), weight=w, type=ty)
+            for i, n, d, c, w, ty in q(
+                f"SELECT id, name, description, chunk_ids, weight, {cols('entities', 'type')} "
+                "FROM entities ORDER BY pos"
             )
         ]
         relations = [
-            Relation(source=s, target=t, description=d, weight=w, chunk_ids=json.loads(c))
-            for s, t, d, w, c in q(
-                "SELECT source, target, description, weight, chunk_ids FROM relations ORDER BY pos"
+            Relation(source=s, target=t, description=d, weight=w, chunk_ids=json.loads(c), keywords=kw)
+            for s, t, d, w, c, kw in q(
+                f"SELECT source, target, description, weight, chunk_ids, {cols('relations', 'keywords')} "
+                "FROM relations ORDER BY pos"
             )
         ]
         communities = [
@@ -245,10 +260,12 @@ def read_sqlite(path: Path) -> dict[str, Any]:
                 title=t,
                 summary=s,
                 chunk_ids=json.loads(c),
+                rating=rating,
+                findings=json.loads(f),
             )
-            for i, layer, m, e, t, s, c in q(
-                "SELECT id, layer, members, entity_ids, title, summary, chunk_ids "
-                "FROM communities ORDER BY pos"
+            for i, layer, m, e, t, s, c, rating, f in q(
+                "SELECT id, layer, members, entity_ids, title, summary, chunk_ids, "
+                f"{cols('communities', 'rating', 'findings')} FROM communities ORDER BY pos"
             )
         ]
     except (sqlite3.Error, json.JSONDecodeError) as exc:
@@ -306,6 +323,8 @@ class Manifest(BaseModel):
     embedder: EmbedderInfo
     counts: dict[str, Any] = Field(default_factory=dict)
     generation: int = Field(0, ge=0)
+    llm: dict[str, Any] | None = None  # {"id", "usage"}: the LLM the records were built with
+    build_seconds: dict[str, float] = Field(default_factory=dict)
 
     @field_validator("files")
     @classmethod
@@ -384,6 +403,8 @@ def _is_ours(d: Path) -> bool:
     for p in d.iterdir():
         n = p.name
         if n in (CURRENT, MANIFEST, LOCK) or n in INDEX_FILES or _version_number(n) is not None:
+            continue
+        if n.startswith(CACHE_FILE):  # the LLM response cache (+ its -wal / -shm files)
             continue
         if n.startswith((_TMP_PREFIX, _CURRENT_TMP)):
             continue
@@ -494,6 +515,23 @@ def recover(directory: str | os.PathLike) -> list[str]:
     return done
 
 
+def check_target(target: str | os.PathLike) -> None:
+    """Raise unless ``target`` may become (or already is) an index directory.
+
+    Raises:
+        FileExistsError: ``target`` is a file, or a non-empty directory that is not an index.
+    """
+    target = Path(target)
+    if target.exists():
+        if not target.is_dir():
+            raise FileExistsError(f"{target} exists and is not a directory")
+        if not ((target / CURRENT).exists() or (target / MANIFEST).exists() or _is_ours(target)):
+            raise FileExistsError(
+                f"{target} is a non-empty directory that is not a graphstrata index; "
+                "refusing to overwrite it"
+            )
+
+
 def write_version(
     target: str | os.PathLike,
     write_files: Callable[[Path], dict[str, Any]],
@@ -518,15 +556,8 @@ def write_version(
             named before stays current and complete.
     """
     target = Path(target).resolve()
-    if target.exists():
-        if not target.is_dir():
-            raise FileExistsError(f"{target} exists and is not a directory")
-        if not ((target / CURRENT).exists() or (target / MANIFEST).exists() or _is_ours(target)):
-            raise FileExistsError(
-                f"{target} is a non-empty directory that is not a graphstrata index; "
-                "refusing to overwrite it"
-            )
-    else:
+    check_target(target)
+    if not target.exists():
         target.mkdir(parents=True)
         _fsync_dir(target.parent)
     with _WriterLock(target):
@@ -699,6 +730,9 @@ def save_state(state: EngineState, target: str | os.PathLike) -> Path:
             "embedder_dim": int(emb.dim),
             "config": state.config.model_dump(),
             "generation": state.generation,
+            "build_seconds": dict(state.build_seconds),
+            "build_usage": dict(state.build_usage),
+            "llm_id": state.llm_id,
         }
         write_sqlite(
             tmp / SQLITE,
@@ -722,6 +756,8 @@ def save_state(state: EngineState, target: str | os.PathLike) -> Path:
             "embedder": {"id": emb.id, "dim": int(emb.dim)},
             "counts": state.stats(),
             "generation": state.generation,
+            "llm": {"id": state.llm_id, "usage": dict(state.build_usage)} if state.llm_id else None,
+            "build_seconds": {k: float(v) for k, v in state.build_seconds.items()},
         }
 
     return write_version(target, write)
@@ -731,6 +767,7 @@ def load_state(
     directory: str | os.PathLike,
     embedder_for: Callable[[dict[str, Any]], Embedder],
     config_of: Callable[[Any], GraphStrataConfig],
+    llm: Any = None,
 ) -> EngineState:
     """Load the current version of an index as one :class:`~graphstrata.state.EngineState`.
 
@@ -739,6 +776,7 @@ def load_state(
         embedder_for: ``embedder_for(manifest["embedder"]) -> Embedder``; raises
             ``ValueError`` when the caller's embedder does not match.
         config_of: turns the stored config dict into a config (``ValueError`` if invalid).
+        llm: the :class:`~graphstrata.llm.LLMClient` to attach to the state (or ``None``).
 
     Returns:
         The state, after :func:`~graphstrata.state.check_integrity`.
@@ -800,6 +838,10 @@ def load_state(
             bm25=BM25Index(lexical_texts(chunks, documents, config.use_titles)),
             vectors=vectors,
             generation=int(manifest.get("generation", 0)),
+            build_seconds=dict(data["meta"].get("build_seconds") or {}),
+            build_usage=dict(data["meta"].get("build_usage") or {}),
+            llm_id=data["meta"].get("llm_id"),
+            llm=llm,
         )
         check_integrity(state, where=f"index {path}")
         return state
