@@ -8,10 +8,15 @@
    UMAP is not a dependency here; fitted on a subsample of ``fit_sample`` nodes and
    ``predict``-ed on the rest). The number of clusters is the BIC minimum over a small grid
    around ``sqrt(n)``; membership is soft (posterior > ``soft_threshold``, spec §9 #6).
-   A summary entity is extractive: its name lists its top members (by occurrence weight), its
-   description names up to ten, its vector is the normalised centroid of its members, and it
-   links to every member (inter-layer edges only, spec §9 #12). Singleton clusters carry their
-   node forward (spec §9 #9).
+   All non-singleton clusters of a layer are summarised in one call of the layer's
+   :data:`SummariseFn` (so an LLM summariser runs them concurrently). Offline the summary
+   entity is extractive: its name lists its top members (by occurrence weight), its
+   description names up to ten, its vector is the normalised centroid of its members. With an
+   LLM (:func:`llm_summariser`, spec §2.5.1: one call per cluster, the members' names and
+   descriptions in, one summary entity out) name and description are the model's and the
+   vector embeds ``name + " " + description`` (spec §2.8; ``HiIndexConfig.summary_vectors``).
+   A summary entity links to every member of its cluster (inter-layer edges only, spec
+   §9 #12). Singleton clusters carry their node forward (spec §9 #9).
 3. Stop rule (spec §2.5 code rules, §9 #10): after clustering a layer, stop when the cluster
    sparsity ``CS = 1 − Σ|S|(|S|−1) / (n(n−1))`` is ≥ ``cs_cap`` or changed by ≤ ``eps``
    relative to the previous layer (``CS_prev`` starts at 0.01, so one layer is always built),
@@ -38,8 +43,8 @@
 Chunks: candidates are the hybrid (dense + BM25) top-N plus the chunks of every retrieved
 entity, community and bridge triple; score = hybrid score + weighted, hub-damped graph
 evidence (as in ArchRAG), so every mode returns ``k`` ranked chunks. Retrieval needs no LLM;
-the one LLM step (summary entities and community reports at index time) plugs in through
-``HiIndexConfig.summarise_fn``.
+the LLM step of HiIndex (summary entities) plugs in through ``HiIndexConfig.summarise_fn``, or
+is taken from the engine's LLM (:func:`hi_index`). Community reports stay extractive.
 """
 
 from __future__ import annotations
@@ -53,6 +58,10 @@ import networkx as nx
 import numpy as np
 
 from ..hierarchy import LEIDEN_SEED, rank_chunks
+from ..llm.client import LLMClient
+from ..llm.prompts.hirag import META_TYPES
+from ..llm.reports import DEFAULT_SUMMARY_INPUT_TOKENS, SUMMARY_STAGE, summary_entities
+from ..models import l2_normalise
 from ..scores import bounded, cosine
 from ..types import Hit
 from .base import (
@@ -72,9 +81,32 @@ from .lightrag import _add_second_hop, count_tokens
 MODES = ("local", "global", "bridge", "hi")
 SUMMARY_PREFIX = "\u00a7hirag:"  # summary-entity node ids: "§hirag:L<layer>S<index>"
 
-SummariseFn = Callable[[int, list[str], list[str]], tuple[str, str]]
-"""``summarise_fn(layer, member_names, member_descriptions) -> (name, description)``: the LLM
-seam of HiIndex (spec §2.5.1 prompt). ``None`` = the extractive default."""
+SUMMARY_VECTORS = ("auto", "centroid", "embedding")
+
+
+@dataclass(frozen=True)
+class SummaryCluster:
+    """One non-singleton cluster of layer ``l − 1`` that becomes a summary entity of layer ``l``.
+
+    Attributes:
+        member_names, member_descriptions: the cluster's nodes in layer ``l − 1`` (KG
+            entities for ``l = 1``; summary entities or carried-forward nodes above), most
+            frequent first (by the occurrence weight of their top entity): what the spec's
+            prompt summarises (§2.5.1).
+        entity_names: every KG entity under the cluster (flattened), by occurrence weight
+            descending: what the extractive summary names.
+    """
+
+    member_names: list[str]
+    member_descriptions: list[str]
+    entity_names: list[str]
+
+
+SummariseFn = Callable[[int, list[SummaryCluster]], list[tuple[str, str]]]
+"""``summarise_fn(layer, clusters) -> [(name, description), ...]``: the summary-entity seam of
+HiIndex (spec §2.5), called once per layer with all its non-singleton clusters, returning one
+``(name, description)`` per cluster in order. Defaults: :func:`extractive_summariser` offline,
+:func:`llm_summariser` with the engine's LLM (see :func:`hi_index`)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +123,15 @@ class HiIndexConfig:
         soft_threshold: posterior above which a node also belongs to a cluster.
         leiden_max_cluster_size: Leiden leaf-community size cap (spec 10).
         seed: random seed of PCA / GMM / Leiden.
-        summarise_fn: the LLM seam (see :data:`SummariseFn`).
+        summarise_fn: the summary-entity seam (see :data:`SummariseFn`); ``None`` = the
+            engine's LLM when it has one (:func:`llm_summariser`), else extractive.
+        summary_vectors: a summary entity's vector: ``"centroid"`` (normalised mean of its
+            members' vectors), ``"embedding"`` (the engine's embedder on ``name + " " +
+            description``, spec §2.8) or ``"auto"`` (embedding when the summaries are not the
+            extractive ones, whose text only lists member names).
+
+    Raises:
+        ValueError: ``summary_vectors`` is not one of :data:`SUMMARY_VECTORS`.
     """
 
     max_layers: int = 3
@@ -104,6 +144,13 @@ class HiIndexConfig:
     leiden_max_cluster_size: int = 10
     seed: int = 0
     summarise_fn: SummariseFn | None = None
+    summary_vectors: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.summary_vectors not in SUMMARY_VECTORS:
+            raise ValueError(
+                f"summary_vectors must be one of {', '.join(SUMMARY_VECTORS)}, got {self.summary_vectors!r}"
+            )
 
 
 @dataclass
@@ -191,15 +238,113 @@ def gmm_clusters(vectors: np.ndarray, config: HiIndexConfig) -> list[list[int]]:
     return sorted((sorted(m) for m in clusters.values() if m), key=lambda m: (m[0], len(m)))
 
 
-def _extractive_summary(names: list[str], descriptions: list[str]) -> tuple[str, str]:
+def _extractive_summary(names: list[str]) -> tuple[str, str]:
     title = ", ".join(names[:3])
     listed = ", ".join(names[:10])
     more = f" and {len(names) - 10} more" if len(names) > 10 else ""
     return title, f"Summary of {len(names)} related entities: {listed}{more}."
 
 
+def extractive_summariser(layer: int, clusters: list[SummaryCluster]) -> list[tuple[str, str]]:
+    """The offline :data:`SummariseFn`: name = the top three entities under the cluster (by
+    occurrence weight), description = "Summary of N related entities: <up to ten names>"."""
+    return [_extractive_summary(c.entity_names) for c in clusters]
+
+
+class LLMSummariser:
+    """The LLM :data:`SummariseFn` (spec §2.5.1): one call per cluster through
+    ``client.map``, our prompt in the spec's record format, the extractive summary where the
+    output is unreadable (counted with ``client.skip(stage)``); see
+    :func:`graphstrata.llm.reports.summary_entities`. Its ``repr`` names the model, so it
+    keys the derived-index cache.
+
+    Raises (when called):
+        LLMError: an LLM call failed after its retries.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        stage: str = SUMMARY_STAGE,
+        meta_types: Sequence[str] = META_TYPES,
+        max_input_tokens: int = DEFAULT_SUMMARY_INPUT_TOKENS,
+    ) -> None:
+        self.client = LLMClient.of(client)
+        self.stage = stage
+        self.meta_types = tuple(meta_types)
+        self.max_input_tokens = int(max_input_tokens)
+
+    def __call__(self, layer: int, clusters: list[SummaryCluster]) -> list[tuple[str, str]]:
+        return summary_entities(
+            self.client,
+            [(c.member_names, c.member_descriptions) for c in clusters],
+            extractive_summariser(layer, clusters),
+            stage=self.stage,
+            meta_types=self.meta_types,
+            max_input_tokens=self.max_input_tokens,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"LLMSummariser(llm={self.client.id!r}, stage={self.stage!r}, "
+            f"meta_types={self.meta_types!r}, max_input_tokens={self.max_input_tokens})"
+        )
+
+
+def llm_summariser(
+    client: Any,
+    *,
+    stage: str = SUMMARY_STAGE,
+    meta_types: Sequence[str] = META_TYPES,
+    max_input_tokens: int = DEFAULT_SUMMARY_INPUT_TOKENS,
+) -> LLMSummariser:
+    """The LLM :data:`SummariseFn` for ``client`` (an :class:`~graphstrata.llm.LLMClient`, an
+    LLM or a callable): pass it as ``HiIndexConfig(summarise_fn=...)``.
+
+    Args:
+        client: the LLM.
+        stage: ledger stage of its calls (default ``"hirag_summaries"``).
+        meta_types: the meta summary-entity types X (spec §2.9 list).
+        max_input_tokens: token budget of one cluster's member list (the most frequent
+            members are kept; the reference code's 60,000 with random subsampling fits only
+            hosted models).
+
+    Raises:
+        TypeError: ``client`` is not an LLM, client or callable.
+    """
+    return LLMSummariser(client, stage, meta_types, max_input_tokens)
+
+
+def _engine_llm(engine) -> LLMClient | None:
+    llm = getattr(engine, "llm", None)
+    return llm if isinstance(llm, LLMClient) else None
+
+
+def _summariser(engine, config: HiIndexConfig) -> SummariseFn:
+    """``config.summarise_fn``, else the LLM summariser of the engine's LLM, else extractive."""
+    if config.summarise_fn is not None:
+        return config.summarise_fn
+    llm = _engine_llm(engine)
+    return extractive_summariser if llm is None else llm_summariser(llm)
+
+
 def build_hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
-    """Build HiIndex over ``engine``'s KG (see the module docstring). Deterministic."""
+    """Build HiIndex over ``engine``'s KG (see the module docstring).
+
+    Args:
+        engine: an engine state (or the facade): ``kg``, ``vectors``, ``embedder`` and
+            optionally ``llm`` are read.
+        config: build parameters (defaults when ``None``); the summariser is
+            ``config.summarise_fn``, else :func:`llm_summariser` over ``engine.llm`` when that
+            is an :class:`~graphstrata.llm.LLMClient`, else :func:`extractive_summariser`.
+
+    Returns:
+        The :class:`HiIndex`; deterministic for deterministic summaries (always offline).
+
+    Raises:
+        ValueError: the summariser returned another number of summaries than clusters.
+        LLMError: an LLM call of the LLM summariser failed after its retries.
+    """
     config = config or HiIndexConfig()
     kg = engine.kg
     n0 = len(kg)
@@ -218,7 +363,17 @@ def build_hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
     inter_edges: list[tuple[int, int]] = []
     sparsity: list[float] = []
     cs_prev = 0.01
-    summarise = config.summarise_fn
+
+    def node_name(i: int) -> str:
+        return kg.entities[kg.entity_ids[i]].name if i < n0 else names[i - n0]
+
+    def node_description(i: int) -> str:
+        return kg.entities[kg.entity_ids[i]].description if i < n0 else descriptions[i - n0]
+
+    summarise = _summariser(engine, config)
+    embed = config.summary_vectors == "embedding" or (
+        config.summary_vectors == "auto" and summarise is not extractive_summariser
+    )
     for level in range(1, config.max_layers + 1):
         n = len(cur_nodes)
         if n <= 2:
@@ -232,9 +387,33 @@ def build_hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
         ):
             break
         cs_prev = cs
+        cluster_ents = {}
+        todo: list[SummaryCluster] = []
+        for ci, members in enumerate(clusters):
+            if len(members) == 1:
+                continue
+            ents = sorted({e for m in members for e in cur_ents[m]}, key=lambda e: (-weight[e], e))
+            cluster_ents[ci] = ents
+            below = sorted(members, key=lambda m: (-weight[cur_ents[m][0]], m))
+            todo.append(
+                SummaryCluster(
+                    member_names=[node_name(cur_nodes[m]) for m in below],
+                    member_descriptions=[node_description(cur_nodes[m]) for m in below],
+                    entity_names=[kg.entities[kg.entity_ids[e]].name for e in ents],
+                )
+            )
+        texts = summarise(level, todo) if todo else []
+        if len(texts) != len(todo):
+            raise ValueError(f"summarise_fn returned {len(texts)} summaries for {len(todo)} clusters")
+        summary_vecs = None
+        if embed and todo:
+            summary_vecs = l2_normalise(
+                np.asarray(engine.embedder.embed([f"{t} {d}".strip() for t, d in texts]), np.float32)
+            )
         next_nodes, next_vecs, next_ents = [], [], []
         seen_single: set[int] = set()
-        for members in clusters:
+        done = 0
+        for ci, members in enumerate(clusters):
             if len(members) == 1:  # carried forward unchanged
                 m = members[0]
                 if m not in seen_single:
@@ -243,13 +422,8 @@ def build_hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
                     next_vecs.append(cur_vecs[m])
                     next_ents.append(cur_ents[m])
                 continue
-            ents = sorted({e for m in members for e in cur_ents[m]}, key=lambda e: (-weight[e], e))
-            member_names = [kg.entities[kg.entity_ids[e]].name for e in ents]
-            if summarise is not None:
-                descs = [kg.entities[kg.entity_ids[e]].description for e in ents]
-                title, desc = summarise(level, member_names, descs)
-            else:
-                title, desc = _extractive_summary(member_names, [])
+            ents = cluster_ents[ci]
+            title, desc = texts[done]
             idx = len(node_ids)
             node_ids.append(f"{SUMMARY_PREFIX}L{level}S{len(next_nodes)}")
             layers.append(level)
@@ -257,8 +431,12 @@ def build_hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
             descriptions.append(desc)
             top_chunks = [kg.entities[kg.entity_ids[e]].chunk_ids for e in ents[:5]]
             chunk_lists.append(rank_chunks(top_chunks, limit=10))
-            v = cur_vecs[members].mean(axis=0)
-            v = v / max(float(np.linalg.norm(v)), 1e-12)
+            if summary_vecs is not None:
+                v = summary_vecs[done]
+            else:
+                v = cur_vecs[members].mean(axis=0)
+                v = v / max(float(np.linalg.norm(v)), 1e-12)
+            done += 1
             vec_parts.append(v[None, :].astype(np.float32))
             for m in members:
                 inter_edges.append((cur_nodes[m], idx))
@@ -326,9 +504,26 @@ def _leiden(graph: nx.Graph, node_ids: list[str], config: HiIndexConfig) -> list
 
 
 def hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
-    """The cached :class:`HiIndex` of ``engine`` for ``config``."""
+    """The cached :class:`HiIndex` of ``engine`` for ``config`` (built on first use per
+    engine state, :meth:`~graphstrata.state.EngineState.derived`).
+
+    With ``config.summarise_fn`` unset and an :class:`~graphstrata.llm.LLMClient` as
+    ``engine.llm``, the summary entities are the LLM's (stage ``"hirag_summaries"``; the
+    client's response cache makes rebuilding an unchanged layer free); the cache key names the
+    variant (``extractive`` or ``llm:<model id>``), so the two never share an index.
+
+    Raises:
+        LLMError: as :func:`build_hi_index`.
+    """
     config = config or HiIndexConfig()
-    return engine.derived(f"hirag:index:{config!r}", lambda: build_hi_index(engine, config))
+    variant = "extractive"
+    if config.summarise_fn is None:
+        llm = _engine_llm(engine)
+        if llm is not None:
+            variant = f"llm:{llm.id}"
+    else:
+        variant = "custom"
+    return engine.derived(f"hirag:index:{config!r}:{variant}", lambda: build_hi_index(engine, config))
 
 
 def _inverse_weight(u: str, v: str, data: dict) -> float:
