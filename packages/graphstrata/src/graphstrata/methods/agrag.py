@@ -27,9 +27,13 @@ statistical graph and replaces both LLM steps with the spec's offline variant (�
 2. Fact scores without embedding any relation text (§2.1, our composition):
    ``MS(q, f) = w·(cos(q, e_s) + cos(q, e_o))/2 + (1 − w)·max_{t ∈ chunks(f)} HS(t)`` with
    ``w = fact_entity_weight``. Top-``top_facts`` facts (k_F = 5).
-3. Fact filter (§2.2): the **seam** for an LLM — ``fact_filter(query, facts) -> facts``
-   (see :class:`FactFilter`). Offline default (§6.3 item 2): keep facts with
-   ``MS ≥ max MS − fact_delta``, at most ``max_facts`` (4, the filter's cap).
+3. Fact filter (§2.2). With an LLM (the ``llm`` option, else the engine state's ``llm``):
+   one call, stage ``"query:fact_filter"`` (:mod:`graphstrata.llm.prompts.agrag_query`), the
+   returned facts snapped to the candidates; output the parser cannot read falls back to the
+   offline rule for that query and is counted with ``LLMClient.skip``. Offline (§6.3 item 2):
+   keep facts with ``MS ≥ max MS − fact_delta``. A ``fact_filter(query, facts) -> facts``
+   callable (see :class:`FactFilter`) wins over both. At most ``max_facts`` (4, the
+   filter's cap) are kept.
 4. Anchors = endpoints of the kept facts (§2.3).
 5. Personalised PageRank (§2.4; d = 0.5, tol 1e-7, weighted, undirected) with a reset split
    between the anchors (uniform, mass ``1 − passage_seed_weight``) and the top
@@ -75,6 +79,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..extraction import canonical, split_sentences
+from ..llm.client import LLMClient
+from ..llm.prompts.agrag_query import filter_request, parse_fact_filter
 from ..scores import bounded, relative, unit
 from ..types import Hit
 from .base import (
@@ -86,6 +92,7 @@ from .base import (
     entity_chunk_matrix,
     hit_scores,
     hybrid_scores,
+    query_llm,
     rank,
     scored,
 )
@@ -105,6 +112,8 @@ SYNONYM = "synonym"
 SYNONYM_THRESHOLD = 0.8
 SYNONYM_K = 10
 PSEUDO = -1
+#: ledger stage of the fact-filter call
+FACT_FILTER_STAGE = "query:fact_filter"
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,33 @@ class FactFilter(Protocol):
     """
 
     def __call__(self, query: str, facts: Sequence[Fact]) -> Sequence[Fact]: ...
+
+
+def llm_fact_filter(client: LLMClient, query: str, facts: Sequence[Fact], max_facts: int) -> list[Fact] | None:
+    """Ask ``client`` which candidate ``facts`` help answer ``query`` (spec §2.2; one call,
+    stage ``"query:fact_filter"``, JSON mode, cached by the client).
+
+    Args:
+        max_facts: most facts the prompt lets the model keep.
+
+    Returns:
+        The kept candidates in the model's order (each returned fact snapped to the closest
+        candidate; ``[]`` when the model kept none), or ``None`` when the output is unreadable
+        (:func:`~graphstrata.llm.prompts.agrag_query.parse_fact_filter`), counted as one
+        skipped record of the stage. No call when ``facts`` is empty (returns ``[]``).
+
+    Raises:
+        LLMError: the call failed after the client's retries.
+    """
+    if not facts:
+        return []
+    triples = [(f.subject, f.predicate, f.object) for f in facts]
+    req = filter_request(query, triples, [f.sentence for f in facts], max_facts)
+    picked = parse_fact_filter(client.request(req, FACT_FILTER_STAGE).text, triples)
+    if picked is None:
+        client.skip(FACT_FILTER_STAGE)
+        return None
+    return [facts[i] for i in picked]
 
 
 @dataclass
@@ -292,7 +328,10 @@ class AGRAG(Method):
         fact_delta: offline filter margin: keep facts with MS ≥ max − delta (spec §6.3: 0.1).
         fact_entity_weight: weight ``w`` of the endpoint-entity cosine in MS (0–1); the rest
             is the fact's best chunk HS.
-        fact_filter: ``None`` (offline rule) or a :class:`FactFilter` callable (the LLM seam).
+        fact_filter: ``None`` (the LLM filter when the query has an LLM, else the offline
+            rule) or a :class:`FactFilter` callable, which wins over both.
+        llm: the :class:`~graphstrata.llm.LLMClient` of the fact filter (``None``: the
+            engine state's ``llm``; none there either: the offline rule).
         damping: PPR follow-edge probability d (spec: 0.5).
         ppr_tol: PPR L1 tolerance (spec: 1e-7).
         passage_seed_weight: share of the PPR reset mass on passages, by HS (0–1; 0 = paper).
@@ -475,13 +514,18 @@ class AGRAG(Method):
         top = np.argpartition(-ms, kf - 1)[:kf]
         top = sorted(top.tolist(), key=lambda i: (-ms[i], i))
         cands = [self._fact(engine, g, i, float(ms[i])) for i in top]
-        if o["fact_filter"] is None:
+        picked = None
+        if o["fact_filter"] is not None:
+            picked = o["fact_filter"](query, list(cands)) or []
+        elif (client := query_llm(engine, o)) is not None:
+            picked = llm_fact_filter(client, query, cands, int(o["max_facts"]))
+        if picked is None:  # offline rule (also the fallback for unreadable LLM output)
             best = cands[0].score
             kept = [f for f in cands if f.score >= best - float(o["fact_delta"])]
         else:
             by_index = {f.index: f for f in cands}
             kept = []
-            for f in o["fact_filter"](query, list(cands)) or []:
+            for f in picked:
                 f = by_index.get(getattr(f, "index", None))
                 if f is not None and f not in kept:
                     kept.append(f)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from ..llm.client import LLMClient
 from ..scores import cosine, unit, unit_ranking
 from ..types import Hit
 
@@ -176,17 +177,96 @@ TOKEN_BUDGET = OptionSpec("int", ge=0, optional=True)
 """A budget in tokens, ``None`` = no limit."""
 
 
+def resolve_spec(defaults: Mapping[str, Any], specs: Mapping[str, OptionSpec], name: str) -> OptionSpec:
+    """How option ``name`` is checked: the type of ``defaults[name]`` (numbers ``>= 0``), with
+    the bounds, choices and ``None``-acceptance of ``specs[name]`` when given (its ``kind``,
+    when set, replaces the default's type).
+
+    Raises:
+        KeyError: ``name`` is not in ``defaults``.
+    """
+    inferred = _inferred_spec(defaults[name])
+    given = specs.get(name)
+    if given is None:
+        return inferred
+    return OptionSpec(
+        kind=given.kind if given.kind is not None else inferred.kind,
+        ge=given.ge,
+        gt=given.gt,
+        le=given.le,
+        lt=given.lt,
+        optional=given.optional or defaults[name] is None,
+        choices=given.choices,
+    )
+
+
+def check_options(
+    owner: str,
+    defaults: Mapping[str, Any],
+    specs: Mapping[str, OptionSpec],
+    given: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Merge ``given`` options over ``defaults``, checking each given value against
+    :func:`resolve_spec` (shared by :meth:`Method.options` and answer generation).
+
+    Args:
+        owner: what the options belong to, for the messages (``"method 'archrag'"``).
+
+    Returns:
+        ``{name: value}`` for every option in ``defaults``.
+
+    Raises:
+        ValueError: unknown option name(s), listing the known ones; or the first invalid
+            value, naming the option, ``owner``, what it must be and the value given.
+    """
+    unknown = set(given) - set(defaults)
+    if unknown:
+        raise ValueError(f"unknown option(s) {sorted(unknown)} for {owner}; known: {sorted(defaults)}")
+    for key, value in given.items():
+        spec = resolve_spec(defaults, specs, key)
+        if not spec.accepts(value):
+            raise ValueError(f"option {key!r} of {owner} must be {spec.describe()}, got {value!r}")
+    return {**defaults, **given}
+
+
+COMMON_DEFAULTS: Mapping[str, Any] = {"llm": None}
+"""Options every method accepts (added to each subclass's ``defaults``): ``llm``, the
+:class:`~graphstrata.llm.LLMClient` of the query-time LLM steps (LightRAG keywords, AGRAG fact
+filter; see :func:`query_llm`), accepted and ignored by methods without such a step."""
+COMMON_SPECS: Mapping[str, OptionSpec] = {"llm": OptionSpec(LLMClient, optional=True)}
+
+
+def query_llm(engine: Any, options: Mapping[str, Any]) -> LLMClient | None:
+    """The LLM a method's query-time LLM step uses: ``options["llm"]`` when given, else the
+    engine state's ``llm`` (``None`` when it has none), else ``None`` (the offline path).
+
+    A state ``llm`` that is not yet an :class:`~graphstrata.llm.LLMClient` is wrapped in one
+    (:meth:`LLMClient.of`)."""
+    client = options.get("llm")
+    if client is None:
+        client = getattr(engine, "llm", None)
+    if client is None:
+        return None
+    return LLMClient.of(client)
+
+
 class Method:
     """Base class of a retrieval method.
 
     Subclasses set ``name`` and implement :meth:`retrieve`. ``defaults`` holds the options a
     caller may override per query (unknown option names raise ``ValueError``);
-    ``option_specs`` refines how a given value is checked (see :meth:`options`).
+    ``option_specs`` refines how a given value is checked (see :meth:`options`). Every
+    subclass also gets the :data:`COMMON_DEFAULTS` options (``llm``).
     """
 
     name: ClassVar[str] = ""
-    defaults: ClassVar[Mapping[str, Any]] = {}
-    option_specs: ClassVar[Mapping[str, OptionSpec]] = {}
+    defaults: ClassVar[Mapping[str, Any]] = dict(COMMON_DEFAULTS)
+    option_specs: ClassVar[Mapping[str, OptionSpec]] = dict(COMMON_SPECS)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.defaults = {**cls.defaults, **{k: v for k, v in COMMON_DEFAULTS.items() if k not in cls.defaults}}
+        cls.option_specs = {**COMMON_SPECS, **cls.option_specs}
 
     @classmethod
     def option_spec(cls, name: str) -> OptionSpec:
@@ -197,19 +277,7 @@ class Method:
         Raises:
             KeyError: ``name`` is not an option of the method.
         """
-        inferred = _inferred_spec(cls.defaults[name])
-        given = cls.option_specs.get(name)
-        if given is None:
-            return inferred
-        return OptionSpec(
-            kind=given.kind if given.kind is not None else inferred.kind,
-            ge=given.ge,
-            gt=given.gt,
-            le=given.le,
-            lt=given.lt,
-            optional=given.optional or cls.defaults[name] is None,
-            choices=given.choices,
-        )
+        return resolve_spec(cls.defaults, cls.option_specs, name)
 
     def options(self, given: Mapping[str, Any]) -> dict[str, Any]:
         """Merge per-query ``given`` options over ``defaults``, checking each given value.
@@ -219,7 +287,8 @@ class Method:
         accepted, not ``1.5`` or ``True``), a finite int or float for a float option — and
         lie in the option's range: ``>= 0`` for numbers unless the method's
         :attr:`option_specs` says otherwise (e.g. ``alpha`` in [0, 1], ``k_per_layer >= 1``).
-        Options whose default is ``None`` accept ``None`` and what the spec names.
+        Options whose default is ``None`` accept ``None`` and what the spec names (``llm``:
+        an :class:`~graphstrata.llm.LLMClient`).
 
         Returns:
             ``{name: value}`` for every option of the method.
@@ -228,20 +297,7 @@ class Method:
             ValueError: unknown option name(s), listing the known ones; or the first invalid
                 value, naming the option, the method, what it must be and the value given.
         """
-        unknown = set(given) - set(self.defaults)
-        if unknown:
-            raise ValueError(
-                f"unknown option(s) {sorted(unknown)} for method {self.name!r}; "
-                f"known: {sorted(self.defaults)}"
-            )
-        for key, value in given.items():
-            spec = self.option_spec(key)
-            if not spec.accepts(value):
-                raise ValueError(
-                    f"option {key!r} of method {self.name!r} must be {spec.describe()}, "
-                    f"got {value!r}"
-                )
-        return {**self.defaults, **given}
+        return check_options(f"method {self.name!r}", self.defaults, self.option_specs, given)
 
     def retrieve(
         self, engine: Engine, query: str, qvec: np.ndarray, k: int, **options: Any
@@ -366,7 +422,8 @@ def rank(scores: Mapping[int, float], limit: int) -> list[tuple[int, float]]:
 
 def entity_hit(engine: Engine, row: int, similarity: float) -> Hit:
     """A ``kind="entity"`` hit for entity ``row`` (layer 0) at cosine ``similarity``: score
-    ``max(0, cos)``, the cosine in ``metadata["raw_score"]``."""
+    ``max(0, cos)``, the cosine in ``metadata["raw_score"]``, the entity's ``type`` (``""``
+    offline) in ``metadata["type"]``."""
     e = engine.kg.entities[engine.kg.entity_ids[row]]
     return Hit(
         id=e.id,
@@ -376,7 +433,7 @@ def entity_hit(engine: Engine, row: int, similarity: float) -> Hit:
         layer=0,
         chunk_ids=list(e.chunk_ids),
         document_ids=engine.document_ids_of(e.chunk_ids),
-        metadata={"name": e.name, "weight": e.weight, "raw_score": float(similarity)},
+        metadata={"name": e.name, "type": e.type, "weight": e.weight, "raw_score": float(similarity)},
     )
 
 
@@ -384,7 +441,8 @@ def relation_hits(engine: Engine, entity_scores: Mapping[str, float]) -> list[Hi
     """Relations among the retrieved entities (ArchRAG R_0, spec A12: induced subgraph).
 
     Raw score = mean of the endpoint entities' cosine similarities (``entity_scores``), score
-    ``max(0, raw)``; best first.
+    ``max(0, raw)``; best first. ``metadata["keywords"]``: the relation's keywords (``""``
+    offline).
     """
     hits = []
     for r in engine.kg.induced_relations(entity_scores):
@@ -400,7 +458,7 @@ def relation_hits(engine: Engine, entity_scores: Mapping[str, float]) -> list[Hi
                 chunk_ids=list(r.chunk_ids),
                 document_ids=engine.document_ids_of(r.chunk_ids),
                 metadata={"source": a.name, "target": b.name, "weight": r.weight,
-                          "raw_score": float(raw)},
+                          "keywords": r.keywords, "raw_score": float(raw)},
             )
         )
     hits.sort(key=lambda h: (-h.metadata["raw_score"], h.id))
@@ -409,7 +467,8 @@ def relation_hits(engine: Engine, entity_scores: Mapping[str, float]) -> list[Hi
 
 def community_hit(engine: Engine, layer: int, row: int, similarity: float) -> Hit:
     """A ``kind="community"`` hit for community ``row`` of ``layer`` (≥ 1) at cosine
-    ``similarity``: score ``max(0, cos)``, the cosine in ``metadata["raw_score"]``."""
+    ``similarity``: score ``max(0, cos)``, the cosine in ``metadata["raw_score"]``, the LLM
+    report's rating (``None`` offline) in ``metadata["rating"]``."""
     c = engine.communities[layer - 1][row]
     return Hit(
         id=c.id,
@@ -419,7 +478,8 @@ def community_hit(engine: Engine, layer: int, row: int, similarity: float) -> Hi
         layer=layer,
         chunk_ids=list(c.chunk_ids),
         document_ids=engine.document_ids_of(c.chunk_ids),
-        metadata={"title": c.title, "size": len(c.entity_ids), "raw_score": float(similarity)},
+        metadata={"title": c.title, "size": len(c.entity_ids), "rating": c.rating,
+                  "raw_score": float(similarity)},
     )
 
 

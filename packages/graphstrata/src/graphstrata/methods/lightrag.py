@@ -1,12 +1,14 @@
 """LightRAG retrieval, offline (spec seed-lightrag.md §2: dual-level retrieval).
 
-1. **Keywords** (spec §2.2 step 1, the LLM seam). The paper asks an LLM for high-level
-   (themes) and low-level (specific entities) keywords. Offline, :func:`offline_keywords`
-   matches the query's word n-grams against the corpus vocabulary (entity ids):
-   low-level = the longest non-overlapping n-grams that name an entity, plus capitalised
-   spans of the query the KG does not know; high-level = the remaining content words.
-   Pass ``keywords_fn=callable(query) -> (high_level, low_level)`` to plug in an LLM
-   (e.g. the spec §2.3 prompt); nothing else changes.
+1. **Keywords** (spec §2.2 step 1, §2.3). The paper asks an LLM for high-level (themes) and
+   low-level (specific entities) keywords; so do we when the query has an LLM (the ``llm``
+   option, else the engine state's ``llm``): one call, stage ``"query:keywords"``
+   (:mod:`graphstrata.llm.prompts.lightrag_query`); output the parser cannot read falls back
+   to the offline keywords for that query and is counted with ``LLMClient.skip``. Offline,
+   :func:`offline_keywords` matches the query's word n-grams against the corpus vocabulary
+   (entity ids): low-level = the longest non-overlapping n-grams that name an entity, plus
+   capitalised spans of the query the KG does not know; high-level = the remaining content
+   words. ``keywords_fn=callable(query) -> (high_level, low_level)`` overrides both.
 2. **Low-level / local path** (spec §2.4): the low-level keywords search the *entity* vectors
    (exact cosine, ``top_k``, floor ``min_similarity``; entities named exactly by a keyword
    come first); one-hop expansion = every relation incident to a retrieved entity, ranked by
@@ -40,6 +42,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..extraction import canonical, capitalised_spans
+from ..llm.client import LLMClient
+from ..llm.prompts.lightrag_query import keywords_request, parse_keywords
 from ..scores import bounded, relative
 from ..types import Hit
 from .base import (
@@ -51,10 +55,14 @@ from .base import (
     Retrieval,
     bridge_evidence,
     hybrid_scores,
+    query_llm,
     rank,
     scored,
     spread_to_chunks,
 )
+
+#: ledger stage of the keyword-extraction call
+KEYWORDS_STAGE = "query:keywords"
 
 KeywordsFn = Callable[[str], tuple[Sequence[str], Sequence[str]]]
 """``keywords_fn(query) -> (high_level_keywords, low_level_keywords)``: the LLM seam."""
@@ -82,11 +90,15 @@ class Keywords:
         high_level: themes / concepts (search relations).
         low_level: specific entities and details (search entities).
         matched: entity ids named exactly by a low-level keyword (vocabulary match).
+        source: where they came from: ``"offline"`` (:func:`offline_keywords`, also the
+            fallback for unreadable LLM output), ``"llm"`` (the keyword prompt) or
+            ``"function"`` (a ``keywords_fn``).
     """
 
     high_level: list[str]
     low_level: list[str]
     matched: list[str] = field(default_factory=list)
+    source: str = "offline"
 
 
 def offline_keywords(query: str, vocabulary: Iterable[str] | Any, max_ngram: int = 5) -> Keywords:
@@ -140,10 +152,35 @@ def offline_keywords(query: str, vocabulary: Iterable[str] | Any, max_ngram: int
     return Keywords(high_level=high, low_level=low, matched=matched)
 
 
-def _keywords(engine, query: str, fn: KeywordsFn | None) -> Keywords:
-    if fn is None:
+def llm_keywords(client: LLMClient, query: str) -> tuple[list[str], list[str]] | None:
+    """Ask ``client`` for the query's ``(high_level, low_level)`` keywords (spec §2.3; one
+    call, stage ``"query:keywords"``, JSON mode, cached by the client).
+
+    Returns:
+        The two lists, or ``None`` when the output is unreadable
+        (:func:`~graphstrata.llm.prompts.lightrag_query.parse_keywords`); that is counted as
+        one skipped record of the stage.
+
+    Raises:
+        LLMError: the call failed after the client's retries.
+    """
+    out = parse_keywords(client.request(keywords_request(query), KEYWORDS_STAGE).text)
+    if out is None:
+        client.skip(KEYWORDS_STAGE)
+    return out
+
+
+def _keywords(engine, query: str, fn: KeywordsFn | None, client: LLMClient | None = None) -> Keywords:
+    """The query's keywords: ``fn`` when given, else the LLM when there is one (offline
+    fallback on unreadable output), else :func:`offline_keywords`."""
+    if fn is not None:
+        out, source = fn(query), "function"
+    elif client is not None:
+        out, source = llm_keywords(client, query), "llm"
+    else:
+        out = None
+    if out is None:
         return offline_keywords(query, engine.kg.entities)
-    out = fn(query)
     if isinstance(out, dict):  # the spec's JSON shape
         high, low = out.get("high_level_keywords", []), out.get("low_level_keywords", [])
     else:
@@ -151,7 +188,7 @@ def _keywords(engine, query: str, fn: KeywordsFn | None) -> Keywords:
     high = [str(x) for x in high if str(x).strip()]
     low = [str(x) for x in low if str(x).strip()]
     matched = list(dict.fromkeys(canonical(x) for x in low if canonical(x) in engine.kg.entities))
-    return Keywords(high_level=high, low_level=low, matched=matched)
+    return Keywords(high_level=high, low_level=low, matched=matched, source=source)
 
 
 # -- derived structures ------------------------------------------------------------------------
@@ -336,17 +373,21 @@ class LightRAG(Method):
         mode: ``"local"`` (low-level keywords → entities → incident relations),
             ``"global"`` (high-level keywords → relations → endpoint entities) or
             ``"hybrid"`` (both, the default; spec §2.4, the paper's "LightRAG").
-        keywords_fn: ``None`` (offline vocabulary matching, :func:`offline_keywords`) or
-            ``fn(query) -> (high_level, low_level)`` (or the spec's JSON dict): the LLM seam.
+        keywords_fn: ``None`` (the LLM keyword prompt when the query has an LLM, else
+            offline vocabulary matching, :func:`offline_keywords`) or
+            ``fn(query) -> (high_level, low_level)`` (or the spec's JSON dict), which wins
+            over both.
+        llm: the :class:`~graphstrata.llm.LLMClient` of the keyword step (``None``: the
+            engine state's ``llm``; none there either: offline keywords).
         top_k: entities searched by the low-level keywords and relations by the high-level
             keywords (spec default 60).
         min_similarity: cosine floor of both searches (spec 0.2).
         keyword_vectors: ``"keywords"`` embeds each keyword list joined by ", " once (spec
             §2.4; one extra embedder call per non-empty list), ``"query"`` reuses the query
             vector for both searches (no extra call), ``"auto"`` (default) = ``"keywords"``
-            when a ``keywords_fn`` is given, else ``"query"`` (offline keywords are pieces of
-            the query: embedding them measured no better on musique, 100 questions, and
-            cost two embedder calls).
+            when the keywords come from the LLM or a ``keywords_fn``, else ``"query"``
+            (offline keywords are pieces of the query: embedding them measured no better on
+            musique, 100 questions, and cost two embedder calls).
         relation_chunk_weight: weight of the source-chunk centroid in a relation's vector
             (the rest is the endpoint-entity centroid).
         max_entity_tokens, max_relation_tokens, max_source_tokens: per-section budgets in
@@ -425,7 +466,8 @@ class LightRAG(Method):
 
     def _context(self, engine, query, qvec, o):
         kg = engine.kg
-        kw = _keywords(engine, query, o["keywords_fn"])
+        client = query_llm(engine, o) if o["keywords_fn"] is None else None
+        kw = _keywords(engine, query, o["keywords_fn"], client)
         mode = o["mode"]
         top_k = int(o["top_k"])
         floor = float(o["min_similarity"])
@@ -439,7 +481,7 @@ class LightRAG(Method):
         kv = o["keyword_vectors"]
 
         def vec(words: list[str]) -> np.ndarray:
-            if not words or kv == "query" or (kv == "auto" and o["keywords_fn"] is None):
+            if not words or kv == "query" or (kv == "auto" and kw.source == "offline"):
                 return qvec
             return np.asarray(engine.embedder.embed([", ".join(words)])[0], np.float32)
 
@@ -584,7 +626,7 @@ class LightRAG(Method):
                     layer=0,
                     chunk_ids=list(e.chunk_ids),
                     document_ids=engine.document_ids_of(e.chunk_ids),
-                    metadata={"name": e.name, "weight": e.weight, "similarity": sim,
+                    metadata={"name": e.name, "type": e.type, "weight": e.weight, "similarity": sim,
                               "rank": int(degree[kg.row[eid]]), "path": path,
                               "raw_score": float(degree[kg.row[eid]])},
                 )
@@ -603,7 +645,7 @@ class LightRAG(Method):
                     chunk_ids=list(r.chunk_ids),
                     document_ids=engine.document_ids_of(r.chunk_ids),
                     metadata={"source": a.name, "target": b.name, "weight": r.weight,
-                              "similarity": sim, "rank": d, "path": path,
+                              "keywords": r.keywords, "similarity": sim, "rank": d, "path": path,
                               "raw_score": float(d)},
                 )
             )
