@@ -315,7 +315,7 @@ def cluster_communities(
             rows_next.append(rows)
             sents_next.append([summary] if summary else [])
         if use_reports:
-            level_reports = _llm_reports(llm, kg, entities, level, clusters, reports.get(level - 1), out)
+            level_reports = _llm_reports(llm, kg, level, clusters, rows_next, reports.get(level - 1), out)
             reports[level] = level_reports
             out = [(r.title, r.text()) for r in level_reports]
             sents_next = [[r.text()] for r in level_reports]
@@ -358,31 +358,26 @@ def cluster_communities(
     return layers, layer_vecs
 
 
-def _llm_reports(llm, kg, entities, level, clusters, below_reports, fallbacks) -> list[Any]:
+def _llm_reports(llm, kg, level, clusters, rows, below_reports, fallbacks) -> list[Any]:
     """One LLM community report per cluster of ``level`` (ArchRAG §1.4-1.5).
 
-    Level 1: the context is the member entities (name, type, description) and the relations
-    among them; level > 1: the member communities' reports. ``fallbacks`` are the extractive
-    ``(title, summary)`` used where the model's output is unreadable.
+    The context of a community is its entities (name, type, description; ranked by degree in
+    the KG) and the relations among them; above layer 1 the member communities' reports take
+    their place when the raw context does not fit the budget
+    (:func:`~graphstrata.llm.reports.graph_context`). ``rows`` are the entity rows under each
+    cluster; ``fallbacks`` the extractive ``(title, summary)`` used where the model's output is
+    unreadable.
     """
-    from .llm.reports import ReportContext, community_reports
+    from .llm.reports import community_reports, graph_context
 
-    contexts = []
-    for members in clusters:
-        if level == 1:
-            ents = [entities[int(m)] for m in members]
-            rels = kg.induced_relations(e.id for e in ents)
-            contexts.append(
-                ReportContext(
-                    entities=[(e.name, e.type, e.description) for e in ents],
-                    relations=[
-                        (kg.entities[r.source].name, kg.entities[r.target].name, r.description) for r in rels
-                    ],
-                    sub_reports=[],
-                )
-            )
-        else:
-            contexts.append(ReportContext(entities=[], relations=[], sub_reports=[below_reports[int(m)] for m in members]))
+    contexts = [
+        graph_context(
+            kg,
+            [kg.entity_ids[r] for r in rows_of],
+            [below_reports[int(m)] for m in members] if level > 1 else (),
+        )
+        for members, rows_of in zip(clusters, rows, strict=True)
+    ]
     return community_reports(llm, contexts, fallbacks, stage=f"community_reports:layer_{level}")
 
 

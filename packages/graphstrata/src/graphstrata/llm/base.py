@@ -142,9 +142,7 @@ class CallableLLM:
         if not callable(fn):
             raise TypeError(f"llm must be callable, got {type(fn).__name__}")
         self._fn = fn
-        self._async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-            getattr(fn, "__call__", None)
-        )
+        self._async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
         self._system_kw = _accepts(fn, "system")
         self._json_kw = _accepts(fn, "json_mode")
         name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
