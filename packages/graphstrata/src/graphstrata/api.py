@@ -275,8 +275,10 @@ class GraphStrata:
                 ``build`` / ``load``.
             k: chunk hits retrieved (the method's context hits come too).
             filters: a metadata filter, as in :meth:`retrieve`.
-            **options: generation options (``response_type``, ``max_context_tokens``) and
-                method options (as in :meth:`retrieve`).
+            **options: the method's answer options
+                (:func:`graphstrata.generation.generation_options`: ``response_type``,
+                ``max_context_tokens``; ArchRAG also ``self_answer``, ``general_knowledge``)
+                and its retrieval options (as in :meth:`retrieve`).
 
         Returns:
             An :class:`Answer`: ``text``, the ``hits`` the answer was generated from, and
@@ -286,7 +288,7 @@ class GraphStrata:
             ValueError: no LLM given or attached; everything :meth:`retrieve` raises.
             graphstrata.llm.LLMError: an LLM call failed after its retries.
         """
-        from .generation import GENERATION_OPTIONS, generate
+        from .generation import generate, generation_options
         from .llm import usage_scope
 
         state = self.state
@@ -295,7 +297,10 @@ class GraphStrata:
             raise ValueError(
                 "answer() needs an LLM: pass llm=..., or build()/load() the index with llm=..."
             )
-        gen_options = {k_: options.pop(k_) for k_ in list(options) if k_ in GENERATION_OPTIONS}
+        if not isinstance(method, str) or method not in METHODS:
+            raise ValueError(f"unknown method {method!r}; known methods: {', '.join(METHODS)}")
+        answer_keys = generation_options(method)
+        gen_options = {k_: options.pop(k_) for k_ in list(options) if k_ in answer_keys}
         with usage_scope() as ledger:
             hits = self.retrieve(query, method=method, k=k, filters=filters, llm=client, **options)
             out = generate(method, query, hits, client, **gen_options)
