@@ -281,7 +281,7 @@ def _emit_json(data: Any, target: str) -> None:
         Path(target).write_text(text, encoding="utf-8")
 
 
-def _check_methods(methods: list[str], options: list[_Option]) -> dict[str, Any]:
+def _check_methods(methods: list[str], options: list[_Option], answer: bool = False) -> dict[str, Any]:
     """Check method names and ``--option`` values against the method classes, loading no
     index and no model; returns the options as a dict.
 
@@ -300,6 +300,11 @@ def _check_methods(methods: list[str], options: list[_Option]) -> dict[str, Any]
     for opt in options:
         for name in methods:
             try:
+                if answer:  # answer options (response_type, ...) are checked by the answer step
+                    from .generation import generation_options
+
+                    if opt.key in generation_options(name):
+                        continue
                 METHODS[name]().options({opt.key: opt.value})
             except ValueError as exc:
                 raise ValueError(f"--option {opt.text}: {exc}") from exc
@@ -391,7 +396,7 @@ def _dry_run(args, config: dict[str, Any] | None) -> int:
 
 
 def _cmd_query(args) -> int:
-    options = _check_methods([args.method], args.option)
+    options = _check_methods([args.method], args.option, answer=args.llm is not None)
     _check_json_target(args.json)
     if not args.question.strip():
         raise ValueError("the question is empty")
@@ -433,7 +438,7 @@ def _print_answer(ans, args) -> int:
 
 def _cmd_eval(args) -> int:
     methods = args.methods or ["archrag"]
-    options = _check_methods(methods, args.option)
+    options = _check_methods(methods, args.option, answer=args.answers)
     _check_json_target(args.json)
     if args.answers and not args.llm:
         raise ValueError("--answers needs --llm MODULE:FACTORY")

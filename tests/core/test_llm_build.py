@@ -1,0 +1,276 @@
+"""The LLM path end to end through GraphStrata (issue 13) with a scripted model.
+
+``ToyLLM`` answers every prompt family in its expected format (entity / relationship records
+made of the chunk's capitalised words, JSON community reports, summary-entity records,
+keywords, scored points, answers). It tests control flow, persistence, caching and cost
+accounting — never quality.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from graphstrata import GraphStrata
+from graphstrata.cli import main
+from graphstrata.llm import LLMError
+from graphstrata.llm.prompts import agrag as agrag_triples
+from graphstrata.llm.prompts import agrag_query, archrag, archrag_answer, hirag, hirag_answer, lightrag_query, naive
+from graphstrata.llm.prompts import lightrag_extract as lx
+from graphstrata.testing import HashEmbedder, ScriptedLLM
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "cookbook" / "sample_corpus" / "wiki_sample.jsonl"
+CONFIG = {"min_communities": 2, "max_community_size": 6, "chunk_size": 120, "chunk_overlap": 16}
+_NAME = re.compile(r"\b[A-Z][a-z]{3,}\b")
+
+
+def _h(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:6]
+
+
+def _family(system: str | None, template: str) -> bool:
+    """``system`` was made from ``template`` (answer system prompts are filled in)."""
+    return bool(system) and system.startswith(template.split("{")[0][:60])
+
+
+def toy(prompt: str, system: str | None) -> str:
+    """A deterministic stand-in for every prompt family graphstrata sends."""
+    if system == lx.EXTRACT_SYSTEM:
+        tail = prompt.rstrip()
+        if tail.endswith(lx.CONTINUE_QUESTION):
+            return "NO"
+        if tail.endswith(lx.GLEANING_INSTRUCTION):
+            return lx.COMPLETION_DELIMITER
+        text = prompt.rsplit("Text: ", 1)[1].rsplit("Output:", 1)[0]
+        names = list(dict.fromkeys(_NAME.findall(text)))[:6]
+        recs = [
+            f'("entity"<|>{n}<|>{"person" if i % 2 == 0 else "geo"}<|>{n} is named in the passage.)'
+            for i, n in enumerate(names)
+        ]
+        recs += [
+            f'("relationship"<|>{a}<|>{b}<|>{a} and {b} appear together.<|>co-mention<|>{3 + i % 5})'
+            for i, (a, b) in enumerate(zip(names, names[1:]))
+        ]
+        return "##\n".join(recs) + "##\n" + lx.COMPLETION_DELIMITER
+    if system == lx.SUMMARY_SYSTEM:
+        return "A merged description."
+    if system == archrag.COMMUNITY_REPORT_SYSTEM:
+        return "Here is the report:\n```json\n" + json.dumps(
+            {
+                "title": f"Community {_h(prompt)}",
+                "summary": "These entities appear together in the sample pages.",
+                "rating": 6,
+                "rating_explanation": "moderate",
+                "findings": [{"summary": "Co-mentions", "explanation": "They share passages."}],
+            }
+        ) + "\n```"
+    if system == hirag.SUMMARY_ENTITY_SYSTEM:
+        return f'("entity"<|>Theme {_h(prompt)}<|>normal_entity<|>A theme shared by the listed entities.)\n<|COMPLETE|>'
+    if system == lightrag_query.KEYWORDS_SYSTEM:
+        words = _NAME.findall(prompt.split("Question:")[-1]) or ["history"]
+        return json.dumps({"high_level_keywords": ["history"], "low_level_keywords": words[:3]})
+    if system == archrag_answer.FILTER_SYSTEM:
+        return json.dumps({"points": [{"description": "A relevant point [Data: Entities (0)]", "score": 70}]})
+    if system == archrag_answer.MERGE_SYSTEM:
+        return "Toy merged answer."
+    if system == agrag_query.FILTER_SYSTEM:
+        return json.dumps({"fact": []})
+    if system == agrag_triples.TRIPLES_SYSTEM:
+        return "[]"
+    if any(_family(system, p.ANSWER_SYSTEM) for p in (lightrag_query, hirag_answer, naive)):
+        return "Toy answer."
+    if _family(system, agrag_query.ANSWER_SYSTEM):
+        return "Thought: the path says so.\nAnswer: Toy answer."
+    raise AssertionError(f"unexpected prompt family: {system!r}")
+
+
+def _docs(n: int = 10) -> list[dict]:
+    with open(SAMPLE, encoding="utf-8") as f:
+        return [json.loads(line) for _, line in zip(range(n), f)]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("llm") / "index"
+    llm = ScriptedLLM(toy, usage=True)
+    gs = GraphStrata.build(_docs(), config=CONFIG, embedder=HashEmbedder(), persist_dir=out, llm=llm)
+    return gs, out, llm
+
+
+def test_llm_build_makes_a_typed_graph_with_reports_and_counts_its_cost(built):
+    gs, out, llm = built
+    types = {e.type for e in gs.kg.entities.values()}
+    assert types == {"person", "geo"}
+    assert all(r.keywords == "co-mention" for r in gs.kg.relations.values())
+    layer1 = gs.communities[0]
+    assert layer1 and all(c.rating == 6.0 and c.title.startswith("Community ") for c in layer1)
+    assert all(c.findings == [{"summary": "Co-mentions", "explanation": "They share passages."}] for c in layer1)
+    usage = gs.build_usage
+    stages = usage["stages"]
+    assert stages["extract"]["calls"] == len(gs.chunks)
+    assert stages["community_reports:layer_1"]["calls"] == len(layer1)
+    assert stages["hirag_summaries"]["calls"] >= 1
+    assert usage["total"]["calls"] == len(llm.calls)
+    assert not usage["total"]["estimated"]  # ScriptedLLM(usage=True) reports real usage
+    assert usage["total"]["prompt_tokens"] > 0
+    assert (out / "llm-cache.sqlite").is_file()
+
+
+def test_llm_records_and_usage_survive_persist_and_load(built):
+    gs, out, _ = built
+    again = GraphStrata.load(out, embedder=HashEmbedder())
+    assert {e.id: e.type for e in again.kg.entities.values()} == {e.id: e.type for e in gs.kg.entities.values()}
+    assert [r.keywords for r in again.kg.relations.values()] == [r.keywords for r in gs.kg.relations.values()]
+    assert [(c.rating, c.findings) for c in again.communities[0]] == [(c.rating, c.findings) for c in gs.communities[0]]
+    assert again.build_usage == gs.build_usage
+    assert again.llm is None  # no LLM given to load: retrieval runs offline
+
+
+def test_rebuild_with_the_cache_makes_zero_calls(built, tmp_path):
+    gs, out, _ = built
+    fresh = ScriptedLLM(toy, usage=True)
+    again = GraphStrata.build(_docs(), config=CONFIG, embedder=HashEmbedder(), persist_dir=out, llm=fresh)
+    assert fresh.calls == []
+    assert again.build_usage["total"]["calls"] == 0
+    assert again.build_usage["total"]["cached"] == gs.build_usage["total"]["calls"]
+    assert sorted(again.kg.entities) == sorted(gs.kg.entities)
+
+
+def test_interrupted_build_resumes_without_paying_twice(tmp_path):
+    out = tmp_path / "index"
+    n_fail = [0]
+
+    def flaky(prompt, system):
+        if system == archrag.COMMUNITY_REPORT_SYSTEM:
+            n_fail[0] += 1
+            raise KeyError("the model went away")  # permanent: no retry
+        return toy(prompt, system)
+
+    first = ScriptedLLM(flaky)
+    with pytest.raises(LLMError, match="community_reports"):
+        GraphStrata.build(_docs(6), config=CONFIG, embedder=HashEmbedder(), persist_dir=out, llm=first)
+    extract_calls = sum(1 for _, s, _ in first.calls if s == lx.EXTRACT_SYSTEM)
+    assert extract_calls > 0 and n_fail[0] > 0
+    second = ScriptedLLM(toy)
+    gs = GraphStrata.build(_docs(6), config=CONFIG, embedder=HashEmbedder(), persist_dir=out, llm=second)
+    assert not any(s == lx.EXTRACT_SYSTEM for _, s, _ in second.calls)  # extraction all cached
+    stages = gs.build_usage["stages"]
+    assert sum(u["cached"] for name, u in stages.items() if name.startswith("extract")) == extract_calls
+    assert stages["community_reports:layer_1"]["calls"] > 0  # what failed is paid for now
+
+
+def test_answer_uses_each_methods_generation_and_reports_per_query_usage(built):
+    gs, out, _ = built
+    llm = ScriptedLLM(toy)
+    loaded = GraphStrata.load(out, embedder=HashEmbedder(), llm=llm)
+    expected = {"archrag": "Toy merged answer.", "agrag": "Toy answer."}
+    for method in ("archrag", "lightrag", "hirag", "agrag", "dense", "bm25", "hybrid"):
+        before = len(llm.calls)
+        ans = loaded.answer("Who is named in the sample pages?", method=method, k=3)
+        assert ans.text == expected.get(method, "Toy answer."), method
+        assert ans.hits, method
+        calls = ans.usage["total"]["calls"] + ans.usage["total"]["cached"]
+        assert calls == len(llm.calls) - before + ans.usage["total"]["cached"], method
+        assert calls >= 1
+    ans = loaded.answer("Who is named in the sample pages?", method="lightrag", k=3)
+    assert "query:keywords" in ans.usage["stages"] and "answer" in ans.usage["stages"]
+    ans = loaded.answer("Who is named in the sample pages?", method="archrag", k=3)
+    assert set(ans.usage["stages"]) >= {"answer:filter", "answer:merge"}
+
+
+def test_answer_without_an_llm_is_a_clear_error(built):
+    gs, out, _ = built
+    offline = GraphStrata.load(out, embedder=HashEmbedder())
+    with pytest.raises(ValueError, match="needs an LLM"):
+        offline.answer("anything")
+    with pytest.raises(ValueError, match="unknown method"):
+        offline.answer("anything", method="nope", llm=ScriptedLLM(toy))
+
+
+def test_retrieval_calls_an_llm_only_where_the_method_needs_one(built):
+    gs, out, _ = built
+    llm = ScriptedLLM(toy)
+    loaded = GraphStrata.load(out, embedder=HashEmbedder(), llm=llm)
+    for method in ("archrag", "hirag", "dense", "bm25", "hybrid"):
+        loaded.retrieve("Who is named?", method=method, k=3)
+    assert llm.calls == []
+    loaded.retrieve("Who is named?", method="lightrag", k=3)
+    assert [s for _, s, _ in llm.calls] == [lightrag_query.KEYWORDS_SYSTEM]
+
+
+def test_build_refuses_a_foreign_directory_before_any_llm_call(tmp_path):
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    llm = ScriptedLLM(toy)
+    with pytest.raises(FileExistsError):
+        GraphStrata.build(_docs(3), config=CONFIG, embedder=HashEmbedder(), persist_dir=foreign, llm=llm)
+    assert llm.calls == [] and sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
+
+
+def test_agrag_extraction_keeps_statistical_entities(tmp_path):
+    def triples(prompt, system):
+        if system == agrag_triples.TRIPLES_SYSTEM:
+            return "no triples here, sorry"
+        return toy(prompt, system)
+
+    cfg = {**CONFIG, "llm_extraction": "agrag", "llm_community_reports": False}
+    offline = GraphStrata.build(_docs(6), config={**CONFIG}, embedder=HashEmbedder())
+    with pytest.warns(UserWarning, match="no usable triple for 8 chunk"):
+        gs = GraphStrata.build(_docs(6), config=cfg, embedder=HashEmbedder(), llm=ScriptedLLM(triples))
+    assert sorted(gs.kg.entities) == sorted(offline.kg.entities)
+    assert gs.build_usage["stages"]["extract:triples"]["calls"] == len(gs.chunks)
+    assert all(c.rating is None for layer in gs.communities for c in layer)
+
+
+# -- CLI ---------------------------------------------------------------------------------------
+
+
+def _llm_module(tmp_path, monkeypatch):
+    (tmp_path / "toy_llm_factory.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from test_llm_build import toy\n"
+        "from graphstrata.testing import ScriptedLLM\n"
+        "def make():\n    return ScriptedLLM(toy)\n"
+        "def broken():\n    raise RuntimeError('no key')\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_cli_llm_argument_errors_name_the_flag(tmp_path, monkeypatch, capsys):
+    _llm_module(tmp_path, monkeypatch)
+    (tmp_path / "d.txt").write_text("Ada Lovelace met Charles Babbage in London.")
+    for spec, msg in [
+        ("nocolon", "expected MODULE:FACTORY"),
+        ("no_such_module_xyz:make", "cannot import"),
+        ("toy_llm_factory:missing", "no callable 'missing'"),
+        ("toy_llm_factory:broken", "broken() failed: RuntimeError: no key"),
+    ]:
+        assert main(["index", str(tmp_path / "d.txt"), "--out", str(tmp_path / "o"), "--llm", spec]) == 2
+        err = capsys.readouterr().err
+        assert f"--llm {spec}" in err and msg in err, err
+    assert main(["eval", str(tmp_path / "o"), "--questions", "q.jsonl", "--answers"]) == 2
+    assert "--answers needs --llm" in capsys.readouterr().err
+
+
+def test_cli_query_with_llm_prints_the_answer_and_tokens(built, tmp_path, monkeypatch, capsys):
+    gs, out, _ = built
+    _llm_module(tmp_path, monkeypatch)
+    monkeypatch.setattr("graphstrata.models.default_embedder", lambda: HashEmbedder())
+    monkeypatch.setattr("graphstrata.api.default_embedder", lambda: HashEmbedder())
+    from graphstrata.models import MiniLMEmbedder
+
+    monkeypatch.setattr(MiniLMEmbedder, "id", HashEmbedder().id)
+    rc = main(["query", str(out), "Who is named?", "--method", "lightrag", "--llm", "toy_llm_factory:make"])
+    text = capsys.readouterr().out
+    assert rc == 0
+    assert text.startswith("Toy answer.")
+    assert "query:keywords" in text and "answer" in text and "total" in text
+    assert "~" in text  # ScriptedLLM(toy) reports no usage: estimates are marked
