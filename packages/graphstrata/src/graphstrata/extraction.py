@@ -476,3 +476,6 @@ class StatisticalExtractor:
             for (a, b) in sorted(rel_count)
         ]
         return entities, relations
+
+
+from .llm.extract import AgragLLMExtractor, LLMExtractor  # noqa: E402, F401  (re-export; imports this module lazily)
