@@ -183,6 +183,28 @@ def test_answer_uses_each_methods_generation_and_reports_per_query_usage(built):
     assert set(ans.usage["stages"]) >= {"answer:filter", "answer:merge"}
 
 
+def test_updates_of_an_llm_index_need_its_llm(built, tmp_path):
+    gs, out, _ = built
+    offline = GraphStrata.load(out, embedder=HashEmbedder())
+    with pytest.raises(ValueError, match="built with the LLM 'scripted'.*llm="):
+        offline.insert([{"id": "new", "text": "Grace Hopper wrote compilers in Philadelphia."}])
+    with pytest.raises(ValueError, match="load it with llm="):
+        offline.delete(next(iter(gs.documents)))
+    assert GraphStrata.load(out, embedder=HashEmbedder()).stats() == gs.stats()  # nothing changed
+
+
+def test_insert_into_an_llm_index_pays_only_for_the_new_chunks(tmp_path):
+    out = tmp_path / "index"
+    GraphStrata.build(_docs(5), config=CONFIG, embedder=HashEmbedder(), persist_dir=out, llm=ScriptedLLM(toy))
+    llm = ScriptedLLM(toy)
+    gs = GraphStrata.load(out, embedder=HashEmbedder(), llm=llm)
+    gs.insert([{"id": "new", "text": "Grace Hopper wrote the Flowmatic compiler in Philadelphia."}])
+    extract_prompts = [p for p, s, _ in llm.calls if s == lx.EXTRACT_SYSTEM and "Output:" in p[-10:]]
+    assert len(extract_prompts) == 1 and "Grace Hopper" in extract_prompts[0]
+    assert gs.kg.entities["hopper"].type in ("person", "geo")
+    assert GraphStrata.load(out, embedder=HashEmbedder()).stats() == gs.stats()
+
+
 def test_answer_without_an_llm_is_a_clear_error(built):
     gs, out, _ = built
     offline = GraphStrata.load(out, embedder=HashEmbedder())

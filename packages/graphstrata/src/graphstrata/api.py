@@ -405,6 +405,11 @@ class GraphStrata:
 
     def _commit(self, state: EngineState, docs: list[Document], show_progress: bool) -> None:
         """Build the next state from ``docs``, persist it if persisted, then swap it in."""
+        if state.llm_id is not None and state.llm is None:
+            raise ValueError(
+                f"this index was built with the LLM {state.llm_id!r}: load it with llm=... to insert, "
+                "upsert or delete (an update without it would re-extract the corpus statistically)"
+            )
         vecs = state.vectors["chunks"]
         cached = {(c.id, c.text): vecs[i] for i, c in enumerate(state.chunks)}
         new = build_state(
