@@ -190,7 +190,7 @@ def test_updates_of_an_llm_index_need_its_llm(built, tmp_path):
         offline.insert([{"id": "new", "text": "Grace Hopper wrote compilers in Philadelphia."}])
     with pytest.raises(ValueError, match="load it with llm="):
         offline.delete(next(iter(gs.documents)))
-    assert GraphStrata.load(out, embedder=HashEmbedder()).stats() == gs.stats()  # nothing changed
+    assert GraphStrata.load(out, embedder=HashEmbedder()).state.stats() == gs.state.stats()  # nothing changed
 
 
 def test_insert_into_an_llm_index_pays_only_for_the_new_chunks(tmp_path):
@@ -202,7 +202,7 @@ def test_insert_into_an_llm_index_pays_only_for_the_new_chunks(tmp_path):
     extract_prompts = [p for p, s, _ in llm.calls if s == lx.EXTRACT_SYSTEM and "Output:" in p[-10:]]
     assert len(extract_prompts) == 1 and "Grace Hopper" in extract_prompts[0]
     assert gs.kg.entities["hopper"].type in ("person", "geo")
-    assert GraphStrata.load(out, embedder=HashEmbedder()).stats() == gs.stats()
+    assert GraphStrata.load(out, embedder=HashEmbedder()).state.stats() == gs.state.stats()
 
 
 def test_answer_without_an_llm_is_a_clear_error(built):

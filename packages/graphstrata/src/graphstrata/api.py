@@ -519,14 +519,29 @@ class GraphStrata:
         """Distinct document ids of ``chunk_ids``, in order (current state)."""
         return self.state.document_ids_of(chunk_ids)
 
-    def stats(self) -> dict[str, Any]:
-        """Counts: documents, chunks, entities, relations, communities per layer."""
-        return self.state.stats()
+    def stats(self, top: int = 10) -> dict[str, Any]:
+        """What was built: counts, community sizes and titles per layer, the top entities by
+        degree, build seconds and LLM cost by stage (:func:`graphstrata.inspection.describe`
+        has the keys and units).
+
+        Raises:
+            ValueError: ``top`` is not a positive integer.
+        """
+        from .inspection import describe
+
+        return describe(self.state, top=top)
+
+    def to_networkx(self) -> Any:
+        """The knowledge graph and community hierarchy as a networkx ``DiGraph``: entity and
+        community nodes, relation and membership edges (:func:`graphstrata.inspection.to_networkx`)."""
+        from .inspection import to_networkx
+
+        return to_networkx(self.state)
 
     def __repr__(self) -> str:
         if self._state is None:
             return "GraphStrata(empty)"
-        s = self.stats()
+        s = self.state.stats()
         return (
             f"GraphStrata(documents={s['documents']}, chunks={s['chunks']}, "
             f"entities={s['entities']}, layers={s['communities_per_layer']})"

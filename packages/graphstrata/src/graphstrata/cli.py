@@ -1,4 +1,4 @@
-"""Command line: ``graphstrata index / query / eval / inspect``.
+"""Command line: ``graphstrata index / query / eval / inspect / export``.
 
 Every command exits 0 on success and 2 with one ``error: ...`` line on bad input (missing or
 corrupt index, empty corpus, unknown method, k ≤ 0, ...); an error about a command-line
@@ -233,9 +233,16 @@ def _parser() -> argparse.ArgumentParser:
     _add_option(ev, "method option given to every method, repeatable (an ablation such as "
                 "--option decompose=false)")
 
-    ins = sub.add_parser("inspect", help="print an index's counts and manifest")
+    ins = sub.add_parser("inspect", help="what an index holds: counts, community layers, top entities, build cost")
     ins.add_argument("index_dir")
-    _add_json(ins, "the manifest")
+    ins.add_argument("--top", type=_count(1), default=10, help="entities and community titles listed per layer")
+    _add_json(ins, "the statistics and the manifest")
+
+    ex = sub.add_parser("export", help="export the graph: entities, relations, communities and membership")
+    ex.add_argument("index_dir")
+    ex.add_argument("--format", choices=["graphml", "json"], default="graphml",
+                    help="graphml (Gephi, yEd, Neo4j APOC) or node-link json")
+    ex.add_argument("--out", required=True, help="file to write")
     return p
 
 
@@ -469,34 +476,63 @@ def _cmd_eval(args) -> int:
 
 def _cmd_inspect(args) -> int:
     _check_json_target(args.json)
-    from .store import read_manifest
+    from .inspection import describe, read_records
 
-    manifest = read_manifest(args.index_dir)
-    shown = {k: v for k, v in manifest.items() if k not in ("files", "version_dir")}
-    shown["version"] = manifest["version_dir"].name
+    records = read_records(args.index_dir)
+    shown = dict(records.manifest)
+    shown.pop("files", None)
+    stats = describe(records, top=args.top)
     if args.json is not None:
-        _emit_json(shown, args.json)
+        _emit_json({**shown, "stats": stats}, args.json)  # the manifest's keys, as before, + stats
         if args.json == STDOUT:
             return 0
-    counts = shown.get("counts", {})
     embedder = shown.get("embedder", {})
     print(f"index {Path(args.index_dir).resolve()}")
     print(
         f"  version {shown['version']}  generation {shown.get('generation', '?')}  "
         f"schema {shown.get('schema_version', '?')}  created {shown.get('created', '?')}"
     )
-    print(f"  embedder {embedder.get('id', '?')} (dim {embedder.get('dim', '?')})")
-    print(
-        "  " + "  ".join(f"{k} {counts[k]}" for k in ("documents", "chunks", "entities",
-                                                       "relations") if k in counts)
-    )
-    layers = "  ".join(f"L{i}: {n}" for i, n in enumerate(counts.get("communities_per_layer", []), 1))
-    print(f"  communities per layer  {layers or '(none)'}")
-    llm = shown.get("llm") or {}
-    if llm:
-        print(f"  built with LLM {llm.get('id')}")
-        for line in _usage_lines(llm.get("usage") or {}, "  LLM calls and tokens by stage"):
-            print("  " + line)
+    print(f"  embedder {embedder.get('id', '?')} (dim {embedder.get('dim', '?')})"
+          + (f"  LLM {stats['llm']}" if stats["llm"] else "  no LLM (offline build)"))
+    print("  " + "  ".join(f"{k} {stats[k]}" for k in ("documents", "chunks", "entities", "relations")))
+    t = stats["tokens_per_chunk"]
+    print(f"  tokens per chunk  min {t['min']}  median {t['median']:g}  max {t['max']}")
+    print(f"  graph export  nodes {stats['graph']['nodes']}  edges {stats['graph']['edges']}")
+    types = ", ".join(f"{k} {v}" for k, v in list(stats["entity_types"].items())[:8])
+    print(f"  entity types  {types or '(none)'}")
+    if not stats["layers"]:
+        print("  communities  (none)")
+    for layer in stats["layers"]:
+        m, e = layer["members"], layer["entities"]
+        print(f"  layer {layer['layer']}: {layer['communities']} communities  members min {m['min']} "
+              f"median {m['median']:g} max {m['max']}  entities min {e['min']} median {e['median']:g} max {e['max']}")
+        for c in layer["top"]:
+            print(f"      {c['id']:<10} {c['entities']:5d} entities  {' '.join(c['title'].split())[:80]}")
+    print("  top entities by degree")
+    for e in stats["top_entities"]:
+        kind = f" [{e['type']}]" if e["type"] else ""
+        print(f"      {e['degree']:5d}  {e['name'][:60]}{kind}  ({e['chunks']} chunks)")
+    if stats["build_seconds"]:
+        print("  build seconds by stage")
+        for stage, sec in stats["build_seconds"].items():
+            print(f"      {stage:<34} {sec:8.1f} s")
+    for line in _usage_lines(stats["build_usage"], "  LLM calls and tokens by stage"):
+        print("  " + line)
+    return 0
+
+
+def _cmd_export(args) -> int:
+    out = Path(args.out)
+    if out.is_dir():
+        raise ValueError(f"--out {args.out}: is a directory")
+    if not out.parent.is_dir():
+        raise ValueError(f"--out {args.out}: directory {out.parent} does not exist")
+    from .inspection import describe, export_graph, read_records
+
+    records = read_records(args.index_dir)
+    export_graph(records, out, args.format)
+    g = describe(records)["graph"]
+    print(f"wrote {out.resolve()} ({args.format}): {g['nodes']} nodes, {g['edges']} edges")
     return 0
 
 
@@ -510,6 +546,7 @@ def main(argv: list[str] | None = None) -> int:
         "query": _cmd_query,
         "eval": _cmd_eval,
         "inspect": _cmd_inspect,
+        "export": _cmd_export,
     }[args.command]
     try:
         return handler(args)
