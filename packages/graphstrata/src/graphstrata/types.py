@@ -184,6 +184,12 @@ class Hit:
         chunk_ids: provenance: the chunks the text comes from.
         document_ids: provenance: the documents those chunks belong to (distinct, in order).
         metadata: method-specific extras (e.g. ``{"title": ...}`` for communities).
+        explain: why the hit came back, or ``None`` (the default: set only when the method ran
+            with ``explain=True``). A small JSON-serialisable dict whose ``reason`` is a
+            one-line human summary; the other keys (``layer``, ``similarity``, ``seeds``,
+            ``matched_terms``, ``matched_entities``, ``community_path``, ``ppr_mass``,
+            ``reasoning_path``, ...) and their units are described in
+            :mod:`graphstrata.methods.explain`.
     """
 
     id: str
@@ -194,10 +200,13 @@ class Hit:
     chunk_ids: list[str] = field(default_factory=list)
     document_ids: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    explain: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-serialisable dict (used by the CLI's ``--json``)."""
-        return {
+        """Plain JSON-serialisable dict (used by the CLI's ``--json``); ``"explain"`` is
+        included only when the hit has an explanation (so output without ``explain=True`` is
+        unchanged)."""
+        out = {
             "id": self.id,
             "text": self.text,
             "score": float(self.score),
@@ -207,3 +216,6 @@ class Hit:
             "document_ids": list(self.document_ids),
             "metadata": dict(self.metadata),
         }
+        if self.explain is not None:
+            out["explain"] = dict(self.explain)
+        return out

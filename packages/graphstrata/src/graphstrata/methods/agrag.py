@@ -83,6 +83,7 @@ from ..llm.client import LLMClient
 from ..llm.prompts.agrag_query import filter_request, parse_fact_filter
 from ..scores import bounded, relative, unit
 from ..types import Hit
+from . import explain as ex
 from .base import (
     DAMPING,
     UNIT,
@@ -490,7 +491,11 @@ class AGRAG(Method):
             context.append(hit_scores(hit, p.score, relative(p.score, best_path)))
         # HS (≤ 1) + ppr_weight · minmax PPR (≤ ppr_weight) + path_weight
         bound = 1.0 + float(o["ppr_weight"]) + float(o["path_weight"])
-        return scored(ranked, lambda v: bounded(v, bound), context)
+        out = scored(ranked, lambda v: bounded(v, bound), context)
+        if o["explain"]:
+            _explain(engine, g, query, qvec, out, hs_map, ent_sim, facts, anchors, reset, ppr, paths, path_rows,
+                     rows, o)
+        return out
 
     # -- helpers -------------------------------------------------------------------------
     @staticmethod
@@ -647,4 +652,95 @@ class AGRAG(Method):
                 "entities": [ids[v] for v in p.nodes if v < n_e],
                 "path_passages": [engine.chunks[r].id for r in path_rows if n_e + r in comp],
             },
+        )
+
+
+def _path_entities(g: AgragGraph, engine, p) -> list[dict[str, Any]]:
+    """The entity nodes of a rendered path in the order its triples visit them."""
+    order: dict[int, None] = {}
+    for u, v in p.edges:
+        order.update(dict.fromkeys(x for x in (u, v) if 0 <= x < g.n_entities))
+    ids = engine.kg.entity_ids
+    return [ex.entity_ref(engine, ids[v]) for v in order]
+
+
+def _explain(engine, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent_sim, facts, anchors, reset, ppr,
+             paths, path_rows, pool_rows, o) -> None:
+    """Fill ``out.explain`` and the context hits' ``explain`` (:mod:`.explain`): a chunk's seed
+    signals (HS, its share of the PageRank restart mass, the anchors that mention it and
+    theirs), its PageRank mass, the anchor facts it states, the reasoning path whose subgraph
+    holds it (or states one of its facts) and its score terms; anchor facts their fact score
+    and endpoints; paths their entities, triples and best node's mass."""
+    name = AGRAG.name
+    n_e = g.n_entities
+    ids = engine.kg.entity_ids
+    total = float(reset.sum())
+    share = reset / total if total > 0 else reset
+    anchor_ids = {ids[a]: a for a in anchors}
+    path_hits = [h for h in out.context if h.kind == "path"]
+    rendered = []
+    for p, h in zip(paths, path_hits, strict=True):
+        triples = [list(t) for t in p.triples]
+        rp: dict[str, Any] = {"id": h.id, "entities": _path_entities(g, engine, p),
+                              "triples": triples[: ex.MAX_TRIPLES]}
+        if len(triples) > ex.MAX_TRIPLES:
+            rp["truncated"] = len(triples) - ex.MAX_TRIPLES
+        rendered.append((p, h, rp))
+    on_path_entities = {e["id"] for _, _, rp in rendered for e in rp["entities"]}
+    sims = {e: float(ent_sim[engine.kg.row[e]]) for e in set(anchor_ids) | on_path_entities}
+    pp = ppr[n_e + np.asarray(pool_rows, np.int64)] if len(pool_rows) else np.zeros(0)
+    lo, hi = (float(pp.min()), float(pp.max())) if len(pp) else (0.0, 0.0)
+    in_pool = set(np.asarray(pool_rows).tolist())
+    on_path = set(path_rows)
+    w_ppr, w_path = float(o["ppr_weight"]), float(o["path_weight"])
+    rows = [r for r, _ in out.chunks]
+    signals = ex.chunk_signals(engine, query, qvec, rows)
+    for r in rows:
+        cid = engine.chunks[r].id
+        here = ex.chunk_entity_ids(engine, r)
+        seeds = [ex.entity_ref(engine, e, value=float(share[anchor_ids[e]])) for e in here if e in anchor_ids]
+        stated = [{"id": f"{f.source}\u241f{f.target}", "triple": [f.subject, f.predicate, f.object],
+                   "fact_score": float(f.score)} for f in facts if cid in f.chunk_ids]
+        path = None
+        for p, h, rp in rendered:
+            mine = [fact["triple"] for fact in h.metadata.get("facts", []) if cid in fact["chunk_ids"]]
+            if mine or n_e + r in p.nodes:
+                path = {**rp, "chunk_triples": mine[: ex.MAX_TRIPLES]} if mine else rp
+                if mine:
+                    break
+                # a passage node of this path: keep looking for a path one of whose facts it states
+        ppr_part = None
+        if r in in_pool and hi - lo > 1e-15:
+            ppr_part = w_ppr * (float(ppr[n_e + r]) - lo) / (hi - lo)
+        node_share = float(share[n_e + r])
+        lead = "reference passage of the reasoning subgraph" if r in on_path else None
+        out.explain[r] = ex.explanation(
+            name,
+            lead,
+            **ex.chunk_base(signals[r], hybrid=hs_map.get(r), ppr_reset=node_share if node_share > 0 else None,
+                            entities=seeds[: ex.MAX_LISTED]),
+            matched_entities=ex.matched_in_chunk(engine, r, sims),
+            facts=stated,
+            reasoning_path=path,
+            on_path=r in on_path,
+            ppr_mass=float(ppr[n_e + r]),
+            score_parts=ex.parts(hybrid=hs_map.get(r), ppr=ppr_part, path=w_path if r in on_path else None),
+        )
+    for h in out.context:
+        if h.kind == "relation":
+            ends = [e for e in h.id.split("\u241f") if e in anchor_ids]
+            h.explain = ex.explanation(
+                name, "anchor fact: among the top facts by MS and kept by the fact filter", layer=0,
+                seeds={"fact_score": float(h.metadata["raw_score"]),
+                       "entities": [ex.entity_ref(engine, e, value=float(share[anchor_ids[e]])) for e in ends]},
+                matched_entities=[ex.entity_ref(engine, e, similarity=sims[e]) for e in ends],
+            )
+    for p, h, rp in rendered:
+        anchors_in = [e for e in h.metadata.get("anchors", []) if e in sims]
+        best = p.nodes[0] if p.nodes else None
+        h.explain = ex.explanation(
+            name, f"reasoning path of the MCMI subgraph ({len(p.triples)} triple{'s' if len(p.triples) != 1 else ''})",
+            reasoning_path=rp,
+            matched_entities=[ex.entity_ref(engine, e, similarity=sims[e]) for e in anchors_in[: ex.MAX_LISTED]],
+            ppr_mass=float(ppr[best]) if best is not None and best >= 0 else None,
         )

@@ -30,6 +30,7 @@ import numpy as np
 from ..models import embed_query
 from ..scores import bounded
 from ..temporal import order_clauses
+from . import explain as ex
 from .base import (
     DAMPING,
     POSITIVE,
@@ -115,10 +116,11 @@ class ArchRAG(Method):
         context = []
         entity_sources: list[tuple[float, list[str]]] = []
         community_sources: list[tuple[float, list[str]]] = []
+        entity_scores: dict[str, float] = {}
+        community_sims: dict[str, float] = {}
         if layered is not None:
             ks = [int(o["k_entities"])] + [int(o["k_per_layer"])] * (layered.num_layers - 1)
             per_layer = layered.search_all_layers(qvec, ks, ef_search=o["ef_search"])
-            entity_scores: dict[str, float] = {}
             for row, sim in zip(*per_layer[0], strict=True):
                 hit = entity_hit(engine, int(row), float(sim))
                 entity_scores[hit.id] = float(sim)
@@ -128,6 +130,7 @@ class ArchRAG(Method):
             for layer in range(1, layered.num_layers):
                 for row, sim in zip(*per_layer[layer], strict=True):
                     hit = community_hit(engine, layer, int(row), float(sim))
+                    community_sims[hit.id] = float(sim)
                     community_sources.append((float(sim), hit.chunk_ids))
                     context.append(hit)
         ent = spread_to_chunks(entity_sources, engine)
@@ -147,14 +150,17 @@ class ArchRAG(Method):
                 for r, v in sub.items():
                     base[r] = max(base.get(r, 0.0), v)
         scores = dict(base)
-        for weight, evidence in ((o["entity_weight"], ent), (o["community_weight"], com)):
+        added: dict[str, dict[int, float]] = {}  # the weighted evidence terms, for explain
+        for part, weight, evidence in (("entity", o["entity_weight"], ent), ("community", o["community_weight"], com)):
             if not evidence or not weight:
                 continue
             top = max(evidence.values())
-            for r, v in evidence.items():
-                scores[r] = scores.get(r, 0.0) + float(weight) * v / top
+            added[part] = {r: float(weight) * v / top for r, v in evidence.items()}
+            for r, v in added[part].items():
+                scores[r] = scores.get(r, 0.0) + v
         # without propagation: hybrid (≤ 1) plus each evidence part (≤ its weight)
         bound = 1.0 + float(o["entity_weight"]) + float(o["community_weight"])
+        trace: dict[str, Any] | None = {} if o["explain"] and o["propagate"] else None
         if o["propagate"]:
             bound = 1.0  # propagate() returns scores in [0, 1]
             scores = propagate(
@@ -168,5 +174,90 @@ class ArchRAG(Method):
                 document_weight=float(o["document_weight"]),
                 named_rows=named,
                 named_weight=float(o["named_weight"]),
+                trace=trace,
             )
-        return scored(rank(scores, k), lambda v: bounded(v, bound), context)
+        out = scored(rank(scores, k), lambda v: bounded(v, bound), context)
+        if o["explain"]:
+            _explain(engine, query, qvec, out, entity_scores, community_sims, base, added, set(named), trace, o)
+        return out
+
+
+def _explain(engine, query, qvec, out: Retrieval, entity_scores, community_sims, base, added, named, trace,
+             o) -> None:
+    """Fill ``out.explain`` and the context hits' ``explain`` (:mod:`.explain`): chunks get their
+    seed signals, the retrieved entities that mention them, the community path through the
+    best retrieved community holding them, and with propagation their restart share, PageRank
+    mass and the seed chunks linked to them; entity / relation / community hits their cosine,
+    layer and community path."""
+    name = ArchRAG.name
+    rows = [r for r, _ in out.chunks]
+    signals = ex.chunk_signals(engine, query, qvec, rows)
+    by_id = ex.communities_by_id(engine)
+    ranked_communities = sorted(community_sims, key=lambda c: (-community_sims[c], c))
+    chunk_sets: dict[str, set[str]] = {}
+    reset = mass = None
+    seeds: list[tuple[int, float]] = []
+    if trace:
+        reset, mass = trace.get("reset"), trace.get("mass")
+        if reset is not None:
+            seeds = sorted(((int(r), float(reset[r])) for r in np.flatnonzero(reset > 0)), key=lambda x: (-x[1], x[0]))
+    for r in rows:
+        cid = engine.chunks[r].id
+        matched = ex.matched_in_chunk(engine, r, entity_scores)
+        anchor = None
+        for com in ranked_communities:
+            if com not in chunk_sets:
+                chunk_sets[com] = set(by_id[com].chunk_ids)
+            if cid in chunk_sets[com]:
+                under = set(by_id[com].entity_ids)
+                anchor = next((m["id"] for m in matched if m["id"] in under), com)
+                break
+        if anchor is None and matched:
+            anchor = matched[0]["id"]
+        seed_share = float(reset[r]) if reset is not None and reset[r] > 0 else None
+        fields = ex.chunk_base(
+            signals[r], hybrid=base.get(r), named=True if r in named else None, ppr_reset=seed_share
+        )
+        lead = None
+        links = []
+        if mass is not None:
+            links = ex.walk_links(engine, r, seeds, int(o["max_df"]), float(o["title_weight"]),
+                                  float(o["document_weight"]))
+            lead = "seeded the passage walk" if seed_share else "reached by passage propagation"
+        out.explain[r] = ex.explanation(
+            name,
+            lead,
+            **fields,
+            matched_entities=matched,
+            community_path=ex.community_path(engine, anchor, community_sims) if anchor else [],
+            ppr_mass=float(mass[r]) if mass is not None else None,
+            linked_from=links,
+            score_parts=ex.parts(
+                hybrid=base.get(r),
+                **{part: terms.get(r) for part, terms in added.items()},
+            ),
+        )
+    for hit in out.context:
+        if hit.kind == "entity":
+            hit.explain = ex.explanation(
+                name, "entity matched the query (C-HNSW layer 0)", layer=0,
+                similarity=entity_scores.get(hit.id),
+                community_path=ex.community_path(engine, hit.id, community_sims),
+            )
+        elif hit.kind == "relation":
+            ends = [e for e in hit.id.split("\u241f") if e in entity_scores]
+            hit.explain = ex.explanation(
+                name, "relation between two retrieved entities", layer=0,
+                similarity=hit.metadata.get("raw_score"),
+                matched_entities=[ex.entity_ref(engine, e, similarity=entity_scores[e]) for e in ends],
+            )
+        elif hit.kind == "community":
+            c = by_id[hit.id]
+            inside = {e: entity_scores[e] for e in c.entity_ids if e in entity_scores}
+            members = sorted(inside, key=lambda e: (-inside[e], e))[: ex.MAX_LISTED]
+            hit.explain = ex.explanation(
+                name, f"community matched the query at layer {c.layer} (C-HNSW)", layer=int(c.layer),
+                similarity=community_sims.get(hit.id),
+                community_path=ex.community_path(engine, hit.id, community_sims),
+                matched_entities=[ex.entity_ref(engine, e, similarity=inside[e]) for e in members],
+            )

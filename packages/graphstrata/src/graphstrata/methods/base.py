@@ -37,11 +37,16 @@ class Retrieval:
             ``metadata["raw_score"]``.
         raw_scores: ``{chunk_row: the method's own score}`` for the rows of ``chunks`` (a row
             missing here: its raw score is its score).
+        explain: ``{chunk_row: explanation}`` for every row of ``chunks`` when the method ran
+            with ``explain=True`` (empty otherwise); an explanation is a JSON-serialisable dict
+            (:mod:`graphstrata.methods.explain`), the value of the chunk hit's
+            :attr:`~graphstrata.types.Hit.explain`. Context hits carry theirs on the hit.
     """
 
     chunks: list[tuple[int, float]]
     context: list[Hit] = field(default_factory=list)
     raw_scores: dict[int, float] = field(default_factory=dict)
+    explain: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 def scored(
@@ -229,11 +234,18 @@ def check_options(
     return {**defaults, **given}
 
 
-COMMON_DEFAULTS: Mapping[str, Any] = {"llm": None}
+COMMON_DEFAULTS: Mapping[str, Any] = {"llm": None, "explain": False}
 """Options every method accepts (added to each subclass's ``defaults``): ``llm``, the
 :class:`~graphstrata.llm.LLMClient` of the query-time LLM steps (LightRAG keywords, AGRAG fact
-filter; see :func:`query_llm`), accepted and ignored by methods without such a step."""
-COMMON_SPECS: Mapping[str, OptionSpec] = {"llm": OptionSpec(LLMClient, optional=True)}
+filter; see :func:`query_llm`), accepted and ignored by methods without such a step; and
+``explain``: ``True`` attaches to every returned hit why it came back
+(:attr:`Retrieval.explain` for the chunk rows, :attr:`~graphstrata.types.Hit.explain` on the
+context hits; :mod:`graphstrata.methods.explain`). Default ``False``: no extra work, and the
+ranking (rows and scores) is the same either way."""
+COMMON_SPECS: Mapping[str, OptionSpec] = {
+    "llm": OptionSpec(LLMClient, optional=True),
+    "explain": OptionSpec("bool"),
+}
 
 
 def query_llm(engine: Any, options: Mapping[str, Any]) -> LLMClient | None:
@@ -256,7 +268,7 @@ class Method:
     Subclasses set ``name`` and implement :meth:`retrieve`. ``defaults`` holds the options a
     caller may override per query (unknown option names raise ``ValueError``);
     ``option_specs`` refines how a given value is checked (see :meth:`options`). Every
-    subclass also gets the :data:`COMMON_DEFAULTS` options (``llm``).
+    subclass also gets the :data:`COMMON_DEFAULTS` options (``llm``, ``explain``).
     """
 
     name: ClassVar[str] = ""

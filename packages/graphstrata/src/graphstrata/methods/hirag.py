@@ -64,6 +64,7 @@ from ..llm.reports import DEFAULT_SUMMARY_INPUT_TOKENS, SUMMARY_STAGE, summary_e
 from ..models import l2_normalise
 from ..scores import bounded, cosine
 from ..types import Hit
+from . import explain as ex
 from .base import (
     COSINE,
     TOKEN_BUDGET,
@@ -654,6 +655,7 @@ class HiRAG(Method):
         sources: dict[str, list[tuple[float, list[str]]]] = {
             "entity": [], "community": [], "bridge": []
         }
+        hi = None
         if len(engine.kg):
             hi = hi_index(engine, o["index_config"])
             context = self._hi_retrieve(engine, hi, qvec, o, sources)
@@ -667,16 +669,20 @@ class HiRAG(Method):
         n = max(int(o["candidates"]), k)
         base = hybrid_scores(engine, query, qvec, n, float(o["alpha"]), extra_rows=extra)
         scores = dict(base)
-        _add_second_hop(engine, scores, base, o)
+        added = {"second_hop": _add_second_hop(engine, scores, base, o)}  # weighted terms, for explain
         for name, ev in evidence.items():
             if not ev:
                 continue
             top = max(ev.values())
-            for r, v in ev.items():
-                scores[r] = scores.get(r, 0.0) + float(weights[name]) * v / top
+            added[name] = {r: float(weights[name]) * v / top for r, v in ev.items()}
+            for r, v in added[name].items():
+                scores[r] = scores.get(r, 0.0) + v
         # hybrid (≤ 1) + each evidence part and the second hop (≤ its weight)
         bound = 1.0 + sum(float(w) for w in weights.values()) + float(o["second_hop_weight"])
-        return scored(rank(scores, k), lambda v: bounded(v, bound), context)
+        out = scored(rank(scores, k), lambda v: bounded(v, bound), context)
+        if o["explain"]:
+            _explain(engine, hi, query, qvec, out, base, added, o)
+        return out
 
     # -- HiRetrieval -----------------------------------------------------------------------
     def _hi_retrieve(self, engine, hi: HiIndex, qvec, o, sources) -> list[Hit]:
@@ -859,6 +865,106 @@ class HiRAG(Method):
             metadata={"source": member, "target": summary, "weight": 1.0, "rank": deg,
                       "bridge": True, "inter_layer": True, "raw_score": score},
         )
+
+
+def _node_ref(engine, hi: HiIndex | None, node: str, **extra: Any) -> dict[str, Any]:
+    """A HiIndex node as an explanation entity ref: a KG entity's :func:`.explain.entity_ref`,
+    a summary entity's ``{"id", "name", "summary": True, "layer"}``."""
+    if hi is None or node in engine.kg.entities or node not in hi.node_row:
+        return ex.entity_ref(engine, node, **extra)
+    i = hi.node_row[node]
+    return {"id": node, "name": hi.names[i - hi.n_entities], "summary": True, "layer": int(hi.layer[i]),
+            **{k: float(v) for k, v in extra.items()}}
+
+
+def _explain(engine, hi: HiIndex | None, query: str, qvec, out: Retrieval, base, added, o) -> None:
+    """Fill ``out.explain`` and the context hits' ``explain`` (:mod:`.explain`), from the
+    context hits themselves: a chunk's seed signals, the local entities (KG and summary) whose
+    chunks include it, the best retrieved community holding it, the bridge path when a bridge
+    triple comes from it, its second hop and its score terms."""
+    name = HiRAG.name
+    ctx = out.context
+    local = {h.id: float(h.metadata["raw_score"]) for h in ctx if h.kind == "entity"}
+    local_hits = [h for h in ctx if h.kind == "entity"]
+    communities = sorted((h for h in ctx if h.kind == "community"),
+                         key=lambda h: (-h.metadata["raw_score"], h.id))
+    bridges = [h for h in ctx if h.kind == "relation" and h.metadata.get("bridge")]
+    path = next((h for h in ctx if h.kind == "path"), None)
+    path_entities = [_node_ref(engine, hi, n) for n in path.metadata["nodes"]] if path is not None else []
+
+    def triple(h: Hit) -> list[str]:
+        verb = "belongs to" if h.metadata.get("inter_layer") else "relates to"
+        return [str(h.metadata["source"]), verb, str(h.metadata["target"])]
+
+    def reasoning(triples: list[list[str]]) -> dict[str, Any] | None:
+        if path is None:
+            return None
+        rp: dict[str, Any] = {"id": path.id, "entities": path_entities[: 2 * ex.MAX_TRIPLES],
+                              "triples": triples[: ex.MAX_TRIPLES]}
+        if len(triples) > ex.MAX_TRIPLES:
+            rp["truncated"] = len(triples) - ex.MAX_TRIPLES
+        return rp
+
+    rows = [r for r, _ in out.chunks]
+    signals = ex.chunk_signals(engine, query, qvec, rows)
+    hop_seeds = [r for r, _ in rank(base, int(o["second_hop_seeds"]))] if added.get("second_hop") else []
+    for r in rows:
+        cid = engine.chunks[r].id
+        matched = ex.matched_in_chunk(engine, r, {e: s for e, s in local.items() if e in engine.kg.entities})
+        summaries = [_node_ref(engine, hi, h.id, similarity=local[h.id]) for h in local_hits
+                     if h.metadata.get("summary") and cid in h.chunk_ids]
+        matched = sorted(matched + summaries, key=lambda m: (-m["similarity"], m["id"]))[: ex.MAX_LISTED]
+        com = next((h for h in communities if cid in h.chunk_ids), None)
+        triples = [triple(h) for h in bridges if cid in h.chunk_ids]
+        out.explain[r] = ex.explanation(
+            name,
+            None,
+            **ex.chunk_base(signals[r], hybrid=base.get(r)),
+            matched_entities=matched,
+            community_path=[_community_ref(com)] if com is not None else [],
+            reasoning_path=reasoning(triples) if triples else None,
+            second_hop=ex.second_hop(engine, r, hop_seeds, int(o["second_hop_max_df"]))
+            if r in added.get("second_hop", {}) else None,
+            score_parts=ex.parts(hybrid=base.get(r), **{part: v.get(r) for part, v in added.items()}),
+        )
+    retrieved = {h.id for h in communities}
+    for h in ctx:
+        if h.kind == "entity":
+            node = hi.node_row[h.id] if hi is not None else None
+            coms = [c for c in (hi.community_of.get(node, []) if node is not None else [])
+                    if f"hirag:C{c}" in retrieved]
+            paths = [_community_ref(next(x for x in communities if x.id == f"hirag:C{c}")) for c in coms[:1]]
+            lead = ("summary entity" if h.metadata.get("summary") else "entity") + " among the top-n by cosine"
+            h.explain = ex.explanation(name, lead, layer=h.layer, similarity=local[h.id], community_path=paths)
+        elif h.kind == "community":
+            members = [m for m in h.metadata.get("members", []) if m in local]
+            members.sort(key=lambda m: (-local[m], m))
+            h.explain = ex.explanation(
+                name, f"community of {len(members)} query-matched entit{'y' if len(members) == 1 else 'ies'}",
+                layer=h.layer, similarity=h.metadata["raw_score"], community_path=[_community_ref(h)],
+                matched_entities=[_node_ref(engine, hi, m, similarity=local[m]) for m in members[: ex.MAX_LISTED]],
+            )
+        elif h.kind == "relation":
+            ends = h.id.split("\u241f")
+            h.explain = ex.explanation(
+                name, "bridge triple on the shortest path between key entities", layer=h.layer,
+                similarity=h.metadata["raw_score"],
+                matched_entities=[_node_ref(engine, hi, e) for e in ends],
+                reasoning_path=reasoning([triple(h)]),
+            )
+        elif h.kind == "path":
+            keys = h.metadata.get("key_entities", [])
+            h.explain = ex.explanation(
+                name, f"shortest path through {len(keys)} key entities of the retrieved communities",
+                similarity=h.metadata["raw_score"],
+                matched_entities=[_node_ref(engine, hi, e) for e in keys[: ex.MAX_LISTED]],
+                reasoning_path=reasoning([triple(b) for b in bridges]),
+            )
+
+
+def _community_ref(h: Hit) -> dict[str, Any]:
+    return {"id": h.id, "layer": int(h.layer or 1), "title": h.metadata.get("title", ""),
+            "similarity": float(h.metadata["raw_score"])}
 
 
 _KIND_ORDER = {"entity": 0, "relation": 1, "community": 2, "path": 3}

@@ -46,6 +46,7 @@ from ..llm.client import LLMClient
 from ..llm.prompts.lightrag_query import keywords_request, parse_keywords
 from ..scores import bounded, relative
 from ..types import Hit
+from . import explain as ex
 from .base import (
     COSINE,
     TOKEN_BUDGET,
@@ -330,19 +331,25 @@ def _incident_edges(kg, found: list[tuple[str, float, str]], degree: np.ndarray)
     return [((ids[lo[i]], ids[hi[i]]), float(s[i]), "local") for i in order.tolist()]
 
 
-def _add_second_hop(engine, scores: dict[int, float], base: dict[int, float], o) -> None:
+def _add_second_hop(engine, scores: dict[int, float], base: dict[int, float], o) -> dict[int, float]:
     """Add ``second_hop_weight`` × normalised :func:`~.base.bridge_evidence` seeded from the
     top ``second_hop_seeds`` chunks of ``base`` (in place): the entity one-hop expansion run
-    from the best source chunk, as ArchRAG's chunk ranking does."""
+    from the best source chunk, as ArchRAG's chunk ranking does.
+
+    Returns:
+        ``{chunk_row: the amount added}`` (empty when nothing was)."""
     w = float(o["second_hop_weight"])
     if w <= 0 or not base:
-        return
+        return {}
     seeds = rank(base, int(o["second_hop_seeds"]))
     ev = bridge_evidence(engine, seeds, int(o["second_hop_max_df"]))
+    added = {}
     if ev:
         top = max(ev.values())
         for r, v in ev.items():
-            scores[r] = scores.get(r, 0.0) + w * v / top
+            added[r] = w * v / top
+            scores[r] = scores.get(r, 0.0) + added[r]
+    return added
 
 
 @dataclass
@@ -595,13 +602,16 @@ class LightRAG(Method):
         scores = dict(base)
         for r, v in evidence.items():
             scores[r] = scores.get(r, 0.0) + v
-        _add_second_hop(engine, scores, base, o)
+        hop = _add_second_hop(engine, scores, base, o)
         # hybrid (≤ 1) + each evidence part and the second hop (≤ its weight)
         bound = 1.0 + sum(
             float(o[w])
             for w in ("entity_weight", "relation_weight", "hop_weight", "second_hop_weight")
         )
-        return scored(rank(scores, k), lambda v: bounded(v, bound), self._hits(engine, ctx))
+        out = scored(rank(scores, k), lambda v: bounded(v, bound), self._hits(engine, ctx))
+        if o["explain"]:
+            _explain(engine, query, qvec, out, ctx, base, evidence, hop, o)
+        return out
 
     @staticmethod
     def _hits(engine, ctx: LightRAGContext) -> list[Hit]:
@@ -650,3 +660,65 @@ class LightRAG(Method):
                 )
             )
         return hits
+
+
+_PATHS = {
+    "local": "local path: retrieved by the low-level keywords",
+    "global": "global path: endpoint of a relation the high-level keywords retrieved",
+}
+_RELATION_PATHS = {
+    "local": "local path: incident to an entity the low-level keywords retrieved",
+    "global": "global path: retrieved by the high-level keywords",
+}
+
+
+def _explain(engine, query: str, qvec, out: Retrieval, ctx: LightRAGContext, base, evidence, hop, o) -> None:
+    """Fill ``out.explain`` and the context hits' ``explain`` (:mod:`.explain`): a chunk's seed
+    signals and the query's keywords (the entities a keyword names exactly are its entity
+    seeds), the context entities and relations that come from it, whether it made the Sources
+    section, its second hop and score terms; entity / relation hits their path and cosine."""
+    name = LightRAG.name
+    kg = engine.kg
+    kw = ctx.keywords
+    keywords = {"low_level": list(kw.low_level), "high_level": list(kw.high_level), "source": kw.source}
+    sims = {e: s for e, s, _ in ctx.entities}
+    paths = {e: p for e, _, p in ctx.entities}
+    named = set(kw.matched)
+    rows = [r for r, _ in out.chunks]
+    signals = ex.chunk_signals(engine, query, qvec, rows)
+    hop_seeds = [r for r, _ in rank(base, int(o["second_hop_seeds"]))] if hop else []
+    for r in rows:
+        cid = engine.chunks[r].id
+        here = ex.chunk_entity_ids(engine, r)
+        seeds = [ex.entity_ref(engine, e, value=1.0) for e in here if e in named][: ex.MAX_LISTED]
+        rels = [
+            {"id": kg.relations[key].id, "source": key[0], "target": key[1], "path": p}
+            for key, _, p in ctx.relations
+            if cid in kg.relations[key].chunk_ids
+        ][: ex.MAX_LISTED]
+        out.explain[r] = ex.explanation(
+            name,
+            None,
+            **ex.chunk_base(signals[r], hybrid=base.get(r), entities=seeds, keywords=keywords),
+            matched_entities=ex.matched_in_chunk(engine, r, sims, path=paths),
+            matched_relations=rels,
+            in_sources=r in evidence,
+            second_hop=ex.second_hop(engine, r, hop_seeds, int(o["second_hop_max_df"])) if r in hop else None,
+            score_parts=ex.parts(hybrid=base.get(r), graph=evidence.get(r), second_hop=hop.get(r)),
+        )
+    for h in out.context:
+        path = h.metadata.get("path", "")
+        if h.kind == "entity":
+            lead = "named exactly by a low-level keyword" if h.id in named else _PATHS.get(path)
+            h.explain = ex.explanation(
+                name, lead, layer=0, similarity=h.metadata.get("similarity"), path=path,
+                seeds={"keywords": keywords},
+            )
+        elif h.kind == "relation":
+            ends = h.id.split("\u241f")
+            h.explain = ex.explanation(
+                name, _RELATION_PATHS.get(path), layer=0, similarity=h.metadata.get("similarity"), path=path,
+                matched_entities=[ex.entity_ref(engine, e, **({"path": paths[e]} if e in paths else {}))
+                                  for e in ends],
+                seeds={"keywords": keywords},
+            )

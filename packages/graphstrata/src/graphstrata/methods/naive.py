@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..scores import bounded, cosine, unit
+from . import explain as ex
 from .base import (
     UNIT,
     Method,
@@ -29,8 +30,11 @@ class Dense(Method):
     defaults: dict[str, Any] = {}
 
     def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
-        self.options(options)
-        return scored(rank(dense_candidates(engine, qvec, k), k), cosine)
+        o = self.options(options)
+        out = scored(rank(dense_candidates(engine, qvec, k), k), cosine)
+        if o["explain"]:
+            out.explain = _explain(self.name, engine, query, qvec, out, ("dense",))
+        return out
 
 
 class BM25(Method):
@@ -49,7 +53,7 @@ class BM25(Method):
     defaults: dict[str, Any] = {}
 
     def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
-        self.options(options)
+        o = self.options(options)
         scores, _ = bm25_candidates(engine, query, k)
         ranked = rank(scores, k)
         if len(ranked) < k:
@@ -57,7 +61,10 @@ class BM25(Method):
             fill = (r for r in range(len(engine.chunks)) if r not in taken)
             ranked.extend((r, 0.0) for _, r in zip(range(k - len(ranked)), fill, strict=False))
         bound = engine.bm25.max_score(query)
-        return scored(ranked, lambda s: bounded(s, bound))
+        out = scored(ranked, lambda s: bounded(s, bound))
+        if o["explain"]:
+            out.explain = _explain(self.name, engine, query, qvec, out, ("bm25",))
+        return out
 
 
 class Hybrid(Method):
@@ -75,4 +82,25 @@ class Hybrid(Method):
     def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
         n = max(int(o["candidates"]), k)
-        return scored(rank(hybrid_scores(engine, query, qvec, n, float(o["alpha"])), k), unit)
+        out = scored(rank(hybrid_scores(engine, query, qvec, n, float(o["alpha"])), k), unit)
+        if o["explain"]:
+            out.explain = _explain(self.name, engine, query, qvec, out, ("dense", "bm25"), hybrid=True)
+        return out
+
+
+def _explain(
+    method: str, engine, query: str, qvec: np.ndarray, out: Retrieval, use: tuple[str, ...], hybrid: bool = False
+) -> dict[int, dict[str, Any]]:
+    """Per returned row: the ``use`` seed signals (dense cosine, raw BM25 and the query terms
+    the chunk holds) and, for the hybrid, the fused score (:mod:`.explain`)."""
+    rows = [r for r, _ in out.chunks]
+    signals = ex.chunk_signals(engine, query, qvec, rows, bm25="bm25" in use)
+    result = {}
+    for r in rows:
+        extra = {"hybrid": out.raw_scores.get(r)} if hybrid else {}
+        fields = ex.chunk_base(signals[r], use, **extra)
+        lead = None
+        if use == ("bm25",) and signals[r]["bm25"] <= 0:
+            lead = "no query term matched: fills the ranking in corpus order"
+        result[r] = ex.explanation(method, lead, **fields)
+    return result

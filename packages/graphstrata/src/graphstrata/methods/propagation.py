@@ -201,6 +201,7 @@ def propagate(
     document_weight: float = 0.0,
     named_rows: Iterable[int] = (),
     named_weight: float = 0.0,
+    trace: dict | None = None,
 ) -> dict[int, float]:
     """Rank chunks by personalised PageRank seeded with their own query scores.
 
@@ -222,6 +223,11 @@ def propagate(
         max_df, title_weight, document_weight: passed to :func:`passage_graph`.
         named_rows: chunk rows named by the query (ignored unless in ``scores``).
         named_weight: their extra reset weight (≥ 0; 0 turns it off).
+        trace: when a dict, receives ``"reset"`` (float64 ``(n_chunks,)``, the restart
+            distribution, summing to 1, or all zeros when nothing seeded the walk) and
+            ``"mass"`` (float64 ``(n_chunks,)`` PageRank probabilities summing to 1, or
+            ``None`` when no walk ran) — what :mod:`~graphstrata.methods.explain` reports.
+            The scores do not depend on it.
 
     Returns:
         ``{chunk_row: score in [0, 1]}`` over the reached chunks and every row of ``scores``.
@@ -245,10 +251,16 @@ def propagate(
             reset[row] += boost * max(float(scores.get(row, 0.0)), 0.0)
     tie = 1e-3  # weight of the seed score behind the walk's mass
     out = {int(r): tie * max(float(s), 0.0) for r, s in scores.items()}
+    if trace is not None:
+        total = float(reset.sum())
+        trace["reset"] = reset / total if total > 0 else reset.copy()
+        trace["mass"] = None
     if reset.sum() > 0:
         mass = personalized_pagerank(
             graph.walk, reset, damping=float(damping), tol=1e-8, max_iter=100
         )
+        if trace is not None:
+            trace["mass"] = mass
         best = float(mass.max())
         for r in np.flatnonzero(mass > 1e-12 * best):
             out[int(r)] = out.get(int(r), 0.0) + float(mass[r]) / best
