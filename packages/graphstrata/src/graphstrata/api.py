@@ -455,7 +455,9 @@ class GraphStrata:
                 context hits are kept only when they come from a matching document. ``None``:
                 no filter.
             **options: method options (see each method's ``defaults``), e.g.
-                ``k_per_layer=3`` for ArchRAG.
+                ``k_per_layer=3`` for ArchRAG; every method also takes ``explain=True``, which
+                sets each hit's :attr:`~graphstrata.types.Hit.explain` (why it came back,
+                :mod:`graphstrata.methods.explain`) without changing the ranking.
 
         Returns:
             Hits; chunk hits best first with ``metadata`` holding ``document_id``,
@@ -490,7 +492,7 @@ class GraphStrata:
         if kinds is None or "chunk" in kinds:
             raw = result.raw_scores
             hits.extend(
-                _chunk_hit(state, row, score, method, raw.get(row, score))
+                _chunk_hit(state, row, score, method, raw.get(row, score), result.explain.get(row))
                 for row, score in result.chunks[:k]
             )
         for h in result.context:
@@ -575,10 +577,17 @@ def _run_method(
 
 
 def _chunk_hit(
-    state: EngineState, row: int, score: float, method: str, raw_score: float | None = None
+    state: EngineState,
+    row: int,
+    score: float,
+    method: str,
+    raw_score: float | None = None,
+    explain: dict[str, Any] | None = None,
 ) -> Hit:
     """The hit of chunk ``row``: ``score`` clipped to [0, 1] (methods already return [0, 1],
-    :mod:`graphstrata.scores`), the method's own score in ``metadata["raw_score"]``."""
+    :mod:`graphstrata.scores`), the method's own score in ``metadata["raw_score"]``, and
+    ``explain``, the row's explanation from :attr:`Retrieval.explain` (``None`` unless the
+    method ran with ``explain=True``)."""
     from .scores import unit
 
     c = state.chunks[row]
@@ -600,6 +609,7 @@ def _chunk_hit(
             "method": method,
             "raw_score": float(score if raw_score is None else raw_score),
         },
+        explain=explain,
     )
 
 

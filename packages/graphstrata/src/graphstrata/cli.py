@@ -214,6 +214,9 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("-k", type=_positive, default=5)
     _add_json(q, "the hits")
     q.add_argument("--chunks-only", action="store_true", help="print only chunk hits")
+    q.add_argument("--explain", action="store_true",
+                   help="why each hit came back: its reason printed under it (with --json, an "
+                   "\"explain\" object in each hit)")
     _add_option(q, "method option, repeatable (e.g. --option propagate=false)")
     _add_llm(q, "answer with the method's own generation step (and run its LLM retrieval steps); "
              "prints the answer, the hits it used, and the calls and tokens spent")
@@ -404,6 +407,8 @@ def _dry_run(args, config: dict[str, Any] | None) -> int:
 
 def _cmd_query(args) -> int:
     options = _check_methods([args.method], args.option, answer=args.llm is not None)
+    if args.explain:
+        options["explain"] = True
     _check_json_target(args.json)
     if not args.question.strip():
         raise ValueError("the question is empty")
@@ -424,6 +429,8 @@ def _cmd_query(args) -> int:
         docs = ",".join(h.document_ids[:3]) + ("…" if len(h.document_ids) > 3 else "")
         text = " ".join(h.text.split())
         print(f"{h.kind:<9} {where:<3} {h.score:6.3f}  [{docs}]  {text[:110]}")
+        if h.explain:
+            print(f"{'':<21}why: {h.explain['reason']}")
     return 0
 
 
@@ -438,6 +445,8 @@ def _print_answer(ans, args) -> int:
     for h in ans.hits:
         where = f"L{h.layer}" if h.layer is not None else "  "
         print(f"  {h.kind:<9} {where:<3} {h.score:6.3f}  {' '.join(h.text.split())[:100]}")
+        if h.explain:
+            print(f"{'':<23}why: {h.explain['reason']}")
     for line in _usage_lines(ans.usage, "LLM calls and tokens"):
         print(line)
     return 0
