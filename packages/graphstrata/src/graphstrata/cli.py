@@ -1,4 +1,4 @@
-"""Command line: ``graphstrata index / query / eval / inspect / export``.
+"""Command line: ``graphstrata index / query / eval / inspect / export / viz``.
 
 Every command exits 0 on success and 2 with one ``error: ...`` line on bad input (missing or
 corrupt index, empty corpus, unknown method, k ≤ 0, ...); an error about a command-line
@@ -246,6 +246,15 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--format", choices=["graphml", "json"], default="graphml",
                     help="graphml (Gephi, yEd, Neo4j APOC) or node-link json")
     ex.add_argument("--out", required=True, help="file to write")
+
+    vz = sub.add_parser("viz", help="picture of the community hierarchy: PNG sunburst or self-contained HTML explorer")
+    vz.add_argument("index_dir")
+    vz.add_argument("--out", required=True,
+                    help="FILE.png (sunburst, matplotlib) or FILE.html (interactive, opens with no network)")
+    vz.add_argument("--query", default=None, help="highlight what this query retrieves, layer by layer")
+    vz.add_argument("--method", default="archrag", help="retrieval method for --query")
+    vz.add_argument("-k", type=_positive, default=5, help="chunk hits for --query")
+    _add_option(vz, "method option for --query, repeatable")
     return p
 
 
@@ -545,6 +554,37 @@ def _cmd_export(args) -> int:
     return 0
 
 
+def _cmd_viz(args) -> int:
+    out = Path(args.out)
+    suffix = out.suffix.lower()
+    if suffix not in (".png", ".html", ".htm"):
+        raise ValueError(f"--out {args.out}: must end with .png (sunburst) or .html (interactive page)")
+    if out.is_dir():
+        raise ValueError(f"--out {args.out}: is a directory")
+    if not out.parent.is_dir():
+        raise ValueError(f"--out {args.out}: directory {out.parent} does not exist")
+    querying = args.query is not None
+    if querying and not args.query.strip():
+        raise ValueError("--query is empty")
+    options = _check_methods([args.method], args.option) if querying else {}
+    if suffix == ".png":
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ValueError("--out .png needs matplotlib: pip install 'graphstrata[viz]' (or write .html)") from None
+    from . import GraphStrata
+    from .viz import render_html, render_png
+
+    gs = GraphStrata.load(args.index_dir)
+    hits = gs.retrieve(args.query, method=args.method, k=args.k, **options) if querying else None
+    render = render_png if suffix == ".png" else render_html
+    path = render(gs, out, query=args.query, query_hits=hits, method=args.method if querying else None)
+    layers = gs.state.stats()["communities_per_layer"]
+    print(f"wrote {path.resolve()}: {sum(layers)} communities in {len(layers)} layer(s), "
+          f"{len(gs.state.kg.entities)} entities" + (f"; {len(hits)} hits of --query marked" if querying else ""))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``graphstrata`` console script; returns the exit status."""
     args = _parse_args(argv)
@@ -556,6 +596,7 @@ def main(argv: list[str] | None = None) -> int:
         "eval": _cmd_eval,
         "inspect": _cmd_inspect,
         "export": _cmd_export,
+        "viz": _cmd_viz,
     }[args.command]
     try:
         return handler(args)
