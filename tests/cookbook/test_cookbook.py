@@ -213,3 +213,19 @@ def test_quickstart_notebook_runs(shared: tuple[Path, str], monkeypatch: pytest.
     assert "answer (MockLLM placeholder):" in text
     assert "(your chat model's answer would appear here)" in text
     assert _listing(COOKBOOK) == before, "the notebook wrote into cookbook/"
+
+
+def test_incremental_inserts_upserts_and_deletes_a_document(shared: tuple[Path, str], tmp_path: Path) -> None:
+    index, _ = shared
+    before = _listing(index)
+    out = run_script("incremental.py", "--workdir", tmp_path / "work", "--index-dir", index, cwd=tmp_path)
+    assert _listing(index) == before, "the script changed the shared index"
+    insert = out.split("== insert", 1)[1].split("== upsert", 1)[0]
+    for method in ("archrag", "lightrag", "hirag", "agrag", "hybrid"):
+        line = next(x for x in insert.splitlines() if x.startswith(method))
+        assert "'memo-2026-11'" in line.split(":", 1)[1].split(",")[0], line  # the memo ranks first
+    assert "GraphStrata(documents=76" in insert
+    assert "reopened from disk: 76 documents, memo present: True" in out
+    assert "Tomas Brell" in out.split("== upsert", 1)[1].split("== delete", 1)[0]
+    assert "== delete: 1 document" in out and "GraphStrata(documents=75" in out.split("== delete", 1)[1]
+    assert "memo retrievable by any method: False" in out
