@@ -7,10 +7,15 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
-
 from graphstrata import GraphStrata
 from graphstrata.cli import main
-from graphstrata.inspection import EXPORT_TEXT_CHARS, describe, export_graph, read_records, to_networkx
+from graphstrata.inspection import (
+    EXPORT_TEXT_CHARS,
+    describe,
+    export_graph,
+    read_records,
+    to_networkx,
+)
 from graphstrata.testing import HashEmbedder
 
 SAMPLE = Path(__file__).resolve().parents[2] / "cookbook" / "sample_corpus" / "wiki_sample.jsonl"

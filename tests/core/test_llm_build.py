@@ -14,12 +14,19 @@ import re
 from pathlib import Path
 
 import pytest
-
 from graphstrata import GraphStrata
 from graphstrata.cli import main
 from graphstrata.llm import LLMError
 from graphstrata.llm.prompts import agrag as agrag_triples
-from graphstrata.llm.prompts import agrag_query, archrag, archrag_answer, hirag, hirag_answer, lightrag_query, naive
+from graphstrata.llm.prompts import (
+    agrag_query,
+    archrag,
+    archrag_answer,
+    hirag,
+    hirag_answer,
+    lightrag_query,
+    naive,
+)
 from graphstrata.llm.prompts import lightrag_extract as lx
 from graphstrata.testing import HashEmbedder, ScriptedLLM
 
@@ -54,7 +61,7 @@ def toy(prompt: str, system: str | None) -> str:
         ]
         recs += [
             f'("relationship"<|>{a}<|>{b}<|>{a} and {b} appear together.<|>co-mention<|>{3 + i % 5})'
-            for i, (a, b) in enumerate(zip(names, names[1:]))
+            for i, (a, b) in enumerate(zip(names, names[1:], strict=False))
         ]
         return "##\n".join(recs) + "##\n" + lx.COMPLETION_DELIMITER
     if system == lx.SUMMARY_SYSTEM:
@@ -91,7 +98,7 @@ def toy(prompt: str, system: str | None) -> str:
 
 def _docs(n: int = 10) -> list[dict]:
     with open(SAMPLE, encoding="utf-8") as f:
-        return [json.loads(line) for _, line in zip(range(n), f)]
+        return [json.loads(line) for _, line in zip(range(n), f, strict=False)]
 
 
 @pytest.fixture(scope="module")

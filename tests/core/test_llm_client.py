@@ -8,7 +8,6 @@ import threading
 import time
 
 import pytest
-
 from graphstrata.llm import (
     CallableLLM,
     LLMClient,
