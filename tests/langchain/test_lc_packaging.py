@@ -62,8 +62,9 @@ def test_wheel_installs_and_imports_alone(wheel: Path, tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     path, names = run.stdout.splitlines()
     assert Path(path).is_relative_to(target)  # the installed copy, not the source tree
-    assert names == str(sorted(["GraphStrataRetriever", "GraphStrataTransformer",
-                                "create_graphstrata_tool", "embedder_from_langchain"]))
+    assert names == str(sorted(["ChatModelLLM", "GraphStrataAnswerer", "GraphStrataRetriever",
+                                "GraphStrataTransformer", "create_graphstrata_tool",
+                                "embedder_from_langchain"]))
 
 
 README_BLOCKS = re.findall(
@@ -92,13 +93,14 @@ def test_readme_snippet_runs_as_pasted(index: int, tmp_path: Path) -> None:
         assert (tmp_path / "demo_lc_index").is_dir()
 
 
-def test_no_pointer_to_an_llm_extractor_that_does_not_exist() -> None:
-    import graphstrata.extraction
+def test_readme_and_docstring_point_to_the_llm_extractor_that_exists() -> None:
+    """They name ``graphstrata.extraction.LLMExtractor`` (issue 13 made it exist) and no
+    longer call it planned."""
+    from graphstrata.extraction import LLMExtractor  # noqa: F401 - it exists
     from langchain_graphstrata import GraphStrataTransformer
 
     readme = (PKG_DIR / "README.md").read_text(encoding="utf-8")
-    doc = GraphStrataTransformer.__init__.__doc__ or GraphStrataTransformer.__doc__ or ""
-    if not hasattr(graphstrata.extraction, "LLMExtractor"):
-        assert "LLMExtractor" not in readme
-        assert "LLMExtractor" not in doc
-        assert "planned" in readme and "planned" in doc
+    doc = GraphStrataTransformer.__doc__ or ""
+    assert "graphstrata.extraction.LLMExtractor" in readme
+    assert "graphstrata.extraction.LLMExtractor" in doc
+    assert "planned" not in readme and "planned" not in doc

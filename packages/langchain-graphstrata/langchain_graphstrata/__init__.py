@@ -3,11 +3,16 @@
 * :class:`GraphStrataRetriever` – a ``BaseRetriever`` over a graphstrata index (any method).
 * :func:`create_graphstrata_tool` – the retriever as an agent tool (text + Document artifact).
 * :class:`GraphStrataTransformer` – adds extracted entities/relations to Document metadata.
+* :class:`GraphStrataAnswerer` – a Runnable answering with the method's own generation step
+  (``retriever.as_answer_chain()``).
+* :class:`ChatModelLLM` – a LangChain chat model behind graphstrata's LLM protocol.
 """
 
 from importlib import metadata as _metadata
 
+from langchain_graphstrata.answer import GraphStrataAnswerer
 from langchain_graphstrata.document_transformers import GraphStrataTransformer
+from langchain_graphstrata.llms import ChatModelLLM
 from langchain_graphstrata.retrievers import GraphStrataRetriever, embedder_from_langchain
 from langchain_graphstrata.tools import create_graphstrata_tool
 
@@ -17,6 +22,8 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - running from a sour
     __version__ = "0.0.0"
 
 __all__ = [
+    "ChatModelLLM",
+    "GraphStrataAnswerer",
     "GraphStrataRetriever",
     "GraphStrataTransformer",
     "create_graphstrata_tool",

@@ -2,7 +2,8 @@
 
 For users who keep their own vector store: run it over your (already split) Documents and each
 Document comes back with the entities and relations found in it, ready for metadata filters or
-graph-aware post-processing.
+graph-aware post-processing. Offline by default (statistical extraction); give it a chat model
+(``llm=``) for LLM extraction: typed entities, described relations with keywords.
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ class GraphStrataTransformer(BaseDocumentTransformer):
       descending corpus weight (occurrence count);
     * ``metadata[relations_key]``: ``list[dict]``, one ``{"source": name, "target": name,
       "weight": float}`` per relation found in this Document (plus ``"description"``, the
-      supporting sentences, when ``include_descriptions``), by descending weight.
+      supporting sentences or the LLM's description, when ``include_descriptions``; plus
+      ``"keywords"``, the LLM's relation keywords, when the extractor gave any), by
+      descending weight;
+    * ``metadata[entity_types_key]``: ``dict[str, str]``, entity name -> type (``"person"``,
+      ``"organization"``, ...) for this Document's typed entities; written only when the
+      extractor types entities (the LLM extractor does, the statistical one does not).
 
     Both lists are empty (never missing) for a Document with nothing extracted. Some vector
     stores accept only flat primitive metadata; pass the result through their own filter
@@ -39,19 +45,27 @@ class GraphStrataTransformer(BaseDocumentTransformer):
         extractor: object with ``extract(chunks) -> (entities, relations)`` taking
             ``graphstrata.Chunk`` records and returning ``graphstrata.Entity`` /
             ``graphstrata.Relation`` records; ``None`` uses the offline
-            ``graphstrata.extraction.StatisticalExtractor()``. An LLM extractor is planned
-            (graphstrata issue 13, "Bring your own LLM") and not part of graphstrata yet; until
-            then, wrap your own LLM call in an object with this ``extract`` method.
+            ``graphstrata.extraction.StatisticalExtractor()``, or, with ``llm``,
+            ``graphstrata.extraction.LLMExtractor``.
+        llm: a LangChain chat model (wrapped in ``ChatModelLLM``; a ``graphstrata.llm.LLM``
+            is taken as is): extract with ``graphstrata.extraction.LLMExtractor`` (LightRAG's
+            entity and relationship records: typed entities with descriptions, relations with
+            descriptions, keywords and strength; one call per Document plus ``gleaning``
+            passes). Give ``extractor`` or ``llm``, not both.
+        gleaning: extra extraction passes per Document with ``llm`` (≥ 0; default 1).
         entities_key: metadata key for the entity list.
         relations_key: metadata key for the relation list.
         max_entities: keep at most this many entities per Document (``None``: all).
         max_relations: keep at most this many relations per Document (``None``: all).
         include_descriptions: include each relation's description text.
         title_key: metadata key of a Document's title; a title becomes an entity of that
-            Document (when the extractor supports titles). ``None`` disables it.
+            Document (when the extractor supports titles; the LLM extractor shows it to the
+            model as context). ``None`` disables it.
+        entity_types_key: metadata key for the entity types.
 
     Raises:
-        ValueError: empty or equal metadata keys, or a negative ``max_*`` (at construction).
+        ValueError: empty or equal metadata keys, a negative ``max_*`` or ``gleaning``, or
+            both ``extractor`` and ``llm`` (at construction).
         TypeError: an input item is not a LangChain ``Document`` (in ``transform_documents``).
     """
 
@@ -65,17 +79,27 @@ class GraphStrataTransformer(BaseDocumentTransformer):
         max_relations: int | None = None,
         include_descriptions: bool = False,
         title_key: str | None = "title",
+        llm: Any = None,
+        gleaning: int = 1,
+        entity_types_key: str = "entity_types",
     ) -> None:
-        if not entities_key or not relations_key:
-            raise ValueError("entities_key and relations_key must be non-empty strings")
-        if entities_key == relations_key:
-            raise ValueError("entities_key and relations_key must differ")
+        if not entities_key or not relations_key or not entity_types_key:
+            raise ValueError("entities_key, relations_key and entity_types_key must be non-empty strings")
+        if len({entities_key, relations_key, entity_types_key}) < 3:
+            raise ValueError("entities_key, relations_key and entity_types_key must differ")
+        if extractor is not None and llm is not None:
+            raise ValueError("give either extractor= or llm= (an LLM extractor is built from llm), not both")
+        if isinstance(gleaning, bool) or not isinstance(gleaning, int) or gleaning < 0:
+            raise ValueError(f"gleaning must be an integer >= 0, got {gleaning!r}")
         for label, value in (("max_entities", max_entities), ("max_relations", max_relations)):
             if value is not None and (isinstance(value, bool) or value < 0):
                 raise ValueError(f"{label} must be None or >= 0, got {value!r}")
         if extractor is not None and not callable(getattr(extractor, "extract", None)):
             raise TypeError("extractor must have an extract(chunks) method")
         self.extractor = extractor
+        self.llm = llm
+        self.gleaning = gleaning
+        self.entity_types_key = entity_types_key
         self.entities_key = entities_key
         self.relations_key = relations_key
         self.max_entities = max_entities
@@ -85,9 +109,16 @@ class GraphStrataTransformer(BaseDocumentTransformer):
 
     def _extractor(self) -> Any:
         if self.extractor is None:
-            from graphstrata.extraction import StatisticalExtractor
+            if self.llm is not None:
+                from graphstrata.extraction import LLMExtractor
 
-            self.extractor = StatisticalExtractor()
+                from langchain_graphstrata.llms import to_graphstrata_llm
+
+                self.extractor = LLMExtractor(to_graphstrata_llm(self.llm), gleaning=self.gleaning)
+            else:
+                from graphstrata.extraction import StatisticalExtractor
+
+                self.extractor = StatisticalExtractor()
         return self.extractor
 
     def transform_documents(
@@ -135,10 +166,14 @@ class GraphStrataTransformer(BaseDocumentTransformer):
             entities, relations = extractor.extract(chunks)
 
         names = {e.id: e.name for e in entities}
+        typed = any(getattr(e, "type", "") for e in entities)
         per_doc_entities: list[list[tuple[float, str]]] = [[] for _ in docs]
+        per_doc_types: list[dict[str, str]] = [{} for _ in docs]
         for e in entities:
             for cid in dict.fromkeys(e.chunk_ids):
                 per_doc_entities[_position(cid)].append((float(e.weight), e.name))
+                if getattr(e, "type", ""):
+                    per_doc_types[_position(cid)][e.name] = e.type
         per_doc_relations: list[list[tuple[float, dict[str, Any]]]] = [[] for _ in docs]
         for r in relations:
             rec: dict[str, Any] = {
@@ -148,16 +183,20 @@ class GraphStrataTransformer(BaseDocumentTransformer):
             }
             if self.include_descriptions:
                 rec["description"] = r.description
+            if getattr(r, "keywords", ""):
+                rec["keywords"] = r.keywords
             for cid in dict.fromkeys(r.chunk_ids):
                 per_doc_relations[_position(cid)].append((float(r.weight), rec))
 
         out: list[Document] = []
-        for doc, ents, rels in zip(docs, per_doc_entities, per_doc_relations, strict=True):
+        for doc, ents, rels, types in zip(docs, per_doc_entities, per_doc_relations, per_doc_types, strict=True):
             ents.sort(key=lambda t: (-t[0], t[1]))
             rels.sort(key=lambda t: (-t[0], t[1]["source"], t[1]["target"]))
             ent_names = [name for _, name in ents][: self.max_entities]
             rel_recs = [dict(rec) for _, rec in rels][: self.max_relations]
             metadata = {**doc.metadata, self.entities_key: ent_names, self.relations_key: rel_recs}
+            if typed:
+                metadata[self.entity_types_key] = {n: types[n] for n in ent_names if n in types}
             out.append(Document(page_content=doc.page_content, metadata=metadata, id=doc.id))
         return out
 

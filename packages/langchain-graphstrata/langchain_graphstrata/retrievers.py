@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from graphstrata import GraphStrata, Hit
     from graphstrata.models import Embedder
 
+    from langchain_graphstrata.answer import GraphStrataAnswerer
+
 #: Metadata keys the retriever writes on every returned Document (they win over a source
 #: document's own metadata keys of the same name).
 RESERVED_METADATA_KEYS: tuple[str, ...] = (
@@ -382,6 +384,12 @@ class GraphStrataRetriever(BaseRetriever):
             ``index_dir``; the index must have been built with the same embeddings (same id and
             dimension). ``None`` uses the embedder the index was built with (the offline
             default unless you chose another).
+        llm: a LangChain chat model (wrapped in ``ChatModelLLM``; a ``graphstrata.llm.LLM``
+            is taken as is). Loading ``index_dir``, it is attached to the index (with the
+            index's response cache), so the retrieval steps that need an LLM (LightRAG
+            keywords, AGRAG's fact filter) use it; with ``index=`` the index keeps the LLM it
+            was built or loaded with. Either way it is the default LLM of
+            :meth:`as_answer_chain`. ``None``: no LLM.
 
     Raises:
         ValueError: an unknown argument (named, with the name to use when it is a known
@@ -422,6 +430,9 @@ class GraphStrataRetriever(BaseRetriever):
     """Extra keyword options passed to the method on every call."""
     embeddings: Embeddings | None = Field(default=None, exclude=True, repr=False)
     """LangChain embeddings used when loading ``index_dir``; None keeps the index's own."""
+    llm: Any = Field(default=None, exclude=True, repr=False)
+    """LangChain chat model of the LLM path: attached to the index when loading ``index_dir``
+    (query-time LLM steps use it) and the default LLM of :meth:`as_answer_chain`."""
 
     _gs: Any = PrivateAttr(default=None)
     _filter: dict[str, Any] | None = PrivateAttr(default=None)
@@ -453,7 +464,7 @@ class GraphStrataRetriever(BaseRetriever):
                 )
             self._gs = self.index
         else:
-            self._gs = _load(Path(self.index_dir).expanduser(), self.embeddings)  # type: ignore[arg-type]
+            self._gs = _load(Path(self.index_dir).expanduser(), self.embeddings, self.llm)  # type: ignore[arg-type]
         self._check_method(self.method)
         _check_options(self.method, self.method_options)
 
@@ -513,6 +524,7 @@ class GraphStrataRetriever(BaseRetriever):
         config: Any = None,
         persist_dir: str | Path | None = None,
         show_progress: bool = False,
+        llm: Any = None,
         **kwargs: Any,
     ) -> GraphStrataRetriever:
         """Build a graphstrata index from LangChain Documents and return a retriever over it.
@@ -531,6 +543,13 @@ class GraphStrataRetriever(BaseRetriever):
             persist_dir: if given, the index is persisted there (atomically), and every later
                 :meth:`add_documents` / :meth:`delete` is persisted there too.
             show_progress: show the core's build progress bars.
+            llm: a LangChain chat model (wrapped in ``ChatModelLLM``) to build with: LLM
+                extraction (typed entities, described relations with keywords), LLM community
+                reports, HiRAG summary entities. It stays attached to the index for the
+                query-time LLM steps and :meth:`as_answer_chain`. With ``persist_dir`` every
+                response is cached there, so an interrupted build resumes without paying
+                twice. The build's calls and tokens: ``retriever.graphstrata.build_usage``.
+                ``None``: the offline build.
             **kwargs: retriever fields: ``method``, ``k``, ``kinds``, ``context_k``,
                 ``search_type``, ``search_kwargs``, ``method_options``.
 
@@ -540,9 +559,13 @@ class GraphStrataRetriever(BaseRetriever):
         Raises:
             ValueError: no documents; a document lacks ``id_key``; duplicate ids; any argument
                 the constructor would refuse (checked before the build).
-            TypeError: an item is not a LangChain ``Document``.
+            TypeError: an item is not a LangChain ``Document``, or ``llm`` is neither a
+                LangChain model nor a graphstrata LLM / callable.
+            graphstrata.llm.LLMError: an LLM call failed after its retries.
         """
         from graphstrata import GraphStrata
+
+        from langchain_graphstrata.llms import to_graphstrata_llm
 
         for bad in ("index", "index_dir"):
             if bad in kwargs:
@@ -561,19 +584,37 @@ class GraphStrataRetriever(BaseRetriever):
         if not gs_docs:
             raise ValueError("from_documents needs at least one Document")
         embedder = embedder_from_langchain(embeddings) if embeddings is not None else None
+        core_llm = to_graphstrata_llm(llm)
         gs = GraphStrata.build(
             gs_docs,
             config=config,
             persist_dir=persist_dir,
             embedder=embedder,
             show_progress=show_progress,
+            **({"llm": core_llm} if core_llm is not None else {}),
         )
-        return cls(index=gs, **kwargs)
+        return cls(index=gs, llm=llm, **kwargs)
 
     @property
     def graphstrata(self) -> GraphStrata:
         """The underlying ``graphstrata.GraphStrata`` (loaded or given)."""
         return self._gs
+
+    def as_answer_chain(self, llm: Any = None, **answer_options: Any) -> GraphStrataAnswerer:
+        """A Runnable answering with this retriever's method's own generation step.
+
+        ``chain.invoke("question")`` (or ``{"question": ...}``) returns ``{"answer": str,
+        "context": [Document, ...], "usage": {...}, "question": ..., "method": ...}``; see
+        :class:`~langchain_graphstrata.GraphStrataAnswerer`.
+
+        Args:
+            llm: the LangChain chat model to answer with; ``None``: this retriever's ``llm``,
+                else the LLM the index was built or loaded with.
+            **answer_options: generation options (``response_type``, ``max_context_tokens``).
+        """
+        from langchain_graphstrata.answer import GraphStrataAnswerer
+
+        return GraphStrataAnswerer(retriever=self, llm=llm, answer_options=answer_options)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -702,8 +743,9 @@ class GraphStrataRetriever(BaseRetriever):
         return params
 
 
-def _load(path: Path, embeddings: Embeddings | None) -> Any:
-    """``GraphStrata.load`` with errors in this package's terms (``embeddings=``)."""
+def _load(path: Path, embeddings: Embeddings | None, llm: Any = None) -> Any:
+    """``GraphStrata.load`` with errors in this package's terms (``embeddings=``); ``llm``
+    (a LangChain model or graphstrata LLM) is attached when given."""
     if not path.exists():
         raise FileNotFoundError(f"graphstrata index directory not found: {str(path)!r}")
     if not path.is_dir():
@@ -712,9 +754,14 @@ def _load(path: Path, embeddings: Embeddings | None) -> Any:
         )
     from graphstrata import GraphStrata
 
+    from langchain_graphstrata.llms import to_graphstrata_llm
+
     embedder = embedder_from_langchain(embeddings) if embeddings is not None else None
+    core_llm = to_graphstrata_llm(llm)
     try:
-        return GraphStrata.load(path, embedder=embedder)
+        if core_llm is None:
+            return GraphStrata.load(path, embedder=embedder)
+        return GraphStrata.load(path, embedder=embedder, llm=core_llm)
     except ValueError as exc:
         # The core names its own parameter (embedder=); here it is embeddings=.
         if embeddings is None and "embedder=" in str(exc):

@@ -52,6 +52,10 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQuery,
     VectorStoreQueryResult,
 )
+from llama_index.graph_rag.graphstrata.query_engine import (
+    METHOD_RESPONSE_MODE,
+    GraphStrataQueryEngine,
+)
 from llama_index.retrievers.graphstrata import (
     DEFAULT_CONTEXT_K,
     DEFAULT_KINDS,
@@ -59,9 +63,11 @@ from llama_index.retrievers.graphstrata import (
     GraphStrataRetriever,
     embedder_from_llama_index,
     pack_document_metadata,
+    to_graphstrata_llm,
     unknown_arguments_error,
     unpack_document_metadata,
 )
+from llama_index.retrievers.graphstrata.llm import is_llama_index_llm
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +143,24 @@ def resolve_embedder(embed_model: Any = None) -> Any:
     if isinstance(embed_model, str):
         embed_model = resolve_embed_model(embed_model)
     return embedder_from_llama_index(embed_model)
+
+
+def resolve_build_llm(llm: Any = None, use_llm: bool = False) -> Any:
+    """Pick the LLM a new index is built with (the core's ``llm=``).
+
+    ``llm`` when given (a LlamaIndex ``LLM`` is wrapped in ``LlamaIndexLLM``; a graphstrata
+    ``LLM``, ``LLMClient`` or plain callable goes to the core as is); else ``Settings.llm``
+    when ``use_llm`` is true; else ``None``: the offline build. ``Settings.llm`` is never
+    read unless ``use_llm`` asks for it (its default resolves a hosted API).
+
+    Raises:
+        TypeError: ``use_llm`` is not a bool.
+    """
+    if not isinstance(use_llm, bool):
+        raise TypeError(f"use_llm must be True or False, got {use_llm!r}")
+    if llm is None and use_llm:
+        llm = Settings.llm
+    return to_graphstrata_llm(llm)
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,7 +286,8 @@ _BASE_INDEX_ARGUMENTS: tuple[str, ...] = ("objects",)
 #: Every keyword argument of ``GraphStrataIndex(...)`` / ``from_documents`` / ``load``.
 _INDEX_ARGUMENTS: tuple[str, ...] = (
     "nodes", "engine", "index_struct", "storage_context", "embed_model", "config",
-    "persist_dir", "show_progress", "callback_manager", "transformations", *_BASE_INDEX_ARGUMENTS,
+    "persist_dir", "show_progress", "callback_manager", "transformations", "llm", "use_llm",
+    *_BASE_INDEX_ARGUMENTS,
 )
 
 
@@ -289,6 +314,14 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         show_progress: show the core's progress bars while building.
         callback_manager, transformations: as for ``BaseIndex``; the core chunks documents
             itself, so ``transformations`` are not applied.
+        llm: an LLM for the papers' LLM steps: when building, LLM extraction (typed
+            entities, described relations), LLM community reports and HiRAG summary
+            entities; when loading, the LLM attached for query-time steps and
+            :meth:`as_query_engine` ``(response_mode="method")``. A LlamaIndex ``LLM``
+            (wrapped in ``LlamaIndexLLM``), a graphstrata ``LLM`` / ``LLMClient``, or a
+            plain ``str -> str`` callable. ``None``: offline (see ``use_llm``).
+        use_llm: build with ``Settings.llm`` when ``llm`` is ``None``. ``False`` (default):
+            ``Settings.llm`` is never read and, without ``llm``, the build runs offline.
 
     Raises:
         ValueError: loading when the engine directory cannot be found (never persisted,
@@ -311,6 +344,8 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         show_progress: bool = False,
         callback_manager: CallbackManager | None = None,
         transformations: list[TransformComponent] | None = None,
+        llm: Any = None,
+        use_llm: bool = False,
         **kwargs: Any,
     ) -> None:
         unknown = [name for name in kwargs if name not in _BASE_INDEX_ARGUMENTS]
@@ -319,6 +354,8 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         storage_context = storage_context or StorageContext.from_defaults()
         self._config = config
         self._embed_model_arg = embed_model
+        self._llm_arg = llm
+        self._use_llm = use_llm
         self._engine: Any = None
         if engine is not None:
             if nodes:
@@ -354,6 +391,8 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         transformations: list[TransformComponent] | None = None,
         embed_model: Any = None,
         config: Any = None,
+        llm: Any = None,
+        use_llm: bool = False,
         **kwargs: Any,
     ) -> GraphStrataIndex:
         """Build an index from LlamaIndex ``Document``s.
@@ -364,13 +403,24 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
             storage_context: where LlamaIndex's stores live (default: in memory).
             show_progress: show the core's progress bars.
             embed_model: see the class docstring.
-            config: a ``graphstrata.GraphStrataConfig`` (chunk size, extraction, layers, ...).
+            config: a ``graphstrata.GraphStrataConfig`` (chunk size, extraction, layers, ...;
+                ``llm_gleaning``, ``llm_concurrency``, ``llm_community_reports`` for the LLM
+                path).
             transformations: must be ``None`` or empty: graphstrata chunks and extracts by
                 itself (``config``); clean documents beforehand with an ``IngestionPipeline``.
+            llm: an LLM to build with (LLM extraction, community reports, HiRAG summaries),
+                kept attached for :meth:`as_query_engine` ``(response_mode="method")``. Any
+                LlamaIndex ``LLM``, a graphstrata ``LLM`` / ``LLMClient`` or a plain
+                callable. The build's calls and tokens: ``index.engine.build_usage``.
+            use_llm: ``True`` builds with ``Settings.llm`` when ``llm`` is ``None``. The
+                default ``False`` never reads ``Settings.llm``: without ``llm`` the build is
+                the offline one (statistical extraction, extractive summaries).
 
         Raises:
             ValueError: duplicate document ids, non-empty ``transformations``, or invalid input
                 rejected by the core (e.g. empty corpus).
+            TypeError: ``llm`` is neither a LlamaIndex LLM nor a graphstrata LLM / callable.
+            graphstrata.llm.LLMError: an LLM call failed after its retries.
         """
         from graphstrata import GraphStrata
 
@@ -382,12 +432,14 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         storage_context = storage_context or StorageContext.from_defaults()
         callback_manager = callback_manager or Settings.callback_manager
         gs_docs = to_graphstrata_documents(documents)
+        build_llm = resolve_build_llm(llm, use_llm)
         with callback_manager.as_trace("index_construction"):
             engine = GraphStrata.build(
                 gs_docs,
                 config=config,
                 embedder=resolve_embedder(embed_model),
                 show_progress=show_progress,
+                **({"llm": build_llm} if build_llm is not None else {}),
             )
             for doc in documents:
                 storage_context.docstore.set_document_hash(doc.doc_id, doc.hash)
@@ -416,6 +468,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         cls,
         persist_dir: str | Path,
         embed_model: Any = None,
+        llm: Any = None,
         **kwargs: Any,
     ) -> GraphStrataIndex:
         """Load an index persisted with ``index.storage_context.persist(persist_dir)``.
@@ -427,6 +480,9 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
             persist_dir: the directory.
             embed_model: the LlamaIndex embedding the index was built with, when it was built
                 with one (``Settings.embed_model`` is used when set and this is ``None``).
+            llm: an LLM to attach for query-time steps and :meth:`as_query_engine`
+                ``(response_mode="method")``, with the index's response cache (a LlamaIndex
+                ``LLM`` or a graphstrata ``LLM``); ``None``: none attached.
             **kwargs: passed to the constructor (``callback_manager``, ...).
 
         Raises:
@@ -439,11 +495,12 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         if not path.is_dir():
             raise FileNotFoundError(f"no persisted index at {str(path)!r}")
         if not (path / "index_store.json").exists():
-            from graphstrata import GraphStrata
 
             embedder = resolve_embedder(embed_model) if embed_model is not None else None
-            return cls(engine=GraphStrata.load(path, embedder=embedder), **kwargs)
+            return cls(engine=_load_engine(path, embedder, to_graphstrata_llm(llm)), **kwargs)
         storage_context = StorageContext.from_defaults(persist_dir=str(path))
+        if llm is not None:
+            kwargs["llm"] = llm
         index = load_index_from_storage(
             storage_context, persist_dir=path, embed_model=embed_model, **kwargs
         )
@@ -478,7 +535,6 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
                 "location: call load_index_from_storage(storage_context, persist_dir=...) or "
                 "GraphStrataIndex.load(persist_dir)"
             )
-        from graphstrata import GraphStrata
 
         embedder = None
         persisted = index_struct.embedder_id or ""
@@ -489,7 +545,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
                     f"this index was built with the LlamaIndex embedding {persisted!r}; pass "
                     "embed_model=... or set Settings.embed_model before loading it"
                 )
-        return GraphStrata.load(engine_root, embedder=embedder)
+        return _load_engine(engine_root, embedder, to_graphstrata_llm(self._llm_arg))
 
     def _attach_store(self) -> None:
         self._storage_context.vector_stores[GRAPHSTRATA_STORE_NAMESPACE] = GraphStrataStore(
@@ -518,11 +574,13 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
     ) -> GraphStrataIndexStruct:
         from graphstrata import GraphStrata
 
+        build_llm = resolve_build_llm(self._llm_arg, self._use_llm)
         self._engine = GraphStrata.build(
             to_graphstrata_documents(nodes),
             config=self._config,
             embedder=resolve_embedder(self._embed_model_arg),
             show_progress=self._show_progress,
+            **({"llm": build_llm} if build_llm is not None else {}),
         )
         return GraphStrataIndexStruct(embedder_id=_embedder_id(self._engine))
 
@@ -552,9 +610,11 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
             # build a fresh engine with the same config / embedder (and persist location).
             from graphstrata import GraphStrata
 
+            attached = getattr(engine, "llm", None)
             fresh = GraphStrata.build(
                 list(gs_docs), config=engine.config, embedder=engine.embedder,
                 show_progress=self._show_progress,
+                **({"llm": attached} if attached is not None else {}),
             )
             if getattr(engine, "persist_dir", None) is not None:
                 fresh.persist(engine.persist_dir)
@@ -740,20 +800,37 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         llm: LLMType | None = None,
         **kwargs: Any,
     ) -> BaseQueryEngine:
-        """A ``RetrieverQueryEngine`` over :meth:`as_retriever`.
+        """A query engine over this index.
+
+        ``response_mode="method"`` (:data:`METHOD_RESPONSE_MODE`): a
+        :class:`~llama_index.graph_rag.graphstrata.GraphStrataQueryEngine` that answers with
+        the method's own generation step (``GraphStrata.answer``: ArchRAG adaptive filtering,
+        LightRAG / HiRAG answer prompts, AGRAG over its reasoning path); ``source_nodes`` are
+        the hits the answer used and ``response.metadata["usage"]`` the LLM calls and tokens
+        it spent. It takes ``method``, ``similarity_top_k`` (default 10), ``filters`` and
+        ``method_options`` (method and generation options, e.g. ``response_type``), and
+        ``callback_manager``.
+
+        Any other ``response_mode`` (or none): a ``RetrieverQueryEngine`` over
+        :meth:`as_retriever`, LlamaIndex's response synthesizer writing the answer.
 
         Args:
-            llm: the answering LLM (``Settings.llm`` when ``None``).
+            llm: the answering LLM. ``None``: for ``response_mode="method"`` the LLM the index
+                was built or loaded with, else ``Settings.llm``; for the others
+                ``Settings.llm``.
             **kwargs: :meth:`as_retriever` arguments (``method``, ``similarity_top_k``,
                 ``kinds``, ``context_k``, ``filters``, ``method_options``) and
                 ``RetrieverQueryEngine.from_args`` options (``response_mode``,
                 ``node_postprocessors``, ``text_qa_template``, ``streaming``, ...).
 
         Raises:
-            ValueError: an argument neither of them takes (named), or a bad retriever
-                argument.
+            ValueError: an argument neither of them takes (named), an argument
+                ``response_mode="method"`` does not take, or a bad retriever argument.
         """
         from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
+
+        if kwargs.get("response_mode") == METHOD_RESPONSE_MODE:
+            return self._method_query_engine(llm, kwargs)
 
         # callback_manager and verbose go to the query engine (it hands its callback manager on)
         (retriever_kwargs, engine_kwargs), unknown = _partition_kwargs(
@@ -771,6 +848,26 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
             resolve_llm(llm, callback_manager=self._callback_manager) if llm else Settings.llm
         )
         return RetrieverQueryEngine.from_args(retriever, llm=resolved, **engine_kwargs)
+
+    def _method_query_engine(self, llm: Any, kwargs: dict[str, Any]) -> GraphStrataQueryEngine:
+        kwargs = {k: v for k, v in kwargs.items() if k != "response_mode"}
+        allowed = ("method", "similarity_top_k", "filters", "method_options", "callback_manager")
+        unknown = [name for name in kwargs if name not in allowed]
+        if unknown:
+            raise unknown_arguments_error(
+                unknown, ("llm", "response_mode", *allowed),
+                'GraphStrataIndex.as_query_engine(response_mode="method")',
+            )
+        kwargs.setdefault("callback_manager", self._callback_manager)
+        if llm is not None:
+            if isinstance(llm, str) or is_llama_index_llm(llm):
+                llm = resolve_llm(llm, callback_manager=self._callback_manager)
+            core_llm = to_graphstrata_llm(llm)
+        elif getattr(self._engine, "llm", None) is not None:
+            core_llm = None  # the engine's attached LLM (and its response cache)
+        else:
+            core_llm = to_graphstrata_llm(Settings.llm)
+        return GraphStrataQueryEngine(self._engine, llm=core_llm, **kwargs)
 
     def as_chat_engine(
         self,
@@ -880,6 +977,15 @@ def _partition_kwargs(
         else:
             unknown.append(name)
     return parts, unknown
+
+
+def _load_engine(path: Path, embedder: Any, llm: Any) -> Any:
+    """``GraphStrata.load``, attaching ``llm`` when one is given."""
+    from graphstrata import GraphStrata
+
+    if llm is None:
+        return GraphStrata.load(path, embedder=embedder)
+    return GraphStrata.load(path, embedder=embedder, llm=llm)
 
 
 def _embedder_id(engine: Any) -> str | None:

@@ -2,10 +2,11 @@
 
 * :class:`GraphStrataNodeParser` cuts documents into the same token windows as the core
   (``graphstrata.chunking.chunk_documents``), with the core's chunk ids.
-* :class:`GraphStrataExtractor` runs the core's offline ``StatisticalExtractor`` and writes
-  ``metadata["nodes"]`` (``EntityNode``) and ``metadata["relations"]`` (``Relation``), the
-  ``KG_NODES_KEY`` / ``KG_RELATIONS_KEY`` contract of ``PropertyGraphIndex``'s extractors, so
-  it plugs into ``PropertyGraphIndex(kg_extractors=[...])`` and any property graph store.
+* :class:`GraphStrataExtractor` runs the core's offline ``StatisticalExtractor`` (or, given an
+  ``llm``, its ``LLMExtractor``) and writes ``metadata["nodes"]`` (``EntityNode``) and
+  ``metadata["relations"]`` (``Relation``), the ``KG_NODES_KEY`` / ``KG_RELATIONS_KEY``
+  contract of ``PropertyGraphIndex``'s extractors, so it plugs into
+  ``PropertyGraphIndex(kg_extractors=[...])`` and any property graph store.
 
 Both work in an ``IngestionPipeline``.
 """
@@ -169,7 +170,8 @@ class GraphStrataNodeParser(NodeParser):
 # KG extractor
 # --------------------------------------------------------------------------------------------
 class GraphStrataExtractor(TransformComponent):
-    """Offline knowledge-graph extraction (graphstrata's ``StatisticalExtractor``).
+    """Knowledge-graph extraction: offline (graphstrata's ``StatisticalExtractor``) or, with
+    ``llm``, by an LLM (graphstrata's ``LLMExtractor``).
 
     Entities are capitalised name spans, top TF-IDF 1–3-grams of each node and (optionally)
     the document title; relations are entity pairs that co-occur in a sentence, described by
@@ -190,6 +192,14 @@ class GraphStrataExtractor(TransformComponent):
       ``weight`` (number of such sentences). Statistical relations are undirected
       co-occurrences; ``source`` sorts before ``target`` by canonical key.
 
+    With ``llm`` (LightRAG's extraction, ``seed-lightrag.md`` §1.4-1.7: one call per node plus
+    ``gleaning`` passes, at most ``llm_concurrency`` in flight): an ``EntityNode``'s label is
+    the entity type the LLM gave (``"person"``, ``"organization"``, ``"geo"``, ``"event"``;
+    ``entity_label`` when it gave none) and its ``description`` the LLM's; a ``Relation``'s
+    label is its first LLM keyword (``relation_label`` when none), with ``description``,
+    ``keywords`` and ``weight`` (summed strength) in its properties. The TF-IDF options do
+    not apply. The calls and tokens of the last call: :attr:`last_usage`.
+
     Args:
         top_n: TF-IDF terms kept per node (≥ 0).
         ngram_range: TF-IDF n-gram lengths.
@@ -201,9 +211,14 @@ class GraphStrataExtractor(TransformComponent):
         max_entities_per_node, max_relations_per_node: keep only the heaviest (``None``: all).
         include_metadata: copy the node's metadata into the properties (as
             ``SimpleLLMPathExtractor`` does).
+        llm: a LlamaIndex ``LLM`` (wrapped in ``LlamaIndexLLM``), a graphstrata ``LLM`` /
+            ``LLMClient`` or a plain callable: extract with it. ``None``: offline.
+        gleaning: extra extraction passes per node with ``llm`` (≥ 0).
+        llm_concurrency: LLM calls in flight at once with ``llm`` (≥ 1).
 
     Raises:
-        ValueError: negative ``top_n`` or non-positive caps (at construction).
+        ValueError: negative ``top_n`` / ``gleaning``, non-positive caps or
+            ``llm_concurrency`` (at construction).
     """
 
     top_n: int = 8
@@ -217,11 +232,21 @@ class GraphStrataExtractor(TransformComponent):
     max_entities_per_node: int | None = None
     max_relations_per_node: int | None = None
     include_metadata: bool = True
+    llm: Any = Field(default=None, exclude=True, description="LLM to extract with (None: offline).")
+    gleaning: int = 1
+    llm_concurrency: int = 4
+    last_usage: dict[str, Any] = Field(
+        default_factory=dict, exclude=True, description="LLM calls and tokens of the last call."
+    )
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
         if self.top_n < 0:
             raise ValueError(f"top_n must be >= 0, got {self.top_n}")
+        if self.gleaning < 0:
+            raise ValueError(f"gleaning must be >= 0, got {self.gleaning}")
+        if self.llm_concurrency < 1:
+            raise ValueError(f"llm_concurrency must be >= 1, got {self.llm_concurrency}")
         for name in ("max_entities_per_node", "max_relations_per_node"):
             value = getattr(self, name)
             if value is not None and value <= 0:
@@ -233,6 +258,15 @@ class GraphStrataExtractor(TransformComponent):
         return "GraphStrataExtractor"
 
     def _core_extractor(self) -> Any:
+        if self.llm is not None:
+            from llama_index.retrievers.graphstrata.llm import to_graphstrata_llm
+
+            from graphstrata.extraction import LLMExtractor
+            from graphstrata.llm import LLMClient
+
+            llm = to_graphstrata_llm(self.llm)
+            client = llm if isinstance(llm, LLMClient) else LLMClient(llm, concurrency=self.llm_concurrency)
+            return LLMExtractor(client, gleaning=self.gleaning)
         from graphstrata.extraction import StatisticalExtractor
 
         return StatisticalExtractor(
@@ -271,7 +305,10 @@ class GraphStrataExtractor(TransformComponent):
             title = (node.metadata or {}).get(self.title_key)
             if self.use_titles and isinstance(title, str) and title.strip():
                 titles.setdefault(doc_id, title)
-        entities, relations = self._core_extractor().extract(chunks, titles=titles or None)
+        extractor = self._core_extractor()
+        entities, relations = extractor.extract(chunks, titles=titles or None)
+        client = getattr(extractor, "client", None)
+        self.last_usage = client.ledger.to_dict() if client is not None else {}
 
         ents_by_chunk: dict[str, list[Any]] = {}
         for ent in entities:
@@ -304,7 +341,7 @@ class GraphStrataExtractor(TransformComponent):
             for key, ent in chosen.items():
                 entity_nodes[key] = EntityNode(
                     name=ent.name,
-                    label=self.entity_label,
+                    label=getattr(ent, "type", "") or self.entity_label,
                     properties={
                         **base_props,
                         "description": ent.description,
@@ -314,13 +351,14 @@ class GraphStrataExtractor(TransformComponent):
                 )
             kg_relations = [
                 Relation(
-                    label=self.relation_label,
+                    label=_relation_label(rel, self.relation_label),
                     source_id=entity_nodes[rel.source].id,
                     target_id=entity_nodes[rel.target].id,
                     properties={
                         **base_props,
                         "description": rel.description,
                         "weight": float(rel.weight),
+                        **({"keywords": rel.keywords} if getattr(rel, "keywords", "") else {}),
                     },
                 )
                 for rel in rels
@@ -335,8 +373,20 @@ class GraphStrataExtractor(TransformComponent):
     async def acall(
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> Sequence[BaseNode]:
-        """Same as ``__call__`` (CPU-bound and fast; no event loop is started)."""
-        return self.__call__(nodes, show_progress=show_progress, **kwargs)
+        """``__call__``: inline when offline (CPU-bound and fast), in a worker thread with an
+        ``llm`` (the event loop keeps running; no loop is started)."""
+        if self.llm is None:
+            return self.__call__(nodes, show_progress=show_progress, **kwargs)
+        import asyncio
+
+        return await asyncio.to_thread(self.__call__, nodes, show_progress, **kwargs)
+
+
+def _relation_label(rel: Any, default: str) -> str:
+    """The first of an LLM relation's keywords, else ``default``."""
+    keywords = getattr(rel, "keywords", "") or ""
+    first = keywords.split(",")[0].strip()
+    return first or default
 
 
 def _by_weight(record: Any) -> tuple[float, str]:

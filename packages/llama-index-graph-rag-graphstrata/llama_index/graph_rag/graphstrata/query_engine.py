@@ -1,0 +1,146 @@
+"""``GraphStrataQueryEngine``: answers with the graph-RAG method's own generation step.
+
+``GraphStrataIndex.as_query_engine(response_mode="method")`` returns it. Where LlamaIndex's
+``RetrieverQueryEngine`` retrieves nodes and lets a response synthesizer write the answer, this
+engine calls ``GraphStrata.answer``: ArchRAG's adaptive filtering-based generation (per-layer
+filter calls, merge call), LightRAG's and HiRAG's answer prompts over their contexts, AGRAG's
+answer over its reasoning path, a plain RAG prompt for the dense / BM25 / hybrid baselines.
+The response's ``source_nodes`` are the hits the answer was generated from; its ``metadata``
+holds the method and the LLM calls and tokens the query spent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.base.response.schema import Response
+from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.schema import QueryBundle
+from llama_index.retrievers.graphstrata import hit_to_node, to_core_filters
+from llama_index.retrievers.graphstrata.base import _check_method_options
+
+from graphstrata.types import check_k
+
+#: The ``response_mode`` of ``GraphStrataIndex.as_query_engine`` that selects this engine.
+METHOD_RESPONSE_MODE = "method"
+#: Chunk hits the answer step retrieves by default (``GraphStrata.answer``'s default ``k``).
+DEFAULT_ANSWER_TOP_K = 10
+# Answer options of GraphStrata.answer, if the core cannot list a method's own.
+_FALLBACK_GENERATION_OPTIONS: tuple[str, ...] = ("response_type", "max_context_tokens")
+
+
+def generation_options(method: str) -> tuple[str, ...]:
+    """Names of ``method``'s answer options in ``GraphStrata.answer`` (not retrieval options):
+    ``graphstrata.generation.generation_options``."""
+    try:
+        from graphstrata.generation import generation_options as core_options
+    except ImportError:  # pragma: no cover - a core that does not list them
+        return _FALLBACK_GENERATION_OPTIONS
+    try:
+        return tuple(core_options(method))
+    except ValueError:  # a method without an answer step: answer() says so at query time
+        return ()
+
+
+class GraphStrataQueryEngine(BaseQueryEngine):
+    """Answer queries with the method's own generation (``GraphStrata.answer``).
+
+    Args:
+        engine: a ``graphstrata.GraphStrata`` engine.
+        method: one of ``engine.methods``.
+        llm: the LLM the method answers with: a ``graphstrata.llm.LLM`` (wrap a LlamaIndex
+            ``LLM`` in ``LlamaIndexLLM``; ``GraphStrataIndex.as_query_engine`` does), or
+            ``None`` for the LLM attached to the engine (given when it was built or loaded).
+        similarity_top_k: chunk hits the method retrieves for its context (> 0).
+        filters: a LlamaIndex ``MetadataFilters`` or the core's filter mapping.
+        method_options: the method's options and the answer step's generation options
+            (``response_type``, ``max_context_tokens``), passed to ``GraphStrata.answer``.
+        callback_manager: as for any query engine.
+
+    The ``Response``: ``response`` is the answer text; ``source_nodes`` the hits the answer
+    was generated from (chunks and the method's graph context, as ``GraphStrataRetriever``
+    converts them); ``metadata["method"]`` the method and ``metadata["usage"]`` its LLM calls
+    and tokens (``{"stages": {...}, "total": {"calls", "cached", "prompt_tokens",
+    "completion_tokens", "estimated", "skipped"}}``). ``aquery`` runs the core's ``aanswer``
+    (a worker thread), never ``asyncio.run``.
+
+    Raises:
+        ValueError: at construction, an unknown method, a bad ``similarity_top_k``, an
+            unsupported filter or an unknown method option; at query time, no LLM given and
+            none attached, and whatever ``GraphStrata.answer`` raises.
+        TypeError: ``engine`` has no ``answer`` (a core without the LLM path).
+    """
+
+    def __init__(
+        self,
+        engine: Any,
+        method: str = "archrag",
+        llm: Any = None,
+        similarity_top_k: int = DEFAULT_ANSWER_TOP_K,
+        filters: Any = None,
+        method_options: Mapping[str, Any] | None = None,
+        callback_manager: CallbackManager | None = None,
+    ) -> None:
+        if not callable(getattr(engine, "answer", None)):
+            raise TypeError(
+                f"engine must be a graphstrata.GraphStrata with answer(), got {type(engine).__name__}"
+            )
+        known = tuple(engine.methods)
+        if method not in known:
+            raise ValueError(f"unknown method {method!r}; known methods: {list(known)}")
+        if method_options is not None and not isinstance(method_options, Mapping):
+            raise ValueError(f"method_options must be a mapping of keyword options, got {method_options!r}")
+        options = dict(method_options or {})
+        gen = set(generation_options(method))
+        _check_method_options(method, {k: v for k, v in options.items() if k not in gen})
+        self._engine = engine
+        self._method = method
+        self._llm = llm
+        self._similarity_top_k = check_k(similarity_top_k, "similarity_top_k")
+        self._filters = to_core_filters(filters)
+        self._options = options
+        super().__init__(callback_manager=callback_manager)
+
+    @property
+    def engine(self) -> Any:
+        """The ``graphstrata.GraphStrata`` engine."""
+        return self._engine
+
+    @property
+    def method(self) -> str:
+        """The method whose generation answers."""
+        return self._method
+
+    @property
+    def llm(self) -> Any:
+        """The graphstrata LLM given (``None``: the engine's attached one)."""
+        return self._llm
+
+    def _get_prompt_modules(self) -> dict[str, Any]:
+        return {}
+
+    def _kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"method": self._method, "llm": self._llm, "k": self._similarity_top_k}
+        if self._filters is not None:
+            kwargs["filters"] = self._filters
+        return {**kwargs, **self._options}
+
+    def _response(self, answer: Any) -> Response:
+        method = getattr(answer, "method", None) or self._method
+        return Response(
+            response=answer.text,
+            source_nodes=[hit_to_node(h, method) for h in answer.hits],
+            metadata={"method": method, "usage": dict(answer.usage or {})},
+        )
+
+    def _query(self, query_bundle: QueryBundle) -> Response:
+        return self._response(self._engine.answer(query_bundle.query_str, **self._kwargs()))
+
+    async def _aquery(self, query_bundle: QueryBundle) -> Response:
+        answer = await self._engine.aanswer(query_bundle.query_str, **self._kwargs())
+        return self._response(answer)
+
+
+__all__ = ["DEFAULT_ANSWER_TOP_K", "METHOD_RESPONSE_MODE", "GraphStrataQueryEngine", "generation_options"]
