@@ -212,6 +212,28 @@ def test_insert_into_an_llm_index_pays_only_for_the_new_chunks(tmp_path):
     assert GraphStrata.load(out, embedder=HashEmbedder()).state.stats() == gs.state.stats()
 
 
+def test_attach_llm_enables_answers_and_detach_turns_them_off(built):
+    gs, out, _ = built
+    loaded = GraphStrata.load(out, embedder=HashEmbedder())
+    llm = ScriptedLLM(toy)
+    loaded.attach_llm(llm)
+    assert loaded.answer("Who is named?", method="dense", k=2).text == "Toy answer." and llm.calls
+    loaded.attach_llm(None)
+    with pytest.raises(ValueError, match="needs an LLM"):
+        loaded.answer("Who is named?", method="dense")
+
+
+def test_statistical_extraction_with_an_llm_keeps_the_offline_graph_and_adds_reports():
+    cfg = {**CONFIG, "llm_extraction": "statistical"}
+    offline = GraphStrata.build(_docs(6), config=CONFIG, embedder=HashEmbedder())
+    llm = ScriptedLLM(toy)
+    gs = GraphStrata.build(_docs(6), config=cfg, embedder=HashEmbedder(), llm=llm)
+    assert sorted(gs.kg.entities) == sorted(offline.kg.entities)
+    assert sorted(gs.kg.relations) == sorted(offline.kg.relations)
+    assert not any(s == lx.EXTRACT_SYSTEM for _, s, _ in llm.calls)
+    assert all(c.rating == 6.0 for c in gs.communities[0])
+
+
 def test_answer_without_an_llm_is_a_clear_error(built):
     gs, out, _ = built
     offline = GraphStrata.load(out, embedder=HashEmbedder())

@@ -80,6 +80,9 @@ def test_as_llm_refuses_framework_objects_naming_the_adapter():
         as_llm(FakeChat())
     with pytest.raises(TypeError, match="callable"):
         as_llm(3)
+    UserLlama = type("MyLLM", (FakeLlama,), {"__module__": "my_app.models"})  # a user's subclass
+    with pytest.raises(TypeError, match="LlamaIndexLLM"):
+        as_llm(UserLlama())
     scripted = ScriptedLLM()
     assert as_llm(scripted) is scripted
 

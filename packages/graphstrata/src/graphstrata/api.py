@@ -250,6 +250,23 @@ class GraphStrata:
         """The :class:`~graphstrata.llm.LLMClient` attached by ``build`` / ``load`` (or ``None``)."""
         return self.state.llm
 
+    def attach_llm(self, llm: Any) -> None:
+        """Attach (or, with ``None``, detach) the LLM used by query-time LLM steps, by
+        :meth:`answer` by default, and by later inserts / deletes of an LLM-built index.
+
+        The response cache is ``persist_dir/llm-cache.sqlite`` when the index is persisted.
+        Swapped in like a write (queries in flight finish on the previous state); the new state
+        starts with an empty cache of derived structures (HiRAG's LLM summary entities are
+        rebuilt on first use, from the response cache when it has them).
+
+        Raises:
+            TypeError: ``llm`` is not an LLM or callable (a framework object names its adapter).
+        """
+        with self._write_lock:
+            state = self.state
+            client = _llm_client(llm, state.config, self.persist_dir)
+            self._state = dataclasses.replace(state, llm=client)
+
     # -- answers -----------------------------------------------------------------------------
     def answer(
         self,

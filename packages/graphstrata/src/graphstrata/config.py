@@ -96,11 +96,13 @@ class GraphStrataConfig(BaseModel):
         " entity pairs: those of the most-mentioned entities; shared QA corpora peak at 1,378",
     )
     # -- the LLM path (used only when build gets an llm; issue 13) --------------------------
-    llm_extraction: Literal["lightrag", "agrag"] = Field(
+    llm_extraction: Literal["lightrag", "agrag", "statistical"] = Field(
         "lightrag",
         description="extraction with an LLM: typed entities and described relations with"
-        " keywords and strength (LightRAG §1.4-1.7, also what HiRAG and ArchRAG use), or"
-        " AGRAG's TF-IDF entities with LLM triples (AGRAG §1.3)",
+        " keywords and strength (LightRAG §1.4-1.7, also what HiRAG and ArchRAG use),"
+        " AGRAG's TF-IDF entities with LLM triples (AGRAG §1.3), or the offline statistical"
+        " extraction (no extraction calls: the LLM writes only reports, summaries and answers;"
+        " the cheapest LLM build, and the one small local models can do)",
     )
     llm_gleaning: int = Field(1, ge=0, le=5, description="extra extraction passes per chunk (LightRAG §1.6)")
     llm_community_reports: bool = Field(

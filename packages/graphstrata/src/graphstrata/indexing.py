@@ -207,15 +207,15 @@ def _build_state(docs, config, embedder, show_progress, cached_chunk_vectors, ge
 
 
 def _extractor(config: GraphStrataConfig, llm: LLMClient | None, show_progress: bool):
-    """The extraction stage: statistical offline; with an LLM, LightRAG-style LLM extraction or
-    AGRAG's TF-IDF entities + LLM triples (``config.llm_extraction``)."""
+    """The extraction stage: statistical offline; with an LLM, LightRAG-style LLM extraction,
+    AGRAG's TF-IDF entities + LLM triples, or still statistical (``config.llm_extraction``)."""
     statistical = StatisticalExtractor(
         top_n=config.tfidf_top_n,
         use_titles=config.use_titles,
         max_entities_per_chunk=config.max_entities_per_chunk,
         max_relations_per_sentence=config.max_relations_per_sentence,
     )
-    if llm is None:
+    if llm is None or config.llm_extraction == "statistical":
         return statistical
     from .llm.extract import AgragLLMExtractor, LLMExtractor
 

@@ -203,14 +203,14 @@ def as_llm(obj: Any) -> LLM:
     """
     if isinstance(obj, LLM) and not isinstance(obj, type):
         return obj
-    module = type(obj).__module__ or ""
-    if module.startswith("llama_index"):
+    modules = [c.__module__ or "" for c in type(obj).__mro__]  # a user's subclass counts too
+    if any(m.startswith("llama_index") for m in modules):
         raise TypeError(
             "a LlamaIndex LLM needs the adapter: "
             "`from llama_index.graph_rag.graphstrata import LlamaIndexLLM; llm=LlamaIndexLLM(your_llm)` "
             "(GraphStrataIndex.from_documents(..., llm=...) wraps it for you)"
         )
-    if module.startswith("langchain"):
+    if any(m.startswith("langchain") for m in modules):
         raise TypeError(
             "a LangChain chat model needs the adapter: "
             "`from langchain_graphstrata import ChatModelLLM; llm=ChatModelLLM(your_model)` "
