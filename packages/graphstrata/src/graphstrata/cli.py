@@ -202,8 +202,9 @@ def _parser() -> argparse.ArgumentParser:
     ix.add_argument("--quiet", action="store_true", help="no progress bars")
     _add_llm(ix, "run the papers' LLM steps at index time (LLM extraction, community reports, HiRAG "
              "summary entities); responses are cached in OUT/llm-cache.sqlite")
-    ix.add_argument("--llm-extraction", choices=["lightrag", "agrag"], default=None,
-                    help="with --llm: LightRAG-style typed extraction (default) or AGRAG's TF-IDF entities + LLM triples")
+    ix.add_argument("--llm-extraction", choices=["lightrag", "agrag", "statistical"], default=None,
+                    help="with --llm: LightRAG-style typed extraction (default), AGRAG's TF-IDF entities + "
+                    "LLM triples, or the offline extraction (the LLM writes reports and answers only)")
     ix.add_argument("--dry-run", action="store_true",
                     help="print the LLM calls and estimated tokens the build would spend, and stop")
 
