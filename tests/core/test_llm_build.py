@@ -325,3 +325,29 @@ def test_cli_query_with_llm_prints_the_answer_and_tokens(built, tmp_path, monkey
     assert text.startswith("Toy answer.")
     assert "query:keywords" in text and "answer" in text and "total" in text
     assert "~" in text  # ScriptedLLM(toy) reports no usage: estimates are marked
+
+
+def test_cli_index_with_llm_prints_costs_and_dry_run_spends_nothing(tmp_path, monkeypatch, capsys):
+    _llm_module(tmp_path, monkeypatch)
+    monkeypatch.setattr("graphstrata.models.default_embedder", lambda: HashEmbedder())
+    monkeypatch.setattr("graphstrata.api.default_embedder", lambda: HashEmbedder())
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in _docs(6)), encoding="utf-8")
+    out = tmp_path / "idx"
+    assert main(["index", str(corpus), "--out", str(out), "--llm", "toy_llm_factory:make", "--dry-run",
+                 "--chunk-size", "120", "--chunk-overlap", "16"]) == 0
+    text = capsys.readouterr().out
+    assert "dry run: no LLM called" in text and not out.exists()
+    n_chunks = int(re.search(r"(\d+) chunks", text).group(1))
+    row = next(line for line in text.splitlines() if line.strip().startswith("extract "))
+    assert int(re.search(r"calls\s+(\d+)", row).group(1)) == n_chunks  # one extraction call per chunk
+    assert "community_reports (projected)" in text
+    assert main(["index", str(corpus), "--out", str(out), "--llm", "toy_llm_factory:make", "--quiet",
+                 "--chunk-size", "120", "--chunk-overlap", "16"]) == 0
+    text = capsys.readouterr().out
+    assert "LLM calls and tokens by stage" in text and re.search(r"extract\s+calls\s+" + str(n_chunks), text)
+    assert (out / "llm-cache.sqlite").is_file()
+    assert main(["inspect", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "LLM scripted" in text and "entity types  person" in text
+    assert re.search(r"extract\s+calls\s+" + str(n_chunks), text)
