@@ -583,3 +583,68 @@ def test_agrag_empty_graph_raises():
     blank = chunk("b#0", "and or but if then")
     with pytest.raises(ValueError, match=r"no entities from 1 chunk\(s\)"):
         AgragLLMExtractor(ScriptedLLM(default='{"triples": []}'), StatisticalExtractor(top_n=0)).extract([blank])
+
+
+# --- small-model mode: the short prompt and plain-language list answers ------------------------
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        ("The people in this text are LiHua, WolfgangSchulz, and WolfgangSchulz.",
+         [("LiHua", "person"), ("WolfgangSchulz", "person"), ("WolfgangSchulz", "person")]),
+        ("The person is: LiHua", [("LiHua", "person")]),
+        ("The people and places in this conversation are: LiHua, WolfgangSchulz, and the person who loves the city.",
+         [("LiHua", "person"), ("WolfgangSchulz", "person")]),
+        ("The people and places in this text are:\n\n* LiHua: a traveller.\n* Adam: the landlord",
+         [("LiHua", "person"), ("Adam", "person")]),
+        ("People:\n- LiHua: new in town\nPlaces:\n- Paris - a city\nOrganizations:\n1. Acme Corp: a company",
+         [("LiHua", "person"), ("Paris", "geo"), ("Acme Corp", "organization")]),
+        ("The organizations, people, places, and events named in this text are:\n1. LiHua: The person who "
+         "wrote the text.\n2. Acme: a company in town.\n3. Oslo: Oslo is where they meet.",
+         [("LiHua", "person"), ("Acme", "organization"), ("Oslo", "organization")]),
+        ("LiHua: Hey! Just wanted to let you know that I arrived.", []),  # chatter copied from the text
+        ("- LiHua: a bullet without a kind line", []),
+    ],
+)
+def test_list_answers_of_small_models_become_typed_entities(output, expected):
+    parsed = parse_extraction(output)
+    assert [(e.name, e.type) for e in parsed.entities] == expected
+    assert not parsed.relations and parsed.skipped == 0
+
+
+def test_list_answer_descriptions_and_custom_types():
+    parsed = parse_extraction("The people are:\n- Ana: a chemist", ("person",))
+    assert parsed.entities == [EntityRecord("Ana", "person", "a chemist")]
+    assert parse_extraction("The people are Ana.", ("organization",)).entities == []  # kind not offered
+    parsed = parse_extraction("The vessels in this text are Argo and Nautilus.", ("vessel",))
+    assert [(e.name, e.type) for e in parsed.entities] == [("Argo", "vessel"), ("Nautilus", "vessel")]
+
+
+def test_records_win_over_a_list_answer():
+    text = 'The people are Bob.\n("entity"<|>Ana<|>person<|>A chemist.)##'
+    assert [e.name for e in parse_extraction(text).entities] == ["Ana"]
+
+
+def test_short_prompt_has_no_example_and_names_the_kinds():
+    prompt = lr.extract_prompt("Ana met Bob in Oslo.", lr.DEFAULT_ENTITY_TYPES, title="Doc", examples=False)
+    assert "Mara Ilves" not in prompt and "<|>" not in prompt
+    assert "Document title: Doc\nText: Ana met Bob in Oslo." in prompt
+    assert "people, organizations, places and events" in prompt
+    assert "Mara Ilves" in lr.extract_prompt("Ana met Bob.", lr.DEFAULT_ENTITY_TYPES)  # default unchanged
+
+
+def test_extractor_without_examples_sends_the_short_prompt_and_reads_lists():
+    llm = ScriptedLLM([("Who are the", "The people in this text are Ana and Bob.")])
+    entities, relations = LLMExtractor(llm, gleaning=0, examples=False).extract([chunk("d#0", "Ana met Bob.")])
+    assert [(e.name, e.type) for e in entities] == [("Ana", "person"), ("Bob", "person")]
+    assert relations == []
+    ((prompt, system, _),) = llm.calls
+    assert system == lr.EXTRACT_SYSTEM_SHORT and "Mara Ilves" not in prompt
+
+
+def test_config_prompt_examples_reaches_the_extractor():
+    from graphstrata import GraphStrataConfig
+    from graphstrata.indexing import _extractor
+
+    assert GraphStrataConfig().llm_prompt_examples is True
+    config = GraphStrataConfig(llm_prompt_examples=False)
+    assert _extractor(config, LLMClient.of(ScriptedLLM()), False).examples is False

@@ -387,3 +387,14 @@ def test_higher_layers_summarise_the_summary_entities_below():
         listed = re.findall(r'^\("([^"]+)", ', prompt.rsplit("Entities:\n", 1)[1], re.M)
         if listed[0].startswith("Theme of "):
             assert len(listed) < 12  # the nodes below, not the (≥ 24) flattened entities
+
+
+def test_report_cut_short_by_the_token_limit_keeps_its_complete_fields():
+    # SmolLM2-135M under a 64-token limit: the JSON object never closes
+    text = (
+        '```json\n{\n    "title": "LiHua and Adam",\n    "summary": "LiHua rents a room from Adam.",\n'
+        '    "rating": 6.5,\n    "rating_explanation": "A small'
+    )
+    report = parse_community_report(text)
+    assert report == CommunityReport(title="LiHua and Adam", summary="LiHua rents a room from Adam.", rating=6.5)
+    assert parse_community_report('{"title": "only a title", "summ') is None  # no summary: unreadable

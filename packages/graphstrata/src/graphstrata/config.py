@@ -104,6 +104,11 @@ class GraphStrataConfig(BaseModel):
         " extraction (no extraction calls: the LLM writes only reports, summaries and answers;"
         " the cheapest LLM build, and the one small local models can do)",
     )
+    llm_prompt_examples: bool = Field(
+        True,
+        description="LightRAG extraction prompt with its worked example; False: a short question for small "
+        "local models, which copy the example's names (typed entities, no relationships)",
+    )
     llm_gleaning: int = Field(1, ge=0, le=5, description="extra extraction passes per chunk (LightRAG §1.6)")
     llm_community_reports: bool = Field(
         True,

@@ -221,7 +221,7 @@ def _extractor(config: GraphStrataConfig, llm: LLMClient | None, show_progress: 
 
     if config.llm_extraction == "agrag":
         return AgragLLMExtractor(llm, statistical=statistical)
-    return LLMExtractor(llm, gleaning=config.llm_gleaning)
+    return LLMExtractor(llm, gleaning=config.llm_gleaning, examples=config.llm_prompt_examples)
 
 
 def _chunk_vectors(

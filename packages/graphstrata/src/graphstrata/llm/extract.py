@@ -388,7 +388,70 @@ def _json_relation(item: Mapping[str, Any]) -> RelationRecord | None:
     return RelationRecord(source, target, description, keywords, _strength(_get(item, _STRENGTH_KEYS)))
 
 
-def parse_extraction(text: str) -> ParsedRecords:
+#: words that name an entity type in a list answer ("The people in this text are ...")
+_TYPE_WORDS: dict[str, tuple[str, ...]] = {
+    "person": ("people", "persons", "person", "characters", "character", "participants", "speakers"),
+    "organization": ("organizations", "organisations", "organization", "organisation", "companies", "company"),
+    "geo": ("places", "place", "locations", "location", "cities", "city", "countries", "country", "geo"),
+    "event": ("events", "event"),
+}
+_LIST_BULLET_RE = re.compile(r"^\s*(?:[-*\u2022+]|\d{1,3}[.)])\s+(.*)$")
+_ITEM_SPLIT_RE = re.compile(r"\s*:\s*|\s+[-\u2013\u2014]\s+")
+_LIST_SPLIT_RE = re.compile(r",\s*(?:and\s+)?|\s+and\s+|;\s*")
+_LIST_INTRO_RE = re.compile(r"(?:\b(?:are|is|include|includes)\b\s*:?|:)\s*", re.I)
+_NAME_OK_RE = re.compile(r"[A-Z0-9\u00c0-\u024f\u0370-\uffff][^.!?]{0,59}")
+
+
+def _list_name(text: str) -> str:
+    """A list item's name (wrapping quotes and emphasis removed, end punctuation dropped), or
+    ``""`` when it does not look like a name: 1-5 words starting with a capital or a digit."""
+    name = _clean(text).rstrip(".,;:!?").strip()
+    name = _clean(name)
+    return name if _NAME_OK_RE.fullmatch(name) and len(name.split()) <= 5 else ""
+
+
+def _parse_list(text: str, entity_types: Sequence[str]) -> ParsedRecords:
+    """Entities of a plain-language list answer, the way small models answer a "who and what
+    does this text name" question: a line naming a kind (``The people in this text are A, B
+    and C.``, ``Places:``), its names inline or as bullets ``- NAME: description`` below it.
+    The kind word gives the type (``people`` → ``person``, ``places`` → ``geo``, a type of
+    ``entity_types`` or its plural): where the line names several kinds, the one a bullet's
+    description names (``- Ana: the person who ...``), else the line's first. Items that do not look
+    like names (lower-case phrases, sentences) are ignored; nothing is counted as skipped."""
+    words: dict[str, str] = {}
+    for etype in entity_types:
+        for word in (*_TYPE_WORDS.get(etype, ()), etype, etype + "s"):
+            words.setdefault(word.lower(), etype)
+    kind_re = re.compile(r"\b(" + "|".join(sorted(map(re.escape, words), key=len, reverse=True)) + r")\b", re.I)
+    out = ParsedRecords()
+    current: list[str] = []  # the types the last kind line named, in its order
+    for line in text.splitlines():
+        bullet = _LIST_BULLET_RE.match(line)
+        body = bullet.group(1) if bullet else line
+        if bullet and current:
+            parts = _ITEM_SPLIT_RE.split(body, maxsplit=1)
+            name = _list_name(parts[0])
+            description = _clean(parts[1]) if len(parts) > 1 else ""
+            # a line naming several kinds: the kind its description names ("the person who ...")
+            said = [words[m.lower()] for m in kind_re.findall(description)]
+            etype = next((t for t in said if t in current), current[0])
+            if name:
+                out.entities.append(EntityRecord(name, etype, description))
+            continue
+        kind = kind_re.search(body)
+        intro = _LIST_INTRO_RE.search(body, kind.end()) if kind else None
+        if kind is None or intro is None:
+            continue
+        named = [words[m.lower()] for m in kind_re.findall(body[: intro.start()])]
+        current = list(dict.fromkeys(named))
+        for item in _LIST_SPLIT_RE.split(re.split(r"[.!?](?:\s|$)", body[intro.end() :], maxsplit=1)[0]):
+            name = _list_name(item)
+            if name:
+                out.entities.append(EntityRecord(name, current[0]))
+    return out
+
+
+def parse_extraction(text: str, entity_types: Sequence[str] = DEFAULT_ENTITY_TYPES) -> ParsedRecords:
     """Read entity and relationship records from one extraction answer; never raises.
 
     Accepts the spec's tuple records (``seed-lightrag.md`` §1.4–1.5: ``("entity"<|>NAME<|>TYPE
@@ -400,7 +463,16 @@ def parse_extraction(text: str) -> ParsedRecords:
     keywords, HiRAG's 5-field relationships (no keywords). When no tuple record is readable, a
     JSON answer is read instead: ``{"entities": [...], "relationships": [...]}`` or a list of
     records (``entity_name`` / ``name``, ``source`` / ``target``, ...), truncated JSON included.
-    ``content_keywords`` records and chatter lines are ignored without counting.
+    ``content_keywords`` records and chatter lines are ignored without counting. When neither
+    gives a record, a plain-language list answer is read (a small model's answer to
+    :func:`~graphstrata.llm.prompts.lightrag_extract.extract_prompt` with ``examples=False``):
+    ``The people in this text are A, B and C.`` or a kind line with ``- NAME: description``
+    bullets below it; the kind word (``people``, ``places``, one of ``entity_types`` ...) gives
+    the type.
+
+    Args:
+        text: the model's answer.
+        entity_types: the types offered, for list answers (default the paper's four).
 
     Returns:
         :class:`ParsedRecords`; ``skipped`` counts record-like items that could not be read
@@ -409,12 +481,15 @@ def parse_extraction(text: str) -> ParsedRecords:
     """
     if not isinstance(text, str) or not text.strip():
         return ParsedRecords()
-    tuples = _parse_tuples(text)
-    if not _JSON_OPEN_RE.search(text):
-        return tuples
-    from_json = _read_json(text, _records_from_json)
-    n_tuples, n_json = len(tuples.entities) + len(tuples.relations), len(from_json.entities) + len(from_json.relations)
-    return from_json if (n_json, from_json.skipped) > (n_tuples, tuples.skipped) else tuples
+    best = _parse_tuples(text)
+    if _JSON_OPEN_RE.search(text):
+        from_json = _read_json(text, _records_from_json)
+        n_tuples, n_json = len(best.entities) + len(best.relations), len(from_json.entities) + len(from_json.relations)
+        best = from_json if (n_json, from_json.skipped) > (n_tuples, best.skipped) else best
+    if best:
+        return best
+    listed = _parse_list(text, entity_types)
+    return listed if listed else best
 
 
 def _triple(item: Any) -> tuple[str, str, str] | None:
@@ -681,6 +756,9 @@ class LLMExtractor:
         summary_max_tokens: the longest summary asked for, in tokens (> 0; spec: 500).
         language: language of descriptions and summaries.
         show_progress: a progress bar per stage (stderr).
+        examples: the extraction prompt with its worked example (``False``: the short
+            question for small local models, :func:`~graphstrata.llm.prompts.lightrag_extract.
+            short_extract_prompt`, answered with typed entities and no relationships).
 
     Raises:
         TypeError: ``llm`` is not an LLM, callable or client.
@@ -698,6 +776,7 @@ class LLMExtractor:
         summary_max_tokens: int = DEFAULT_SUMMARY_MAX_TOKENS,
         language: str = "English",
         show_progress: bool = False,
+        examples: bool = True,
     ) -> None:
         if isinstance(entity_types, str):
             entity_types = [entity_types]
@@ -720,6 +799,7 @@ class LLMExtractor:
         self.summary_max_tokens = summary_max_tokens
         self.language = language.strip()
         self.show_progress = bool(show_progress)
+        self.examples = bool(examples)
 
     def _map(self, prompts: Sequence[str], stage: str, system: str = lr_prompts.EXTRACT_SYSTEM) -> list[str]:
         requests = [LLMRequest(p, system) for p in prompts]
@@ -730,10 +810,13 @@ class LLMExtractor:
         title_of = _extraction().document_title
         titles = titles or {}
         prompts = [
-            lr_prompts.extract_prompt(c.text, self.entity_types, self.language, title_of(titles.get(c.document_id)))
+            lr_prompts.extract_prompt(
+                c.text, self.entity_types, self.language, title_of(titles.get(c.document_id)), self.examples
+            )
             for c in chunks
         ]
-        answers = [[a] for a in self._map(prompts, STAGE_EXTRACT)]
+        system = lr_prompts.EXTRACT_SYSTEM if self.examples else lr_prompts.EXTRACT_SYSTEM_SHORT
+        answers = [[a] for a in self._map(prompts, STAGE_EXTRACT, system)]
         active = list(range(len(chunks)))
 
         def ask(instruction: str) -> list[str]:
@@ -799,7 +882,7 @@ class LLMExtractor:
         for chunk, answers in zip(chunks, self._answers(chunks, titles), strict=True):
             for n, answer in enumerate(answers):
                 stage = STAGE_GLEANING if n else STAGE_EXTRACT
-                parsed = parse_extraction(answer)
+                parsed = parse_extraction(answer, self.entity_types)
                 skipped[stage] += parsed.skipped
                 skipped[stage] += sum(not builder.entity(e, chunk.id) for e in parsed.entities)
                 skipped[stage] += sum(not builder.relation(r, chunk.id) for r in parsed.relations)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -326,12 +327,32 @@ def _findings(value: Any) -> list[dict[str, str]]:
     return out
 
 
+_FIELD_RE = re.compile(
+    r'"\s*(title|summary|rating|rating_explanation)\s*"\s*:\s*("(?:[^"\\]|\\.)*"|[-+]?\d+(?:\.\d+)?)', re.I
+)
+
+
+def _salvage_fields(text: str) -> dict[str, Any] | None:
+    """The complete top-level ``"title"``, ``"summary"``, ``"rating"`` and
+    ``"rating_explanation"`` values of a JSON report that is not a whole object (its output
+    cut off by the token limit), first occurrence of each; ``None`` when there is none."""
+    out: dict[str, Any] = {}
+    for key, raw in _FIELD_RE.findall(text if isinstance(text, str) else ""):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            continue
+        out.setdefault(key.lower(), value)
+    return out or None
+
+
 def parse_community_report(text: str) -> CommunityReport | None:
     """A :class:`CommunityReport` from a model's output, or ``None`` when unreadable.
 
     Forgiving (spec §1.4 format): the first JSON object anywhere in the text (chatter and code
     fences skipped, trailing commas and single quotes repaired, a one-object list or a
-    ``{"report": {...}}`` wrapper unwrapped); key case and spaces ignored; ``rating`` from
+    ``{"report": {...}}`` wrapper unwrapped; from an object cut short, its complete ``title``,
+    ``summary``, ``rating`` and ``rating_explanation`` values); key case and spaces ignored; ``rating`` from
     ``8``, ``"7.5"`` or ``"8/10"``, clamped to [0, 10] (unreadable → ``None``); findings as
     objects (``summary``/``explanation`` or near synonyms) or plain strings. Readable means a
     non-empty ``summary`` or at least one finding; a missing ``title`` is returned as ``""``.
@@ -340,6 +361,8 @@ def parse_community_report(text: str) -> CommunityReport | None:
     data = extract_json(text, (dict, list))
     if isinstance(data, list):
         data = next((x for x in data if isinstance(x, dict)), None)
+    if not isinstance(data, dict):
+        data = _salvage_fields(text)  # an object cut short (a small model's token limit)
     if not isinstance(data, dict):
         return None
     d = _norm_keys(data)

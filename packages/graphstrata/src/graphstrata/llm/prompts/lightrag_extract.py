@@ -56,7 +56,35 @@ CONTINUE_QUESTION = (
 )
 
 
-def extract_prompt(text: str, entity_types: Sequence[str], language: str = "English", title: str | None = None) -> str:
+#: system prompt of the short prompt for small models (:func:`extract_prompt` with ``examples=False``)
+EXTRACT_SYSTEM_SHORT = "You answer questions about a text briefly, using names as the text writes them."
+
+_KIND_WORDS = {"person": "people", "organization": "organizations", "geo": "places", "event": "events"}
+
+
+def short_extract_prompt(text: str, entity_types: Sequence[str], title: str | None = None) -> str:
+    """A short question for small local models (send with :data:`EXTRACT_SYSTEM_SHORT`): they
+    copy the names of a few-shot example and do not keep the record format, but answer a plain
+    question with a list (``The people in this text are A, B and C.`` or ``- NAME: ...``
+    bullets), which :func:`graphstrata.llm.extract.parse_extraction` reads as typed entities.
+    No relationships are asked for."""
+    # people first: the model repeats the list in its answer, whose first kind is the default type
+    ordered = sorted(entity_types, key=lambda t: t != "person")
+    kinds = [_KIND_WORDS.get(t, f"{t}s") for t in ordered]
+    named = kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " and " + kinds[-1]
+    title_line = f"Document title: {title}\n" if title else ""
+    return f"""{title_line}Text: {text}
+
+Who are the {named} named in this text? Say which kind they are, then write one line for each: "- NAME: what the text says about it"."""
+
+
+def extract_prompt(
+    text: str,
+    entity_types: Sequence[str],
+    language: str = "English",
+    title: str | None = None,
+    examples: bool = True,
+) -> str:
     """The extraction prompt for one chunk (send with :data:`EXTRACT_SYSTEM`).
 
     Args:
@@ -64,7 +92,11 @@ def extract_prompt(text: str, entity_types: Sequence[str], language: str = "Engl
         entity_types: the types the model may use (lower-case words).
         language: language of the descriptions (names stay as written in the text).
         title: the chunk's document title, shown as context (``None``: no title line).
+        examples: include the worked example (``False``: :func:`short_extract_prompt`, for
+            small local models; send it with :data:`EXTRACT_SYSTEM_SHORT`).
     """
+    if not examples:
+        return short_extract_prompt(text, entity_types, title)
     types = ", ".join(entity_types)
     title_line = f"Document title: {title}\n" if title else ""
     return f"""Task: list the entities of the text below and the relationships between them.
