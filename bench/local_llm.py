@@ -28,10 +28,11 @@ def make():
         FileNotFoundError: no GGUF file (run ``make test-llm`` once).
     """
     sys.path.insert(0, str(ROOT / "integration_tests" / "llm"))
-    from conftest import MODEL_NAME, gguf_path  # the one place that finds the model file
     from llama_index.graph_rag.graphstrata import LlamaIndexLLM
     from llama_index.llms.huggingface import HuggingFaceLLM
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from conftest import MODEL_NAME, gguf_path  # the one place that finds the model file
 
     path = gguf_path()
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
