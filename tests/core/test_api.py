@@ -196,9 +196,17 @@ def test_insert_and_delete_update_the_index_and_its_directory(gs, embedder, tmp_
     assert top[0].document_ids == ["kiwi"]
     reloaded = GraphStrata.load(path, embedder=embedder)
     assert "kiwi" in reloaded.documents  # persisted automatically
-    with pytest.raises(ValueError, match="already in the index"):
-        gs.insert([{"id": "kiwi", "text": "again"}])
-    assert gs.delete(["kiwi", "unknown-id"]) == 1
+    generation = gs.state.generation
+    assert gs.insert([{"id": "kiwi", "title": "Kiwi", "text": "The kiwi is a flightless bird of New Zealand."}]) == ["kiwi"]
+    assert gs.state.generation == generation  # same id, same content: a no-op
+    gs.insert([{"id": "kiwi", "text": "The kiwi lays a very large egg."}])  # same id, new content: an update
+    assert gs.state.generation == generation + 1
+    assert gs.documents["kiwi"].text == "The kiwi lays a very large egg."
+    assert not any("flightless" in c.text for c in gs.chunks)
+    with pytest.raises(KeyError, match="unknown-id"):
+        gs.delete(["kiwi", "unknown-id"])
+    assert "kiwi" in gs.documents  # nothing deleted
+    assert gs.delete(["kiwi"]) == 1
     assert "kiwi" not in gs.documents
     assert all("kiwi" not in h.document_ids for h in gs.retrieve("kiwi bird", method="bm25", k=20))
     with pytest.raises(ValueError, match="every document"):
@@ -214,14 +222,15 @@ def test_bm25_fills_k_with_non_matching_chunks(gs):
     assert len(hits) == n and hits[0].score > 0 and hits[-1].score == 0.0
 
 
-def test_upsert_replaces_in_place_and_appends(gs):
+def test_upsert_replaces_and_appends(gs):
     order = list(gs.documents)
     ids = gs.upsert([
         {"id": "auckland", "text": "Auckland hosts the Sky Tower, a telecommunications tower."},
         {"id": "kiwi", "text": "The kiwi is a flightless bird."},
     ])
     assert ids == ["auckland", "kiwi"]
-    assert list(gs.documents) == order + ["kiwi"]
+    # an updated document moves to the end, like a delete followed by an insert
+    assert list(gs.documents) == [d for d in order if d != "auckland"] + ["auckland", "kiwi"]
     assert "Sky Tower" in gs.documents["auckland"].text
     top = gs.retrieve("Sky Tower telecommunications", method="bm25", k=1, kinds=["chunk"])
     assert top[0].document_ids == ["auckland"]

@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -344,54 +345,60 @@ class GraphStrata:
     def insert(
         self, documents: Iterable[Any] = (), show_progress: bool = False, paths: Iterable[str | Path] = ()
     ) -> list[str]:
-        """Add documents and rebuild the graph, hierarchy and indexes over the whole corpus.
+        """Add documents incrementally (:mod:`graphstrata.incremental`); an id already indexed
+        is an update.
 
-        Chunk vectors of unchanged chunks are reused; entities, communities and the C-HNSW
-        are recomputed (the hierarchy is global, so an insert costs O(corpus) clustering).
-        When the index has a ``persist_dir``, the new state is persisted there before it
-        becomes visible; if that fails, nothing changes.
+        Only the new documents are chunked, embedded and extracted; their entities merge into
+        the knowledge graph, the community hierarchy is repaired locally (new entities join
+        their best-linked community, drifted communities are re-clustered, touched summaries
+        and their parents are refreshed) and vectors are added to the C-HNSW copies of the
+        next state. A document with an indexed id and the same text and metadata is a no-op;
+        with other content it replaces the indexed one (and moves to the end of the document
+        order). When the index has a ``persist_dir`` the new state is persisted there, as one
+        atomic version, before it becomes visible; if anything fails, nothing changes.
 
         Args:
             documents, paths: as in :meth:`build`.
+            show_progress: progress bars per stage (stderr).
 
         Returns:
-            The inserted document ids.
+            The ids of the given documents, in input order (unchanged ones included).
 
         Raises:
-            ValueError: a new document's id already exists, or the inputs are invalid.
+            ValueError: invalid inputs (see :meth:`build`), or two given documents share an id.
             OSError: persisting failed (the index is unchanged, in memory and on disk).
+            graphstrata.llm.LLMError: an LLM call failed (LLM-built index).
         """
         with self._write_lock:
             state = self.state
             new = load_documents(documents, paths=paths, taken=state.documents)
-            clash = [d.id for d in new if d.id in state.documents]
-            if clash:
-                raise ValueError(f"document id(s) already in the index: {clash[:5]}")
-            self._commit(state, [*state.documents.values(), *new], show_progress)
-            return [d.id for d in new]
+            ids = [d.id for d in new]
+            dup = [i for i, n in Counter(ids).items() if n > 1]
+            if dup:
+                raise ValueError(f"duplicate document id(s) in one insert: {dup[:5]}")
+            changed = [d for d in new if not _same_document(state.documents.get(d.id), d)]
+            if changed:
+                self._commit(state, changed, (), show_progress)
+            return ids
 
     def upsert(
         self, documents: Iterable[Any] = (), show_progress: bool = False, paths: Iterable[str | Path] = ()
     ) -> list[str]:
-        """Insert documents, replacing those whose id already exists, in one rebuild.
-
-        Replaced documents keep their position; new ones are appended. Persisted like
-        :meth:`insert`.
+        """Same as :meth:`insert` (kept for callers written when insert refused existing ids).
 
         Returns:
             The upserted document ids, in input order.
         """
-        with self._write_lock:
-            state = self.state
-            new = load_documents(documents, paths=paths, taken=state.documents)
-            merged = dict(state.documents)
-            for d in new:
-                merged[d.id] = d
-            self._commit(state, list(merged.values()), show_progress)
-            return [d.id for d in new]
+        return self.insert(documents, show_progress=show_progress, paths=paths)
 
     def delete(self, document_ids: str | Iterable[str], show_progress: bool = False) -> int:
-        """Remove documents by id and rebuild (see :meth:`insert`); unknown ids are ignored.
+        """Remove documents by id, incrementally (:mod:`graphstrata.incremental`).
+
+        Their chunks go; entities and relations that only they supported go, the others
+        shrink (chunks, weights, descriptions); community members follow, empty communities
+        are removed and touched summaries refreshed; vectors are marked deleted in the next
+        state's C-HNSW copies (compacted past :data:`graphstrata.index.COMPACT_FRACTION`).
+        Persisted like :meth:`insert`.
 
         Args:
             document_ids: ids to remove. A single ``str`` is one id (``delete("abc")`` removes
@@ -401,43 +408,61 @@ class GraphStrata:
             The number of documents removed.
 
         Raises:
+            KeyError: an id is not in the index (named; nothing is deleted).
             ValueError: removing them would leave the index empty; an id that is not a string.
         """
         if isinstance(document_ids, str):
             document_ids = [document_ids]
-        ids = list(document_ids)
+        ids = list(dict.fromkeys(document_ids))
         bad = [d for d in ids if not isinstance(d, str)]
         if bad:
             raise ValueError(f"document ids must be strings, got {bad[0]!r}")
         with self._write_lock:
             state = self.state
-            drop = set(ids) & set(state.documents)
-            if not drop:
+            unknown = [d for d in ids if d not in state.documents]
+            if unknown:
+                raise KeyError(f"document id(s) not in the index: {unknown[:5]}")
+            if not ids:
                 return 0
-            keep = [d for d in state.documents.values() if d.id not in drop]
-            if not keep:
+            if len(ids) == len(state.documents):
                 raise ValueError("cannot delete every document: an index needs at least one")
-            self._commit(state, keep, show_progress)
-            return len(drop)
+            self._commit(state, [], ids, show_progress)
+            return len(ids)
 
-    def _commit(self, state: EngineState, docs: list[Document], show_progress: bool) -> None:
-        """Build the next state from ``docs``, persist it if persisted, then swap it in."""
+    def rebuild(self, show_progress: bool = False) -> None:
+        """Refit everything over the current documents: extraction TF-IDF statistics, the whole
+        community hierarchy, both C-HNSW (compacted), BM25; chunk vectors are reused. Resets
+        the drift counters (:meth:`stats` ``["drift"]``) and increments the frozen statistics'
+        version. Persisted like :meth:`insert`.
+
+        Raises:
+            OSError: persisting failed (the index is unchanged).
+        """
+        from .incremental import rebuild_state
+
+        with self._write_lock:
+            state = self.state
+            self._check_llm(state)
+            new = rebuild_state(state, show_progress=show_progress)
+            self._publish(new)
+
+    def _check_llm(self, state: EngineState) -> None:
         if state.llm_id is not None and state.llm is None:
             raise ValueError(
                 f"this index was built with the LLM {state.llm_id!r}: load it with llm=... to insert, "
-                "upsert or delete (an update without it would re-extract the corpus statistically)"
+                "upsert, delete or rebuild (an update without it would extract statistically)"
             )
-        vecs = state.vectors["chunks"]
-        cached = {(c.id, c.text): vecs[i] for i, c in enumerate(state.chunks)}
-        new = build_state(
-            docs,
-            state.config,
-            state.embedder,
-            show_progress=show_progress,
-            cached_chunk_vectors=cached,
-            generation=state.generation + 1,
-            llm=state.llm,
-        )
+
+    def _commit(
+        self, state: EngineState, upserts: list[Document], deletes: Sequence[str], show_progress: bool
+    ) -> None:
+        """Build the next state incrementally, persist it if persisted, then swap it in."""
+        from .incremental import update_state
+
+        self._check_llm(state)
+        self._publish(update_state(state, upserts, deletes, show_progress=show_progress))
+
+    def _publish(self, new: EngineState) -> None:
         if self.persist_dir is not None:
             store.save_state(new, self.persist_dir)
         self._state = new  # the one assignment readers can observe
@@ -661,6 +686,11 @@ class Answer:
             "usage": self.usage,
             "hits": [h.to_dict() for h in self.hits],
         }
+
+
+def _same_document(old: Document | None, new: Document) -> bool:
+    """Whether re-inserting ``new`` changes nothing (same text and metadata)."""
+    return old is not None and old.text == new.text and old.metadata == new.metadata
 
 
 def _llm_client(llm: Any, config: GraphStrataConfig | None, persist_dir: str | Path | None) -> Any:

@@ -537,6 +537,18 @@ def _cmd_inspect(args) -> int:
             print(f"      {stage:<34} {sec:8.1f} s")
     for line in _usage_lines(stats["build_usage"], "  LLM calls and tokens by stage"):
         print("  " + line)
+    d = stats["drift"]
+    if d:
+        print(
+            f"  drift since the last full build ({d.get('built_documents', '?')} documents, frozen "
+            f"statistics v{d.get('stats_version', 1)}): {d.get('updates', 0)} incremental updates, "
+            f"+{d.get('documents_added', 0)} / -{d.get('documents_removed', 0)} documents "
+            f"({100 * d['changed_documents_share']:.1f} % changed), +{d.get('entities_added', 0)} / "
+            f"-{d.get('entities_removed', 0)} entities, {d.get('communities_reclustered', 0)} communities "
+            f"re-clustered, {d.get('communities_resummarised', 0)} re-summarised"
+        )
+        if d["changed_documents_share"] > 0.5:
+            print("  (more than half the corpus changed since the build: GraphStrata.rebuild() refits it)")
     return 0
 
 

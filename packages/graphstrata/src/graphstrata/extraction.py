@@ -36,9 +36,11 @@ at most ``max_relations_per_sentence`` relation mentions, and a description at m
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
 from typing import Any
@@ -312,38 +314,42 @@ class StatisticalExtractor:
             ValueError: out-of-range values (see the class).
         """
         kwargs: dict[str, Any] = {}
-        for field, arg in (
+        for name, arg in (
             ("tfidf_top_n", "top_n"),
             ("use_titles", "use_titles"),
             ("max_entities_per_chunk", "max_entities_per_chunk"),
             ("max_relations_per_sentence", "max_relations_per_sentence"),
         ):
-            value = getattr(config, field, None)
+            value = getattr(config, name, None)
             if value is not None:
                 kwargs[arg] = value
         return cls(**kwargs)
 
     # -- TF-IDF ---------------------------------------------------------------------------
-    def _tfidf_terms(self, texts: Sequence[str]) -> list[list[str]]:
-        if self.top_n == 0 or not texts:
-            return [[] for _ in texts]
-        from sklearn.feature_extraction.text import TfidfVectorizer
+    def fit(self, texts: Sequence[str]) -> tuple[FrozenTfidf | None, list[list[str]]]:
+        """Fit the TF-IDF model of :meth:`extract` on ``texts`` (the corpus chunks).
 
-        vec = TfidfVectorizer(
-            ngram_range=self.ngram_range,
-            stop_words="english",
-            min_df=self.min_df if len(texts) >= 20 else 1,
-            max_df=0.5 if len(texts) >= 20 else 1.0,
-            sublinear_tf=True,
-            token_pattern=r"(?u)\b[^\W\d_][\w\-]+\b",
-        )
+        Returns:
+            ``(tfidf, terms)``: the fitted vocabulary and idf, frozen (``None`` when
+            ``top_n == 0``, no text, or no vocabulary at all), and the top-``top_n`` terms of
+            each text. Incremental inserts reuse the frozen model for new chunks
+            (:meth:`chunk_records`); :meth:`~graphstrata.GraphStrata.rebuild` refits it.
+        """
+        if self.top_n == 0 or not texts:
+            return None, [[] for _ in texts]
+        vec = _tfidf_vectorizer(self.ngram_range, len(texts), self.min_df)
         try:
             matrix = vec.fit_transform(texts)
         except ValueError:  # empty vocabulary
-            return [[] for _ in texts]
-        vocab = np.asarray(vec.get_feature_names_out())
-        out: list[list[str]] = []
+            return None, [[] for _ in texts]
+        tfidf = FrozenTfidf.from_vectorizer(vec, kind="extraction")
+        return tfidf, self._top_terms(matrix, tfidf)
+
+    def _top_terms(self, matrix: Any, tfidf: FrozenTfidf) -> list[list[str]]:
+        """Top-``top_n`` terms per row of a TF-IDF matrix (ties: the matrix's stored order)."""
+        vocab = tfidf.terms_array()
         matrix = matrix.tocsr()
+        out: list[list[str]] = []
         for row in range(matrix.shape[0]):
             start, end = matrix.indptr[row], matrix.indptr[row + 1]
             if start == end:
@@ -354,6 +360,11 @@ class StatisticalExtractor:
             order = np.argsort(-data, kind="stable")[: self.top_n]
             out.append([str(vocab[idx[i]]) for i in order])
         return out
+
+    def _tfidf_terms(self, texts: Sequence[str], tfidf: FrozenTfidf | None) -> list[list[str]]:
+        if self.top_n == 0 or not texts or tfidf is None:
+            return [[] for _ in texts]
+        return self._top_terms(tfidf.vectorizer().transform(texts), tfidf)
 
     def _pairs(
         self, kept: list[str], mentions: Mapping[str, int], priority: Mapping[str, tuple]
@@ -378,6 +389,8 @@ class StatisticalExtractor:
     ) -> tuple[list[Entity], list[Relation]]:
         """Extract and merge entities and relations from ``chunks``.
 
+        Equivalent to :meth:`fit` on the chunk texts, :meth:`chunk_records` and :func:`merge_records`.
+
         Args:
             chunks: the corpus chunks (the TF-IDF model is fitted on them).
             titles: optional ``{document_id: title}``; each title becomes an entity mentioned
@@ -386,16 +399,38 @@ class StatisticalExtractor:
         Returns:
             ``(entities, relations)``, entities sorted by id, relations by ``(source, target)``.
         """
-        tfidf_terms = self._tfidf_terms([c.text for c in chunks])
-        surface: dict[str, Counter] = defaultdict(Counter)
-        ent_chunks: dict[str, dict[str, None]] = defaultdict(dict)
-        ent_sents: dict[str, list[str]] = defaultdict(list)
-        ent_count: Counter = Counter()
-        rel_count: Counter = Counter()
-        rel_chunks: dict[tuple[str, str], dict[str, None]] = defaultdict(dict)
-        rel_sents: dict[tuple[str, str], list[str]] = defaultdict(list)
-        max_sents = self.max_description_sentences
+        _tfidf, terms = self.fit([c.text for c in chunks])
+        return merge_records(
+            self.chunk_records(chunks, titles, None, terms=terms),
+            max_description_sentences=self.max_description_sentences,
+        )
 
+    def chunk_records(
+        self,
+        chunks: Sequence[Chunk],
+        titles: Mapping[str, str] | None,
+        tfidf: FrozenTfidf | None,
+        terms: Sequence[Sequence[str]] | None = None,
+    ) -> list[ChunkRecord]:
+        """What each chunk says on its own: its entity and relation mentions.
+
+        The knowledge graph is a pure function of these records in corpus order
+        (:func:`merge_records`), so an insert extracts only the new chunks and a delete
+        re-merges the entities and relations the deleted chunks touched.
+
+        Args:
+            chunks: chunks to extract, in corpus order.
+            titles: ``{document_id: title}`` (see :meth:`extract`).
+            tfidf: the frozen TF-IDF model (:meth:`fit`), or ``None`` for no TF-IDF terms.
+            terms: the chunks' TF-IDF terms when already known (:meth:`fit` returns them for
+                the corpus it was fitted on); ``tfidf`` is then not used.
+
+        Returns:
+            One :class:`ChunkRecord` per chunk, same order.
+        """
+        tfidf_terms = terms if terms is not None else self._tfidf_terms([c.text for c in chunks], tfidf)
+        max_sents = self.max_description_sentences
+        out: list[ChunkRecord] = []
         for chunk, terms in zip(chunks, tfidf_terms, strict=True):
             text = chunk.text
             term_res = [(t, _term_pattern(t)) for t in terms]
@@ -440,42 +475,239 @@ class StatisticalExtractor:
                 best = sorted(mentions, key=priority.__getitem__)
                 allowed = set(best[: self.max_entities_per_chunk])
             # pass 2: record the (capped) entities and relations
+            rec = ChunkRecord(chunk.id)
             for sent, kept, found in sentences:
                 if allowed is not None:
                     kept = [key for key in kept if key in allowed]
                 for key in kept:
-                    surface[key][found[key]] += 1
-                    ent_count[key] += 1
-                    ent_chunks[key][chunk.id] = None
-                    if len(ent_sents[key]) < max_sents and sent not in ent_sents[key]:
-                        ent_sents[key].append(sent)
+                    ent = rec.entities.get(key)
+                    if ent is None:
+                        ent = rec.entities[key] = ({}, [0], [])
+                    surfaces, count, sents = ent
+                    surfaces[found[key]] = surfaces.get(found[key], 0) + 1
+                    count[0] += 1
+                    if len(sents) < max_sents and sent not in sents:
+                        sents.append(sent)
                 for pair in self._pairs(kept, mentions, priority):
-                    rel_count[pair] += 1
-                    rel_chunks[pair][chunk.id] = None
-                    if len(rel_sents[pair]) < max_sents and sent not in rel_sents[pair]:
-                        rel_sents[pair].append(sent)
+                    rel = rec.relations.get(pair)
+                    if rel is None:
+                        rel = rec.relations[pair] = ([0], [])
+                    rel[0][0] += 1
+                    if len(rel[1]) < max_sents and sent not in rel[1]:
+                        rel[1].append(sent)
+            out.append(rec)
+        return out
 
-        entities = [
-            Entity(
-                id=key,
-                name=surface[key].most_common(1)[0][0],
-                description=" ".join(ent_sents[key]),
-                chunk_ids=list(ent_chunks[key]),
-                weight=float(ent_count[key]),
-            )
-            for key in sorted(surface)
-        ]
-        relations = [
-            Relation(
-                source=a,
-                target=b,
-                description=" ".join(rel_sents[(a, b)]),
-                weight=float(rel_count[(a, b)]),
-                chunk_ids=list(rel_chunks[(a, b)]),
-            )
-            for (a, b) in sorted(rel_count)
-        ]
-        return entities, relations
+
+def _tfidf_vectorizer(ngram_range: tuple[int, ...], n_texts: int, min_df: int):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return TfidfVectorizer(
+        ngram_range=tuple(ngram_range),
+        stop_words="english",
+        min_df=min_df if n_texts >= 20 else 1,
+        max_df=0.5 if n_texts >= 20 else 1.0,
+        sublinear_tf=True,
+        token_pattern=r"(?u)\b[^\W\d_][\w\-]+\b",
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class FrozenTfidf:
+    """A fitted TF-IDF model frozen at build time (issue 16: frozen statistics are versioned).
+
+    Incremental inserts score new chunks against the vocabulary and idf of the last full
+    build instead of refitting on the whole corpus; :meth:`~graphstrata.GraphStrata.rebuild`
+    refits. Persisted in the index (``graphstrata.store``).
+
+    Attributes:
+        kind: ``"extraction"`` (1–3-gram terms of :class:`StatisticalExtractor`) or
+            ``"summary"`` (the unigram model of extractive community summaries).
+        params: the vectorizer's parameters (``ngram_range``, ``min_df``, ``max_df``,
+            ``token_pattern``), enough to rebuild it.
+        terms: the vocabulary, in column order.
+        idf: float64 ``(len(terms),)`` inverse document frequencies.
+    """
+
+    kind: str
+    params: dict[str, Any]
+    terms: tuple[str, ...]
+    idf: np.ndarray
+
+    @classmethod
+    def from_vectorizer(cls, vec: Any, kind: str) -> FrozenTfidf:
+        """Freeze a fitted scikit-learn ``TfidfVectorizer``."""
+        p = vec.get_params()
+        params = {
+            "ngram_range": list(p["ngram_range"]),
+            "min_df": p["min_df"],
+            "max_df": p["max_df"],
+            "token_pattern": p["token_pattern"],
+            "stop_words": p["stop_words"],
+            "sublinear_tf": p["sublinear_tf"],
+        }
+        terms = tuple(str(t) for t in vec.get_feature_names_out())
+        return cls(kind, params, terms, np.asarray(vec.idf_, dtype=np.float64))
+
+    def vectorizer(self) -> Any:
+        """A scikit-learn ``TfidfVectorizer`` with this vocabulary and idf (``transform`` only)."""
+        cached = self.__dict__.get("_vectorizer")
+        if cached is not None:
+            return cached
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        p = dict(self.params)
+        p["ngram_range"] = tuple(p["ngram_range"])
+        vec = TfidfVectorizer(**p)
+        vec.vocabulary_ = {t: i for i, t in enumerate(self.terms)}
+        vec.idf_ = self.idf
+        object.__setattr__(self, "_vectorizer", vec)
+        return vec
+
+    def terms_array(self) -> np.ndarray:
+        """The vocabulary as a numpy array (column order)."""
+        cached = self.__dict__.get("_terms")
+        if cached is None:
+            cached = np.asarray(self.terms, dtype=object)
+            object.__setattr__(self, "_terms", cached)
+        return cached
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (see :meth:`from_dict`)."""
+        return {"kind": self.kind, "params": self.params, "terms": list(self.terms), "idf": self.idf.tolist()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> FrozenTfidf:
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            ValueError: missing keys or terms / idf of different lengths.
+        """
+        try:
+            terms, idf = tuple(d["terms"]), np.asarray(d["idf"], dtype=np.float64)
+            out = cls(str(d["kind"]), dict(d["params"]), terms, idf)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"invalid frozen TF-IDF statistics: {exc}") from exc
+        if len(terms) != len(idf) or not np.isfinite(idf).all():
+            raise ValueError("invalid frozen TF-IDF statistics: terms and idf do not match")
+        return out
+
+
+@dataclass
+class ChunkRecord:
+    """The entity and relation mentions of one chunk (:meth:`StatisticalExtractor.chunk_records`).
+
+    Attributes:
+        chunk_id: the chunk.
+        entities: ``{entity_key: (surface_counts, [mentions], sentences)}``: surface forms
+            with their counts (first-seen order), the number of sentence pieces naming the
+            entity, and its first distinct sentences (at most ``max_description_sentences``).
+        relations: ``{(a, b): ([mentions], sentences)}`` with ``a < b``.
+    """
+
+    chunk_id: str
+    entities: dict[str, tuple[dict[str, int], list[int], list[str]]] = field(default_factory=dict)
+    relations: dict[tuple[str, str], tuple[list[int], list[str]]] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        """Compact JSON (persisted per chunk)."""
+        return json.dumps(
+            [
+                [[k, s, c[0], t] for k, (s, c, t) in self.entities.items()],
+                [[a, b, c[0], t] for (a, b), (c, t) in self.relations.items()],
+            ],
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, chunk_id: str, text: str) -> ChunkRecord:
+        """Inverse of :meth:`to_json`; ``ValueError`` if malformed."""
+        try:
+            ents, rels = json.loads(text)
+            rec = cls(chunk_id)
+            for k, s, c, t in ents:
+                rec.entities[str(k)] = ({str(x): int(n) for x, n in s.items()}, [int(c)], [str(x) for x in t])
+            for a, b, c, t in rels:
+                rec.relations[(str(a), str(b))] = ([int(c)], [str(x) for x in t])
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"corrupt extraction record of chunk {chunk_id!r}: {exc}") from exc
+        return rec
+
+
+def merge_records(
+    records: Sequence[ChunkRecord],
+    only: set[str] | None = None,
+    max_description_sentences: int = 4,
+) -> tuple[list[Entity], list[Relation]]:
+    """Merge per-chunk records (corpus order) into entities and relations.
+
+    An entity's name is its most frequent surface form (ties: first seen), its description
+    its first ``max_description_sentences`` distinct sentences in corpus order, its chunks in
+    corpus order, its weight the number of sentence pieces naming it; relations likewise.
+
+    Args:
+        records: per-chunk records in corpus order.
+        only: merge only these entity keys and the relations between two of them (``None``:
+            all). Incremental updates re-merge just what the changed chunks touched.
+        max_description_sentences: sentences kept per description.
+
+    Returns:
+        ``(entities, relations)``, entities sorted by id, relations by ``(source, target)``.
+    """
+    surface: dict[str, Counter] = defaultdict(Counter)
+    ent_chunks: dict[str, list[str]] = defaultdict(list)
+    ent_sents: dict[str, list[str]] = defaultdict(list)
+    ent_count: Counter = Counter()
+    rel_count: Counter = Counter()
+    rel_chunks: dict[tuple[str, str], list[str]] = defaultdict(list)
+    rel_sents: dict[tuple[str, str], list[str]] = defaultdict(list)
+    max_sents = max_description_sentences
+    for rec in records:
+        for key, (surfaces, count, sents) in rec.entities.items():
+            if only is not None and key not in only:
+                continue
+            surface[key].update(surfaces)
+            ent_count[key] += count[0]
+            ent_chunks[key].append(rec.chunk_id)
+            have = ent_sents[key]
+            for s in sents:
+                if len(have) >= max_sents:
+                    break
+                if s not in have:
+                    have.append(s)
+        for pair, (count, sents) in rec.relations.items():
+            if only is not None and (pair[0] not in only or pair[1] not in only):
+                continue
+            rel_count[pair] += count[0]
+            rel_chunks[pair].append(rec.chunk_id)
+            have = rel_sents[pair]
+            for s in sents:
+                if len(have) >= max_sents:
+                    break
+                if s not in have:
+                    have.append(s)
+    entities = [
+        Entity(
+            id=key,
+            name=surface[key].most_common(1)[0][0],
+            description=" ".join(ent_sents[key]),
+            chunk_ids=list(dict.fromkeys(ent_chunks[key])),
+            weight=float(ent_count[key]),
+        )
+        for key in sorted(surface)
+    ]
+    relations = [
+        Relation(
+            source=a,
+            target=b,
+            description=" ".join(rel_sents[(a, b)]),
+            weight=float(rel_count[(a, b)]),
+            chunk_ids=list(dict.fromkeys(rel_chunks[(a, b)])),
+        )
+        for (a, b) in sorted(rel_count)
+    ]
+    return entities, relations
 
 
 from .llm.extract import AgragLLMExtractor, LLMExtractor  # noqa: E402, F401  (re-export; imports this module lazily)

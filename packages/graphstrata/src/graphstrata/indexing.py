@@ -22,13 +22,19 @@ import numpy as np
 
 from .chunking import chunk_documents
 from .config import GraphStrataConfig
-from .extraction import StatisticalExtractor, document_title, split_sentences
+from .extraction import (
+    FrozenTfidf,
+    StatisticalExtractor,
+    document_title,
+    merge_records,
+    split_sentences,
+)
 from .graph import KnowledgeGraph
 from .hierarchy import HierarchyConfig, attributed_communities, extractive_summary, rank_chunks
 from .index import BM25Index, ChunkIndex, LayeredIndex
 from .llm import LLMClient, estimate_tokens, usage_scope
 from .models import Embedder, l2_normalise
-from .state import EngineState
+from .state import EngineState, new_drift
 from .types import Chunk, Community, Document
 
 EMBED_BATCH = 256
@@ -159,16 +165,35 @@ def _build_state(docs, config, embedder, show_progress, cached_chunk_vectors, ge
     chunk_vecs = _chunk_vectors(chunks, embedder, prog, cached_chunk_vectors or {})
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
     extractor = _extractor(config, llm, show_progress)
-    entities, relations = prog.stage("extracting entities", lambda: extractor.extract(chunks, titles))
+    records = None
+    frozen: dict[str, Any] = {}
+    if isinstance(extractor, StatisticalExtractor):
+
+        def statistical():
+            tfidf, terms = extractor.fit([c.text for c in chunks])
+            recs = extractor.chunk_records(chunks, titles, None, terms=terms)
+            return tfidf, recs, merge_records(recs, max_description_sentences=extractor.max_description_sentences)
+
+        tfidf, recs, (entities, relations) = prog.stage("extracting entities", statistical)
+        records = {r.chunk_id: r for r in recs}
+        if tfidf is not None:
+            frozen["extraction"] = tfidf
+    else:
+        entities, relations = prog.stage("extracting entities", lambda: extractor.extract(chunks, titles))
     kg = KnowledgeGraph(entities, relations)
     chunk_row = {c.id: i for i, c in enumerate(chunks)}
     entity_vecs = np.zeros((0, embedder.dim), dtype=np.float32)
     communities: list[list[Community]] = []
     layer_vecs: list[np.ndarray] = []
     layered = None
+    summary_tfidf = fit_summary_tfidf([c.text for c in chunks])
+    if summary_tfidf is not None:
+        frozen["summary"] = summary_tfidf
     if len(kg):
         entity_vecs = _entity_vectors(kg, chunk_row, chunk_vecs, config, embedder, prog)
-        communities, layer_vecs = cluster_communities(kg, chunks, entity_vecs, config, embedder, prog, llm)
+        communities, layer_vecs = cluster_communities(
+            kg, chunks, entity_vecs, config, embedder, prog, llm, summary_tfidf=summary_tfidf
+        )
         layered = prog.stage(
             "indexing layers (C-HNSW)",
             lambda: LayeredIndex.build(
@@ -203,7 +228,24 @@ def _build_state(docs, config, embedder, show_progress, cached_chunk_vectors, ge
         generation=generation,
         llm_id=llm.id if llm is not None else None,
         llm=llm,
+        records=records,
+        frozen=frozen,
+        drift=new_drift(len(documents), len(chunks), len(kg), sum(len(layer) for layer in communities)),
     )
+
+
+def fit_summary_tfidf(texts: Sequence[str]) -> FrozenTfidf | None:
+    """The unigram TF-IDF model of extractive community summaries
+    (:func:`~graphstrata.hierarchy.extractive_summary`), fitted on the chunk texts and frozen
+    for incremental updates; ``None`` when the texts have no vocabulary."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True)
+    try:
+        vectorizer.fit(list(texts))
+    except ValueError:  # no vocabulary at all
+        return None
+    return FrozenTfidf.from_vectorizer(vectorizer, kind="summary")
 
 
 def _extractor(config: GraphStrataConfig, llm: LLMClient | None, show_progress: bool):
@@ -271,23 +313,25 @@ def cluster_communities(
     embedder: Embedder,
     prog: Progress,
     llm: LLMClient | None = None,
+    summary_tfidf: FrozenTfidf | None = None,
 ) -> tuple[list[list[Community]], list[np.ndarray]]:
     """Attributed community layers over the KG (ArchRAG Alg. 1) with extractive summaries, or
     with an ``llm`` (and ``config.llm_community_reports``) LLM community reports (ArchRAG
     §1.4-1.5: level 1 from member entities and their relations, higher levels from the
     sub-communities' reports), embedded as the community vectors.
 
+    ``summary_tfidf`` is the summaries' TF-IDF model (:func:`fit_summary_tfidf`; fitted on
+    ``chunks`` when ``None``).
+
     Returns:
         ``(layers, layer_vectors)``: communities per layer (members and entity ids as ids,
         chunk provenance ranked) and float32 ``(n_i, dim)`` vectors per layer.
     """
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True)
-    try:
-        vectorizer.fit([c.text for c in chunks])
-    except ValueError:  # no vocabulary at all
+    if summary_tfidf is None:
+        summary_tfidf = fit_summary_tfidf([c.text for c in chunks])
+    if summary_tfidf is None:
         return [], []
+    vectorizer = summary_tfidf.vectorizer()
     entities = [kg.entities[e] for e in kg.entity_ids]
     # per node of the level below: entity rows and sentences
     below_rows: list[list[int]] = [[i] for i in range(len(entities))]

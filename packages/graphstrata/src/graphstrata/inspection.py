@@ -48,6 +48,7 @@ class IndexRecords:
     build_usage: Mapping[str, Any] = field(default_factory=dict)
     llm_id: str | None = None
     manifest: Mapping[str, Any] = field(default_factory=dict)
+    drift: Mapping[str, Any] = field(default_factory=dict)
 
 
 def read_records(directory: str | os.PathLike) -> IndexRecords:
@@ -73,6 +74,7 @@ def read_records(directory: str | os.PathLike) -> IndexRecords:
             build_seconds=dict(meta.get("build_seconds") or manifest.get("build_seconds") or {}),
             build_usage=dict(meta.get("build_usage") or {}),
             llm_id=meta.get("llm_id"),
+            drift=dict(meta.get("drift") or {}),
             manifest={k: v for k, v in manifest.items() if k != "version_dir"}
             | {"version": manifest["version_dir"].name},
         )
@@ -99,7 +101,10 @@ def describe(records: Any, top: int = 10) -> dict[str, Any]:
         max}, "layers": [{"layer", "communities", "members": {min, median, max},
         "entities": {min, median, max}, "top": [{"id", "title", "entities"}]}],
         "top_entities": [{"id", "name", "type", "degree", "chunks"}], "entity_types":
-        {type: count}, "build_seconds": {stage: s}, "build_usage": {...}, "llm": id | None}``.
+        {type: count}, "build_seconds": {stage: s}, "build_usage": {...}, "llm": id | None,
+        "drift": {...}}``; ``drift`` is how far incremental updates moved the index since its
+        last full build (:func:`graphstrata.incremental.drift_report`; ``{}`` for an index
+        persisted before drift was recorded).
         ``members`` counts the nodes one layer below; ``entities`` all entities under a
         community; seconds are wall time; token costs as :attr:`GraphStrata.build_usage`.
 
@@ -146,7 +151,15 @@ def describe(records: Any, top: int = 10) -> dict[str, Any]:
         "build_seconds": {k: round(float(v), 3) for k, v in records.build_seconds.items()},
         "build_usage": dict(records.build_usage),
         "llm": records.llm_id,
+        "drift": _drift(records),
     }
+
+
+def _drift(records: Any) -> dict[str, Any]:
+    from .incremental import drift_report
+
+    drift = getattr(records, "drift", None)
+    return drift_report(drift, len(records.documents), len(records.chunks)) if drift else {}
 
 
 def _clip(text: str) -> str:

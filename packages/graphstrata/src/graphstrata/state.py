@@ -61,6 +61,17 @@ class EngineState:
             keywords, AGRAG fact filter, HiRAG summary entities through the response cache)
             and ``answer`` defaults to; ``None`` offline. Not persisted: given to ``build`` /
             ``load``.
+        records: ``{chunk_id: ChunkRecord}``, what the statistical extractor found in each
+            chunk (:meth:`~graphstrata.extraction.StatisticalExtractor.chunk_records`); the KG
+            is their merge, so an insert extracts only new chunks and a delete re-merges what
+            the deleted chunks touched. ``None`` for LLM-extracted graphs and indexes persisted
+            before schema 4 (the first update derives them).
+        frozen: the statistics fitted at the last full build and reused by incremental updates
+            (issue 16): ``"extraction"`` and ``"summary"``
+            :class:`~graphstrata.extraction.FrozenTfidf` models; persisted, refitted by
+            ``rebuild``.
+        drift: how far the state has moved since its last full build (:func:`new_drift`,
+            :func:`~graphstrata.incremental.drift_report`); persisted.
     """
 
     config: GraphStrataConfig
@@ -79,6 +90,9 @@ class EngineState:
     build_usage: Mapping[str, Any] = field(default_factory=dict)
     llm_id: str | None = None
     llm: Any = None
+    records: Mapping[str, Any] | None = None
+    frozen: Mapping[str, Any] = field(default_factory=dict)
+    drift: Mapping[str, Any] = field(default_factory=dict)
     _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     _derived_lock: Any = field(default_factory=threading.RLock, init=False, repr=False)
 
@@ -125,6 +139,24 @@ class EngineState:
             "relations": len(self.kg.relations),
             "communities_per_layer": [len(layer) for layer in self.communities],
         }
+
+
+def new_drift(documents: int, chunks: int, entities: int, communities: int) -> dict[str, Any]:
+    """The drift counters of a freshly (re)built state: the sizes at that build, no change since.
+
+    Keys: ``built_documents``, ``built_chunks``, ``built_entities``, ``built_communities``
+    (counts at the last full build), ``documents_added``, ``documents_removed``,
+    ``chunks_added``, ``chunks_removed``, ``entities_added``, ``entities_removed``,
+    ``communities_reclustered`` (local re-clusterings, :mod:`graphstrata.incremental`),
+    ``communities_resummarised``, ``updates`` (incremental updates applied), ``stats_version``
+    (the version of the frozen statistics: +1 per full build of this index).
+    """
+    return {
+        "built_documents": documents, "built_chunks": chunks, "built_entities": entities,
+        "built_communities": communities, "documents_added": 0, "documents_removed": 0,
+        "chunks_added": 0, "chunks_removed": 0, "entities_added": 0, "entities_removed": 0,
+        "communities_reclustered": 0, "communities_resummarised": 0, "updates": 0, "stats_version": 1,
+    }
 
 
 def check_integrity(state: EngineState, where: str = "index") -> None:

@@ -1,11 +1,14 @@
 """Persistence: one directory per index, versions switched atomically.
 
-Layout of a persisted index (schema 2)::
+Layout of a persisted index (schema 4; 2 and 3 still load)::
 
     DIR/CURRENT              one line: the name of the complete version readers open
     DIR/v000007/             one complete version, never modified once CURRENT names it:
-        graphstrata.sqlite   documents, chunks, entities, relations, communities, metadata
-        vectors.npz          float32 vectors: chunks (n_c, d), entities (n_e, d), layer_<i> (n_i, d)
+        graphstrata.sqlite   documents, chunks, entities, relations, communities, metadata;
+                             per-chunk extraction records and the frozen TF-IDF statistics
+                             incremental updates reuse (schema 4), drift counters in metadata
+        vectors.npz          float32 vectors: chunks (n_c, d), entities (n_e, d), layer_<i> (n_i, d);
+                             int64 "labels:<name>" (n,): each row's node id in the C-HNSW files
         layers.chnsw         C-HNSW over entities (layer 0) and community layers 1..L
         chunks.chnsw         C-HNSW over chunk vectors (one layer)
         manifest.json        format, schema version, embedder id/dim, counts, bytes + sha256 per file
@@ -58,7 +61,7 @@ try:  # POSIX advisory locks; elsewhere one writer per index is the caller's bus
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MIN_SCHEMA_VERSION = 1
 FORMAT = "graphstrata-index"
 MANIFEST = "manifest.json"
@@ -74,6 +77,7 @@ REQUIRED_FILES = frozenset({SQLITE, VECTORS, CHUNKS})
 _VERSION_RE = re.compile(r"^v(\d{6,12})$")
 _TMP_PREFIX = ".tmp-"
 _CURRENT_TMP = ".CURRENT.tmp-"
+LABELS_PREFIX = "labels:"  # vectors.npz arrays of native ids per row (schema 4), not vectors
 KEEP_VERSIONS = 2  # the current version and the one before it (for readers in flight)
 
 _SCHEMA = """
@@ -93,6 +97,8 @@ CREATE TABLE communities (pos INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, laye
                           members TEXT NOT NULL, entity_ids TEXT NOT NULL, title TEXT NOT NULL,
                           summary TEXT NOT NULL, chunk_ids TEXT NOT NULL,
                           rating REAL, findings TEXT NOT NULL DEFAULT '[]');
+CREATE TABLE chunk_records (chunk_id TEXT PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE frozen_stats (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
@@ -141,8 +147,13 @@ def write_sqlite(
     entities: list[Entity],
     relations: list[Relation],
     communities: list[Community],
+    chunk_records: Any = None,
+    frozen: Any = None,
 ) -> None:
     """Write all records into a new SQLite file at ``path`` (must not exist).
+
+    ``chunk_records`` (``{chunk_id: ChunkRecord}``, schema 4) and ``frozen``
+    (``{name: FrozenTfidf}``) are what incremental updates need (:mod:`graphstrata.incremental`).
 
     Raises:
         ValueError: a record SQLite cannot store (e.g. a lone surrogate in a text), named.
@@ -196,6 +207,16 @@ def write_sqlite(
                 for i, c in enumerate(communities)
             ],
         )
+        if chunk_records:
+            con.executemany(
+                "INSERT INTO chunk_records VALUES (?, ?)",
+                [(cid, rec.to_json()) for cid, rec in chunk_records.items()],
+            )
+        if frozen:
+            con.executemany(
+                "INSERT INTO frozen_stats VALUES (?, ?)",
+                [(name, json.dumps(model.to_dict())) for name, model in frozen.items()],
+            )
         con.commit()
     except (sqlite3.Error, UnicodeEncodeError, ValueError, OverflowError) as exc:
         raise ValueError(f"cannot store the index records: {exc}") from exc
@@ -268,11 +289,22 @@ def read_sqlite(path: Path) -> dict[str, Any]:
                 f"{cols('communities', 'rating', 'findings')} FROM communities ORDER BY pos"
             )
         ]
+        tables = {row[0] for row in q("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        chunk_records = (
+            dict(q("SELECT chunk_id, record FROM chunk_records")) if "chunk_records" in tables else {}
+        )
+        frozen = (
+            {k: json.loads(v) for k, v in q("SELECT name, value FROM frozen_stats")}
+            if "frozen_stats" in tables
+            else {}
+        )
     except (sqlite3.Error, json.JSONDecodeError) as exc:
         raise ValueError(f"corrupt index database {path}: {exc}") from exc
     finally:
         con.close()
     return {
+        "chunk_records": chunk_records,
+        "frozen": frozen,
         "meta": meta,
         "documents": documents,
         "chunks": chunks,
@@ -733,6 +765,7 @@ def save_state(state: EngineState, target: str | os.PathLike) -> Path:
             "build_seconds": dict(state.build_seconds),
             "build_usage": dict(state.build_usage),
             "llm_id": state.llm_id,
+            "drift": dict(state.drift),
         }
         write_sqlite(
             tmp / SQLITE,
@@ -742,10 +775,16 @@ def save_state(state: EngineState, target: str | os.PathLike) -> Path:
             [state.kg.entities[e] for e in state.kg.entity_ids],
             list(state.kg.relations.values()),
             [c for layer in state.communities for c in layer],
+            chunk_records=state.records,
+            frozen=state.frozen,
         )
         _checkpoint("sqlite written")
+        labels = {LABELS_PREFIX + "chunks": state.chunk_index.labels}
+        if state.layered is not None:
+            names = ["entities"] + [f"layer_{i}" for i in range(1, state.layered.num_layers)]
+            labels.update({LABELS_PREFIX + n: lab for n, lab in zip(names, state.layered.labels, strict=True)})
         with open(tmp / VECTORS, "wb") as f:
-            np.savez(f, **state.vectors)
+            np.savez(f, **state.vectors, **labels)
         _checkpoint("vectors written")
         if state.layered is not None:
             state.layered.save(tmp / LAYERS)
@@ -787,6 +826,7 @@ def load_state(
             embedder mismatch, broken references between records, vectors of the wrong shape
             or with NaN / infinite values.
     """
+    from .extraction import FrozenTfidf
     from .graph import KnowledgeGraph
     from .index import BM25Index, ChunkIndex, LayeredIndex
     from .indexing import lexical_texts
@@ -800,7 +840,16 @@ def load_state(
         config = config_of(data["meta"].get("config"))
         try:
             with np.load(vdir / VECTORS, allow_pickle=False) as npz:
-                vectors = {k: np.array(npz[k], dtype=np.float32, order="C") for k in npz.files}
+                vectors = {
+                    k: np.array(npz[k], dtype=np.float32, order="C")
+                    for k in npz.files
+                    if not k.startswith(LABELS_PREFIX)
+                }
+                labels = {
+                    k[len(LABELS_PREFIX):]: np.array(npz[k], dtype=np.int64)
+                    for k in npz.files
+                    if k.startswith(LABELS_PREFIX)
+                }
         except Exception as exc:  # zip errors of every kind
             raise ValueError(f"corrupt index {path}: {VECTORS} unreadable ({exc})") from exc
         documents = {d.id: d for d in data["documents"]}
@@ -818,13 +867,15 @@ def load_state(
         communities = [by_layer[i] for i in sorted(by_layer)]
         if vectors.get("chunks") is None or len(vectors["chunks"]) != len(chunks):
             raise ValueError(f"corrupt index {path}: chunk vectors do not match the chunks")
-        chunk_index = ChunkIndex.load(vdir / CHUNKS, vectors["chunks"])
+        chunk_index = ChunkIndex.load(vdir / CHUNKS, vectors["chunks"], labels.get("chunks"))
         layered = None
         if len(kg):
             if LAYERS not in manifest["files"]:
                 raise ValueError(f"corrupt index {path}: {LAYERS} is missing")
             sizes = [len(kg)] + [len(layer) for layer in communities]
-            layered = LayeredIndex.load(vdir / LAYERS, sizes)
+            names = ["entities"] + [f"layer_{i}" for i in range(1, len(sizes))]
+            layer_labels = [labels[n] for n in names] if all(n in labels for n in names) else None
+            layered = LayeredIndex.load(vdir / LAYERS, sizes, layer_labels)
         state = EngineState(
             config=config,
             embedder=embedder,
@@ -842,8 +893,27 @@ def load_state(
             build_usage=dict(data["meta"].get("build_usage") or {}),
             llm_id=data["meta"].get("llm_id"),
             llm=llm,
+            records=_chunk_records(data["chunk_records"], chunks, path),
+            frozen={name: FrozenTfidf.from_dict(d) for name, d in data["frozen"].items()},
+            drift=dict(data["meta"].get("drift") or {}),
         )
         check_integrity(state, where=f"index {path}")
         return state
 
     return open_version(path, read)
+
+
+def _chunk_records(raw: dict[str, str], chunks: list[Chunk], path: Path) -> dict[str, Any] | None:
+    """The persisted extraction records, one per chunk, or ``None`` when the index has none
+    (an LLM-extracted graph, or schema ≤ 3: the first update derives them).
+
+    Raises:
+        ValueError: records that do not match the chunks, or a malformed record (named).
+    """
+    from .extraction import ChunkRecord
+
+    if not raw:
+        return None
+    if set(raw) != {c.id for c in chunks}:
+        raise ValueError(f"corrupt index {path}: extraction records do not match the chunks")
+    return {c.id: ChunkRecord.from_json(c.id, raw[c.id]) for c in chunks}

@@ -300,9 +300,8 @@ def _synonym_edges(engine, n: int) -> sp.csr_matrix:
         len(kg.entity_ids),
     )
     k = min(SYNONYM_K + 1, len(vecs))
-    ids, dist = layered.index.search(np.ascontiguousarray(vecs), k, layer=0)
-    ids = np.asarray(ids).reshape(len(vecs), -1)
-    sims = 1.0 - np.asarray(dist, np.float64).reshape(len(vecs), -1)
+    ids, sims = layered.search_layer(vecs, k, layer=0)
+    sims = sims.astype(np.float64)
     rows = np.repeat(np.arange(len(vecs)), ids.shape[1])
     cols, vals = ids.ravel(), sims.ravel()
     keep = (cols >= 0) & (cols != rows) & (vals >= SYNONYM_THRESHOLD)
