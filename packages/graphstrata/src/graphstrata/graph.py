@@ -43,6 +43,18 @@ class KnowledgeGraph:
         self._adj: sp.csr_matrix | None = None
         self._chunk_entities: dict[str, list[str]] | None = None
 
+    @classmethod
+    def from_keyed(cls, entities: Iterable[Entity], relations: dict[tuple[str, str], Relation]) -> KnowledgeGraph:
+        """A graph from records already checked: ``relations`` keyed ``(source, target)``
+        with ``source < target``, both entities of ``entities`` (incremental updates; skips
+        the per-relation checks of the constructor)."""
+        self = cls()
+        self.entities = {e.id: e for e in entities}
+        self.entity_ids = list(self.entities)
+        self.row = {eid: i for i, eid in enumerate(self.entity_ids)}
+        self.relations = relations
+        return self
+
     def __len__(self) -> int:
         return len(self.entities)
 

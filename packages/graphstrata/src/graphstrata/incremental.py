@@ -221,7 +221,11 @@ def _update(
     old_kg = state.kg
     old_ent_vecs = state.vectors["entities"]
     entity_ids = list(entity_order)
-    kg = KnowledgeGraph([kg_entities[e] for e in entity_ids], relations)
+    kg = (
+        KnowledgeGraph.from_keyed([kg_entities[e] for e in entity_ids], relations)
+        if isinstance(relations, dict)
+        else KnowledgeGraph([kg_entities[e] for e in entity_ids], relations)
+    )
     ent_old_rows = np.full(len(entity_ids), -1, np.int64)
     for i, eid in enumerate(entity_ids):
         row = old_kg.row.get(eid)
@@ -344,7 +348,7 @@ def _merge_delta(
     records: Mapping[str, ChunkRecord],
     chunk_row: Mapping[str, int],
     max_sents: int,
-) -> tuple[dict[str, Entity], list[Relation], set[str]]:
+) -> tuple[dict[str, Entity], dict[tuple[str, str], Relation], set[str]]:
     """Re-merge every entity the removed or added chunk records mention.
 
     Returns:
@@ -365,8 +369,8 @@ def _merge_delta(
     ents, rels = merge_records([records[c] for c in ordered], only=affected, max_description_sentences=max_sents)
     entities = {e: old_kg.entities[e] for e in old_kg.entity_ids if e not in affected}
     entities.update({e.id: e for e in ents})
-    relations = [r for (a, b), r in old_kg.relations.items() if not (a in affected and b in affected)]
-    relations.extend(rels)
+    relations = {k: r for k, r in old_kg.relations.items() if not (k[0] in affected and k[1] in affected)}
+    relations.update({(r.source, r.target): r for r in rels})
     return entities, relations, affected
 
 
@@ -447,15 +451,25 @@ class _Hierarchy:
                      below_touched: set[str]):
         old = self.state.communities[level - 1]
         old_vecs = self.state.vectors[f"layer_{level}"]
-        comms = {c.id: dataclasses.replace(c, members=list(c.members)) for c in old}
+        comms = {c.id: c for c in old}  # copied on first edit (most communities are untouched)
         parent_of = {m: c.id for c in old for m in c.members}
         touched: set[str] = set()
-        for c in comms.values():
-            if any(m in below_removed for m in c.members):
-                c.members = [m for m in c.members if m not in below_removed]
-                touched.add(c.id)
-            elif any(m in below_touched for m in c.members):
-                touched.add(c.id)
+        old_members: dict[str, list[str]] = {}
+
+        def edit(cid: str) -> Community:
+            c = comms[cid]
+            if cid not in touched:
+                old_members[cid] = c.members
+                comms[cid] = c = dataclasses.replace(c, members=list(c.members))
+                touched.add(cid)
+            return c
+
+        for m in below_removed:
+            if m in parent_of:
+                edit(parent_of[m]).members.remove(m)
+        for m in below_touched:
+            if m in parent_of:
+                edit(parent_of[m])
         # new nodes of the layer below join a community
         centroid_ids = [c.id for c in old]
         orphans = []
@@ -464,13 +478,11 @@ class _Hierarchy:
             if home is None or home not in comms:
                 orphans.append(node)
                 continue
-            comms[home].members.append(node)
+            edit(home).members.append(node)
             parent_of[node] = home
-            touched.add(home)
         for node, home in self._assign(level, orphans, parent_of, comms, centroid_ids, old_vecs).items():
-            comms[home].members.append(node)
+            edit(home).members.append(node)
             parent_of[node] = home
-            touched.add(home)
         # drift: split what grew too large or lost cohesion; drop what is empty
         removed: set[str] = set()
         new_nodes: dict[str, str | None] = {}
@@ -480,7 +492,7 @@ class _Hierarchy:
             if not c.members:
                 removed.add(cid)
                 continue
-            parts = self._split(level, c, old_members=_old_members(old, cid))
+            parts = self._split(level, c, old_members=old_members.get(cid, []))
             if len(parts) > 1:
                 self.reclustered += 1
                 c.members = parts[0]
@@ -587,7 +599,7 @@ class _Hierarchy:
         if not comms:
             return
         kg = self.kg
-        texts = []
+        candidates = []
         for c in comms:
             if level == 1:
                 c.entity_ids = sorted(c.members, key=lambda e: kg.row[e])
@@ -601,12 +613,18 @@ class _Hierarchy:
                 )
                 sentences = [self.below_comm[m].summary for m in c.members if self.below_comm[m].summary]
             c.chunk_ids = rank_chunks([kg.entities[e].chunk_ids for e in c.entity_ids])
-            if self.vectorizer is not None:
+            candidates.append(sentences)
+        vectorizer = self.vectorizer
+        if vectorizer is not None:  # one TF-IDF transform for every touched community
+            vectorizer = _RowCache(vectorizer, [s for sents in candidates for s in sents if s])
+        texts = []
+        for c, sentences in zip(comms, candidates, strict=True):
+            if vectorizer is not None:
                 title, summary = extractive_summary(
                     [kg.entities[e].name for e in c.entity_ids],
                     [kg.entities[e].weight for e in c.entity_ids],
                     sentences,
-                    self.vectorizer,
+                    vectorizer,
                 )
             else:
                 title, summary = ", ".join(kg.entities[e].name for e in c.entity_ids[:3]), " ".join(sentences[:3])
@@ -648,11 +666,20 @@ class _Hierarchy:
         return out
 
 
-def _old_members(old: Sequence[Community], cid: str) -> list[str]:
-    for c in old:
-        if c.id == cid:
-            return list(c.members)
-    return []
+class _RowCache:
+    """A fitted vectorizer's ``transform`` over a known set of texts, computed in one call
+    (scikit-learn's per-call validation dominated many small transforms)."""
+
+    def __init__(self, vectorizer: Any, texts: Sequence[str]) -> None:
+        self._pos = {t: i for i, t in enumerate(dict.fromkeys(texts))}
+        self._matrix = vectorizer.transform(list(self._pos)).tocsr() if self._pos else None
+        self._vectorizer = vectorizer
+
+    def transform(self, texts: Sequence[str]) -> Any:
+        rows = [self._pos.get(t) for t in texts]
+        if self._matrix is None or any(r is None for r in rows):
+            return self._vectorizer.transform(list(texts))
+        return self._matrix[rows]
 
 
 def _cohesion(vecs: np.ndarray) -> float:
