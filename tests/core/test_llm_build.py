@@ -351,3 +351,32 @@ def test_cli_index_with_llm_prints_costs_and_dry_run_spends_nothing(tmp_path, mo
     text = capsys.readouterr().out
     assert "LLM scripted" in text and "entity types  person" in text
     assert re.search(r"extract\s+calls\s+" + str(n_chunks), text)
+
+
+def test_llm_insert_extracts_only_new_chunks_and_delete_removes_their_graph(tmp_path):
+    """Issue 16 on the LLM path: an insert pays extraction calls for the new chunks only (the
+    response cache answers the rest), reports only for touched communities, and a delete
+    leaves nothing the deleted document alone supported."""
+    docs = _docs(12)
+    llm = ScriptedLLM(toy, usage=True)
+    gs = GraphStrata.build(docs[:10], config=CONFIG, embedder=HashEmbedder(), persist_dir=tmp_path / "i", llm=llm)
+    calls_before = len(llm.calls)
+    n_reports = sum(len(layer) for layer in gs.communities)
+    gs.insert(docs[10:])
+    new_calls = llm.calls[calls_before:]
+    new_chunks = [c for c in gs.chunks if c.document_id in {d["id"] for d in docs[10:]}]
+    extraction = [c for c in new_calls if c[1] == lx.EXTRACT_SYSTEM and "Text: " in c[0]]
+    first_pass = [c for c in extraction if not c[0].rstrip().endswith((lx.CONTINUE_QUESTION, lx.GLEANING_INSTRUCTION))]
+    assert len(first_pass) == len(new_chunks)  # cached chunks were not asked again
+    reports = [c for c in new_calls if c[1] == archrag.COMMUNITY_REPORT_SYSTEM]
+    assert 0 < len(reports) < n_reports + 5  # touched communities only, not the whole hierarchy
+    new_names = {n for c in new_chunks for n in _NAME.findall(c.text)}
+    assert any(gs.kg.entities[e].name in new_names for e in gs.kg.entities)
+    assert gs.state.drift["updates"] == 1
+    gone = {d["id"] for d in docs[10:]}
+    gs.delete(sorted(gone))
+    live = set(gs.chunk_row)
+    assert all(set(e.chunk_ids) <= live and e.chunk_ids for e in gs.kg.entities.values())
+    assert all(set(r.chunk_ids) <= live and r.chunk_ids for r in gs.kg.relations.values())
+    reloaded = GraphStrata.load(tmp_path / "i", embedder=HashEmbedder(), llm=ScriptedLLM(toy))
+    assert set(reloaded.documents) == {d["id"] for d in docs[:10]}
