@@ -125,6 +125,41 @@ def to_graphstrata_documents(nodes: Sequence[BaseNode]) -> list[Any]:
     return out
 
 
+def documents_of_ref_doc(engine: Any, ref_doc_id: str) -> list[str]:
+    """Ids of the engine's documents that belong to the LlamaIndex document ``ref_doc_id``:
+    the document itself, and nodes inserted with ``ref_doc_id`` as their source."""
+    return [
+        doc_id
+        for doc_id, doc in engine.documents.items()
+        if doc_id == ref_doc_id
+        or unpack_document_metadata(doc.metadata)[1].get("ref_doc_id") == ref_doc_id
+    ]
+
+
+def delete_documents(engine: Any, ids: Sequence[str]) -> list[str]:
+    """Delete those of ``ids`` that are indexed, in one core ``delete``; return them.
+
+    The core's ``delete`` raises ``KeyError`` (deleting nothing) when any id is not indexed.
+    The ids are checked against the engine first; if a concurrent writer deleted some of
+    them in between, the ``KeyError`` is answered by deleting the ones still there (a
+    failed core delete changes nothing, so the index still sees one update). Unknown ids are
+    never an error here: callers decide whether to warn.
+
+    Raises:
+        ValueError: it would delete every document (from the core).
+    """
+    for _ in range(3):
+        known = [d for d in dict.fromkeys(ids) if d in engine.documents]
+        if not known:
+            return []
+        try:
+            engine.delete(known)
+        except KeyError:
+            continue  # some went away meanwhile: retry with the ones still indexed
+        return known
+    raise RuntimeError(f"documents {list(ids)!r} kept changing during delete")
+
+
 def resolve_embedder(embed_model: Any = None) -> Any:
     """Pick the embedder for a new index.
 
@@ -233,8 +268,12 @@ class GraphStrataStore(BasePydanticVectorStore):
         )
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
-        """Delete one document (and its chunks) from the engine."""
-        self._engine.delete([ref_doc_id])
+        """Delete a document (and its chunks) from the engine, in one core update.
+
+        Like ``GraphStrataIndex.delete_ref_doc``, nodes inserted with ``ref_doc_id`` as their
+        source document go too. An unknown id deletes nothing (as ``SimpleVectorStore``).
+        """
+        delete_documents(self._engine, documents_of_ref_doc(self._engine, ref_doc_id))
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Top ``query.similarity_top_k`` chunks of ``query.query_str`` by ``self.method``.
@@ -588,46 +627,46 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         self._upsert(to_graphstrata_documents(nodes))
 
     def _delete_node(self, node_id: str, **delete_kwargs: Any) -> None:
-        if node_id not in self._engine.documents:
+        self.delete_nodes([node_id], **delete_kwargs)
+
+    def delete_nodes(
+        self, node_ids: list[str], delete_from_docstore: bool = False, **delete_kwargs: Any
+    ) -> None:
+        """Delete core documents by id (nodes inserted with ``insert_nodes``, or documents),
+        in one core update.
+
+        Raises:
+            ValueError: an id is not a document of the index (e.g. a chunk id; nothing is
+                deleted), or it would delete every document.
+        """
+        ids = list(dict.fromkeys(node_ids))
+        missing = [i for i in ids if i not in self._engine.documents]
+        if missing:
             raise ValueError(
-                f"{node_id!r} is not a document of this index: GraphStrataIndex deletes whole "
+                f"{missing[0]!r} is not a document of this index: GraphStrataIndex deletes whole "
                 "documents (use delete_ref_doc(document_id))"
             )
-        self._engine.delete([node_id])
+        with self._callback_manager.as_trace("delete_nodes"):
+            delete_documents(self._engine, ids)
+            if delete_from_docstore:
+                for node_id in ids:
+                    self.docstore.delete_document(node_id, raise_error=False)
+            self._storage_context.index_store.add_index_struct(self._index_struct)
 
     def _upsert(self, gs_docs: Sequence[Any]) -> None:
-        """Insert ``gs_docs``, replacing documents with the same ids."""
-        if not gs_docs:
-            return
-        engine = self._engine
-        upsert = getattr(engine, "upsert", None)
-        if callable(upsert):
-            upsert(list(gs_docs))
-            return
-        existing = {d.id for d in gs_docs if d.id in engine.documents}
-        if existing and existing == set(engine.documents):
-            # Every indexed document is replaced: the core refuses to delete them all, so
-            # build a fresh engine with the same config / embedder (and persist location).
-            from graphstrata import GraphStrata
+        """Insert ``gs_docs`` in one core ``insert``: new ids are added, indexed ids with
+        other text or metadata replaced, unchanged ones left as they are.
 
-            attached = getattr(engine, "llm", None)
-            fresh = GraphStrata.build(
-                list(gs_docs), config=engine.config, embedder=engine.embedder,
-                show_progress=self._show_progress,
-                **({"llm": attached} if attached is not None else {}),
-            )
-            if getattr(engine, "persist_dir", None) is not None:
-                fresh.persist(engine.persist_dir)
-            self._engine = fresh
-            self._attach_store()
-            return
-        if existing:
-            engine.delete(sorted(existing))
-        engine.insert(list(gs_docs))
+        Replacing every indexed document is an ordinary insert too (the core never has to
+        delete them all first), so no fresh build is needed for it.
+        """
+        if gs_docs:
+            self._engine.insert(list(gs_docs))
 
     # -- documents --------------------------------------------------------------------------
     def insert(self, document: Document, **insert_kwargs: Any) -> None:
-        """Add one document (replacing a document with the same id), updating the graph.
+        """Add one document (replacing a changed document with the same id), updating the
+        graph in one core ``insert``.
 
         The core chunks it; ``transformations`` are not applied.
         """
@@ -636,7 +675,8 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
     def insert_documents(self, documents: Sequence[Document]) -> None:
         """Add several documents in one core ``insert`` (one graph / hierarchy update).
 
-        Documents whose id is already indexed are replaced.
+        A document whose id is already indexed replaces it when its text or metadata
+        differ, and is left as it is otherwise.
 
         Raises:
             ValueError: duplicate ids in ``documents``.
@@ -657,20 +697,19 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         """Delete a document, its chunks, and what the graph learnt only from it.
 
         Also removes nodes inserted with ``insert_nodes`` whose ``ref_doc_id`` is
-        ``ref_doc_id``. An unknown id logs a warning and deletes nothing. The stored document
-        hash is always dropped, so a later ``refresh_ref_docs`` re-inserts the document.
+        ``ref_doc_id``. Everything goes in one core ``delete``. An unknown id logs a warning
+        and changes nothing (LlamaIndex's contract; the core's ``KeyError`` never escapes).
+        The deleted documents' stored hashes are dropped, so a later ``refresh_ref_docs``
+        re-inserts them.
+
+        Raises:
+            ValueError: it would delete every document (an index needs at least one).
         """
-        ids = [
-            doc_id
-            for doc_id, doc in self._engine.documents.items()
-            if doc_id == ref_doc_id
-            or unpack_document_metadata(doc.metadata)[1].get("ref_doc_id") == ref_doc_id
-        ]
-        if not ids:
-            logger.warning("ref_doc_id %s not found, nothing deleted.", ref_doc_id)
-            return
         with self._callback_manager.as_trace("delete_ref_doc"):
-            self._engine.delete(ids)
+            ids = delete_documents(self._engine, documents_of_ref_doc(self._engine, ref_doc_id))
+            if not ids:
+                logger.warning("ref_doc_id %s not found, nothing deleted.", ref_doc_id)
+                return
             for doc_id in ids:
                 self.docstore.delete_document(doc_id, raise_error=False)
             if delete_from_docstore:
@@ -686,7 +725,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         )
 
     def update_ref_doc(self, document: Document, **update_kwargs: Any) -> None:
-        """Replace a document (delete + insert in one graph update)."""
+        """Replace a document (one core ``insert``: same id, new content)."""
         self.insert_documents([document])
 
     async def aupdate_ref_doc(self, document: Document, **update_kwargs: Any) -> None:
@@ -707,6 +746,11 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         Raises:
             ValueError: duplicate ids in ``documents``.
         """
+        seen: set[str] = set()
+        for doc in documents:
+            if doc.doc_id in seen:
+                raise ValueError(f"duplicate document id {doc.doc_id!r} in one call")
+            seen.add(doc.doc_id)
         flags: list[bool] = []
         changed: list[Document] = []
         indexed = self._engine.documents
