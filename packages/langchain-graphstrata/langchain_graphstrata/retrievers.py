@@ -623,10 +623,11 @@ class GraphStrataRetriever(BaseRetriever):
     ) -> list[str]:
         """Add documents to the index, or replace those whose id is already there.
 
-        As LangChain's ``VectorStore.add_documents``: "add or update". The index is rebuilt
-        over the new corpus (chunk vectors of unchanged text are reused) and, when it has a
-        persist directory, persisted there atomically before queries see it; if the build or
-        the write fails, nothing changes, in memory or on disk.
+        As LangChain's ``VectorStore.add_documents``: "add or update", in one core
+        ``insert`` (one graph update): new ids are added, an indexed id with other text or
+        metadata is replaced, an unchanged one is left as it is. When the index has a persist
+        directory, the update is persisted there atomically before queries see it; if the
+        update or the write fails, nothing changes, in memory or on disk.
 
         Args:
             documents: LangChain Documents; ``page_content`` is the text, ``metadata`` is kept
@@ -647,7 +648,8 @@ class GraphStrataRetriever(BaseRetriever):
         gs_docs = _to_graphstrata_documents(documents, ids=ids)
         if not gs_docs:
             return []
-        return list(self._gs.upsert(gs_docs))
+        self._gs.insert(gs_docs)
+        return [d.id for d in gs_docs]
 
     async def aadd_documents(
         self, documents: Sequence[Document], *, ids: Sequence[str] | None = None
@@ -656,13 +658,16 @@ class GraphStrataRetriever(BaseRetriever):
         return await run_in_executor(None, self.add_documents, documents, ids=ids)
 
     def delete(self, ids: str | Iterable[str]) -> int:
-        """Remove documents by id (the ids :meth:`add_documents` returned).
+        """Remove documents by id (the ids :meth:`add_documents` returned), in one core
+        ``delete``.
 
-        Persisted like :meth:`add_documents`. Unknown ids are ignored. A single ``str`` is one
-        id (``delete("abc")`` removes document ``"abc"``).
+        Persisted like :meth:`add_documents`. Unknown ids are ignored, as in LangChain's
+        ``InMemoryVectorStore.delete`` (the known ones are still removed; the core's
+        ``KeyError`` for unknown ids never escapes). A single ``str`` is one id
+        (``delete("abc")`` removes document ``"abc"``).
 
         Returns:
-            How many documents were removed.
+            How many documents were removed (0 when none of ``ids`` is indexed).
 
         Raises:
             ValueError: an id that is not a string; removing every document (an index needs at
@@ -671,7 +676,24 @@ class GraphStrataRetriever(BaseRetriever):
         """
         if ids is None:
             raise ValueError("delete needs the ids of the documents to remove")
-        return int(self._gs.delete(ids))
+        if isinstance(ids, str):
+            ids = [ids]
+        given = list(ids)
+        bad = [i for i in given if not isinstance(i, str)]
+        if bad:
+            raise ValueError(f"document ids must be strings, got {bad[0]!r}")
+        wanted = list(dict.fromkeys(given))
+        for _ in range(3):
+            known = [i for i in wanted if i in self._gs.documents]
+            if not known:
+                return 0
+            try:
+                return int(self._gs.delete(known))
+            except KeyError:
+                # a concurrent writer removed some of them meanwhile; the failed core delete
+                # changed nothing, so retry with the ones still indexed
+                continue
+        raise RuntimeError(f"documents {wanted!r} kept changing during delete")
 
     async def adelete(self, ids: str | Iterable[str]) -> int:
         """:meth:`delete` in a worker thread."""
