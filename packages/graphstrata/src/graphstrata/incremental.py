@@ -245,15 +245,25 @@ def _update(
     brand_new = [e for e in entity_ids if e not in old_kg.entities]
     below_removed = {e for e in old_kg.entities if e not in kg.entities}
     below_added: dict[str, str | None] = {e: None for e in brand_new}  # new node -> sibling
-    below_touched = {e for e in affected if e in kg.entities}
+    # content changes that need a new summary and vector: a new entity vector, name or
+    # description; a change of chunks or weight alone only refreshes the communities' provenance
+    below_touched = {
+        e for e in affected
+        if e in kg.entities and (
+            ent_old_rows[kg.row[e]] < 0
+            or kg.entities[e].description != old_kg.entities[e].description
+            or kg.entities[e].name != old_kg.entities[e].name
+        )
+    }
+    below_provenance = {e for e in affected if e in kg.entities and e not in below_touched}
     old_rows: list[np.ndarray] = [ent_old_rows]
     layers: list[list[Community]] = []
     layer_vecs: list[np.ndarray] = []
     for level in range(1, len(state.communities) + 1):
-        result = hier.update_layer(level, below_removed, below_added, below_touched)
+        result = hier.update_layer(level, below_removed, below_added, below_touched, below_provenance)
         if result is None:  # the layer would be empty
             return _carry_version(state, _full(state, list(documents.values()), show_progress))
-        comms, vecs, rows, below_removed, below_added, below_touched = result
+        comms, vecs, rows, below_removed, below_added, below_touched, below_provenance = result
         layers.append(comms)
         layer_vecs.append(vecs)
         old_rows.append(rows)
@@ -369,8 +379,14 @@ def _merge_delta(
     ents, rels = merge_records([records[c] for c in ordered], only=affected, max_description_sentences=max_sents)
     entities = {e: old_kg.entities[e] for e in old_kg.entity_ids if e not in affected}
     entities.update({e.id: e for e in ents})
-    relations = {k: r for k, r in old_kg.relations.items() if not (k[0] in affected and k[1] in affected)}
-    relations.update({(r.source, r.target): r for r in rels})
+    # a relation depends only on the records naming its pair: only those pairs changed
+    changed_pairs = {p for rec in (*removed, *added) for p in rec.relations}
+    relations = dict(old_kg.relations)
+    for p in changed_pairs:
+        relations.pop(p, None)
+    for r in rels:
+        if (r.source, r.target) in changed_pairs:
+            relations[(r.source, r.target)] = r
     return entities, relations, affected
 
 
@@ -435,6 +451,7 @@ class _Hierarchy:
         self.vectorizer = summary.vectorizer() if summary is not None else None
         self.reclustered = 0
         self.resummarised = 0
+        self._adj: dict[str, list[str]] | None = None
         self.use_reports = state.llm is not None and self.config.llm_community_reports
         self.embed_summaries = self.config.community_vectors == "summary" or self.use_reports
         self.hcfg = HierarchyConfig(
@@ -448,7 +465,7 @@ class _Hierarchy:
 
     # -- one layer ------------------------------------------------------------------------
     def update_layer(self, level: int, below_removed: set[str], below_added: dict[str, str | None],
-                     below_touched: set[str]):
+                     below_touched: set[str], below_provenance: set[str]):
         old = self.state.communities[level - 1]
         old_vecs = self.state.vectors[f"layer_{level}"]
         comms = {c.id: c for c in old}  # copied on first edit (most communities are untouched)
@@ -470,6 +487,13 @@ class _Hierarchy:
         for m in below_touched:
             if m in parent_of:
                 edit(parent_of[m])
+        # a member whose chunks alone changed: the community's provenance is recomputed, its
+        # summary and vector are kept
+        provenance: dict[str, Community] = {}
+        for m in below_provenance:
+            cid = parent_of.get(m)
+            if cid is not None and cid not in touched and cid not in provenance:
+                provenance[cid] = comms[cid] = dataclasses.replace(comms[cid])
         # new nodes of the layer below join a community
         centroid_ids = [c.id for c in old]
         orphans = []
@@ -504,6 +528,10 @@ class _Hierarchy:
         if len(removed) == len(comms):
             return None
         fresh = [cid for cid in touched if cid not in removed] + list(new_nodes)
+        for cid in list(provenance):
+            if cid in touched:
+                del provenance[cid]
+        self._provenance(level, list(provenance.values()))
         self._describe(level, [comms[cid] for cid in fresh])
         fresh_vec = dict(zip(fresh, self._vectors(level, [comms[cid] for cid in fresh]), strict=True))
         # rows: surviving communities keep their position, new ones are appended; a touched
@@ -519,7 +547,31 @@ class _Hierarchy:
         self.below_old_vec = {c.id: old_vecs[i] for i, c in enumerate(old)}
         self.below_vec = {c.id: vecs[i] for i, c in enumerate(layer)}
         self.below_comm = {c.id: c for c in layer}
-        return layer, vecs, rows, removed, new_nodes, {cid for cid in touched if cid not in removed}
+        return (layer, vecs, rows, removed, new_nodes, {cid for cid in touched if cid not in removed},
+                set(provenance))
+
+    def _neighbors(self, node: str) -> list[str]:
+        """KG neighbours of an entity (a dict adjacency built once per update: cheaper than the
+        graph's weighted CSR, which the next state builds on its first query)."""
+        if self._adj is None:
+            adj: dict[str, list[str]] = {}
+            for a, b in self.kg.relations:
+                adj.setdefault(a, []).append(b)
+                adj.setdefault(b, []).append(a)
+            self._adj = adj
+        return self._adj.get(node, [])
+
+    def _provenance(self, level: int, comms: list[Community]) -> None:
+        """Recompute the ranked chunk provenance of communities whose members' chunks changed."""
+        kg = self.kg
+        for c in comms:
+            if level > 1:
+                c.entity_ids = sorted(
+                    {e for m in c.members for e in self.below_comm[m].entity_ids}, key=lambda e: kg.row[e]
+                )
+            else:
+                c.entity_ids = sorted(c.members, key=lambda e: kg.row[e])
+            c.chunk_ids = rank_chunks([kg.entities[e].chunk_ids for e in c.entity_ids])
 
     def _assign(self, level, nodes, parent_of, comms, centroid_ids, old_vecs) -> dict[str, str]:
         """Home community of each new node: most link weight (layer 1: KG relations), else the
@@ -533,7 +585,7 @@ class _Hierarchy:
                 still = []
                 for node in pending:
                     weight: Counter = Counter()
-                    for nb in self.kg.neighbors(node):
+                    for nb in self._neighbors(node):
                         home = parent_of.get(nb) or out.get(nb)
                         if home is not None and home in comms:
                             weight[home] += self.kg.relation(node, nb).weight
@@ -581,14 +633,14 @@ class _Hierarchy:
         pairs: set[tuple[int, int]] = set()
         if level == 1:
             for m in members:
-                for nb in self.kg.neighbors(m):
+                for nb in self._neighbors(m):
                     j = pos.get(nb)
                     if j is not None and j != pos[m]:
                         pairs.add((min(pos[m], j), max(pos[m], j)))
         else:
             owner = {e: pos[m] for m in members for e in self.below_comm[m].entity_ids}
             for e, i in owner.items():
-                for nb in self.kg.neighbors(e):
+                for nb in self._neighbors(e):
                     j = owner.get(nb)
                     if j is not None and j != i:
                         pairs.add((min(i, j), max(i, j)))
