@@ -53,6 +53,7 @@ bench: install
 	$(BIN)/python bench/bench_quality.py
 	$(BIN)/python bench/bench_query.py
 	$(BIN)/python bench/bench_limits.py
+	$(BIN)/python bench/bench_incremental.py --json .bench_out/incremental.json
 
 lint: install
 	$(PIP) install -q ruff

@@ -2,8 +2,11 @@
 
 Shows that every change is persisted atomically before it becomes visible, that a new document
 is retrievable at once (by every method), that an upsert replaces a document's text, and that
-a deleted document no longer comes back. Each update reuses the vectors of unchanged chunks;
-the graph, the community hierarchy and the indexes are brought up to date in the same call.
+a deleted document no longer comes back. Updates are incremental (graphstrata.incremental): only
+the new document is chunked, embedded and extracted, its entities merge into the graph, the
+communities it touches are repaired and re-summarised, and its vectors are added to the C-HNSW;
+``inspect`` / ``gs.stats()["drift"]`` show how far the index moved since its last full build,
+and ``gs.rebuild()`` refits everything.
 
 Run: ``.venv/bin/python cookbook/incremental.py [--index-dir DIR] [--workdir DIR]``. With
 ``--index-dir`` an existing index there is copied into the work directory first (the original
@@ -74,6 +77,9 @@ def main() -> None:
     print(f"\n== delete: {removed} document in {time.perf_counter() - t0:.1f} s, {gs}")
     print(f"after delete: {QUESTION!r} -> {top_documents(gs, 'hybrid')}")
     print(f"memo retrievable by any method: {any(MEMO['id'] in top_documents(gs, m, 5) for m in gs.methods)}")
+    drift = gs.stats()["drift"]
+    print(f"drift since the build: {drift['updates']} updates, +{drift['documents_added']} / "
+          f"-{drift['documents_removed']} documents, {drift['communities_resummarised']} communities re-summarised")
 
 
 if __name__ == "__main__":

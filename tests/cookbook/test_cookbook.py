@@ -229,3 +229,4 @@ def test_incremental_inserts_upserts_and_deletes_a_document(shared: tuple[Path, 
     assert "Tomas Brell" in out.split("== upsert", 1)[1].split("== delete", 1)[0]
     assert "== delete: 1 document" in out and "GraphStrata(documents=75" in out.split("== delete", 1)[1]
     assert "memo retrievable by any method: False" in out
+    assert "drift since the build: 3 updates, +2 / -2 documents" in out  # insert, update (+1/-1), delete
