@@ -180,3 +180,19 @@ def test_queries_read_the_previous_state_untouched(half_build, halves, embedder)
     assert before.layered.index.num_deleted == 0 and before.chunk_index.index.num_deleted == 0
     old = GraphStrata(before)
     assert {m: [h.id for h in old.retrieve(q, method=m, k=5)] for m in gs.methods} == want
+
+
+def test_an_offline_index_with_an_llm_attached_stays_offline_when_updated(halves, embedder):
+    """An LLM attached for answers must not start paid index-time calls on insert/rebuild."""
+    from graphstrata.testing import ScriptedLLM
+
+    def refuse(prompt, system):
+        raise AssertionError("index-time LLM call on an offline index")
+
+    a, b = halves
+    gs = GraphStrata.build(a[:12], config=CONFIG, embedder=embedder)
+    llm = ScriptedLLM(refuse)
+    gs.attach_llm(llm)
+    gs.insert(b[:2])
+    gs.rebuild()
+    assert llm.calls == [] and gs.llm is not None and gs.state.llm_id is None

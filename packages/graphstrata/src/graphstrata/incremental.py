@@ -118,7 +118,7 @@ def update_state(
     if not documents:
         raise ValueError("cannot delete every document: an index needs at least one")
     t0 = time.perf_counter()
-    if state.llm is None:
+    if build_llm(state) is None:
         new = _update(state, documents, list(upserts), gone_docs, show_progress)
     else:
         with usage_scope() as ledger:
@@ -141,18 +141,28 @@ def rebuild_state(state: EngineState, show_progress: bool = False) -> EngineStat
     return new
 
 
+def build_llm(state: EngineState) -> Any:
+    """The LLM an update of ``state`` may use at index time: the attached one when the index
+    was built with an LLM, else ``None`` — an offline index with an LLM attached for answers
+    stays offline when it is updated (no surprise bill for re-extraction)."""
+    return state.llm if state.llm_id is not None else None
+
+
 def _full(state: EngineState, docs: list[Document], show_progress: bool) -> EngineState:
     vecs = state.vectors["chunks"]
     cached = {(c.id, c.text): vecs[i] for i, c in enumerate(state.chunks)}
-    return build_state(
+    new = build_state(
         docs,
         state.config,
         state.embedder,
         show_progress=show_progress,
         cached_chunk_vectors=cached,
         generation=state.generation + 1,
-        llm=state.llm,
+        llm=build_llm(state),
     )
+    if new.llm is not state.llm:  # keep the query-time LLM of an offline index attached
+        new = dataclasses.replace(new, llm=state.llm)
+    return new
 
 
 def _update(
@@ -187,7 +197,7 @@ def _update(
 
     # 2. knowledge graph -----------------------------------------------------------------
     titles = {d.id: d.metadata["title"] for d in documents.values() if d.metadata.get("title")}
-    extractor = _extractor(config, state.llm, show_progress)
+    extractor = _extractor(config, build_llm(state), show_progress)
     records: dict[str, ChunkRecord] | None = None
     frozen = dict(state.frozen)
     if isinstance(extractor, StatisticalExtractor):
@@ -452,7 +462,7 @@ class _Hierarchy:
         self.reclustered = 0
         self.resummarised = 0
         self._adj: dict[str, list[str]] | None = None
-        self.use_reports = state.llm is not None and self.config.llm_community_reports
+        self.use_reports = build_llm(state) is not None and self.config.llm_community_reports
         self.embed_summaries = self.config.community_vectors == "summary" or self.use_reports
         self.hcfg = HierarchyConfig(
             max_community_size=self.config.max_community_size,
