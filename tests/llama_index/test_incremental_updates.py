@@ -26,23 +26,21 @@ from llama_index.core import Document
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.graph_rag.graphstrata import GraphStrataIndex
 
-CORPUS = Path("/work/shared/data/hotpotqa/corpus.jsonl")
 CONFIG = {"min_communities": 2, "max_community_size": 8}
 N_INDEXED = 30
 #: chunk-ranking methods for which the exact first sentence of a passage must rank it first
 TOP1_METHODS = ("bm25", "dense", "hybrid")
 
-pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason=f"{CORPUS} not available")
 
 
 # --------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def rows() -> list[dict[str, str]]:
+def rows(shared_data: Path) -> list[dict[str, str]]:
     """The first 36 HotpotQA passages: 30 indexed, 6 kept back for inserts / replacements."""
     out = []
-    with CORPUS.open(encoding="utf-8") as fh:
+    with (shared_data / "hotpotqa" / "corpus.jsonl").open(encoding="utf-8") as fh:
         for line in fh:
             out.append(json.loads(line))
             if len(out) == N_INDEXED + 6:
