@@ -251,7 +251,10 @@ def _update(
     vec_of = {eid: entity_vecs[i] for i, eid in enumerate(entity_ids)}
 
     # 4. communities ---------------------------------------------------------------------
-    hier = _Hierarchy(state, kg, vec_of, frozen, prog)
+    delta_pairs = None
+    if records is not None:  # every relation of a new entity is named by a new chunk
+        delta_pairs = {p for r in new_recs for p in r.relations}
+    hier = _Hierarchy(state, kg, vec_of, frozen, prog, delta_pairs)
     brand_new = [e for e in entity_ids if e not in old_kg.entities]
     below_removed = {e for e in old_kg.entities if e not in kg.entities}
     below_added: dict[str, str | None] = {e: None for e in brand_new}  # new node -> sibling
@@ -449,7 +452,7 @@ class _Hierarchy:
     """Layer-by-layer repair of the community hierarchy (module docstring, step 4)."""
 
     def __init__(self, state: EngineState, kg: KnowledgeGraph, vec_of: dict[str, np.ndarray],
-                 frozen: Mapping[str, Any], prog: Progress) -> None:
+                 frozen: Mapping[str, Any], prog: Progress, delta_pairs: set[tuple[str, str]] | None = None) -> None:
         self.state = state
         self.config = state.config
         self.kg = kg
@@ -462,6 +465,12 @@ class _Hierarchy:
         self.reclustered = 0
         self.resummarised = 0
         self._adj: dict[str, list[str]] | None = None
+        self._delta_adj: dict[str, list[str]] | None = None
+        if delta_pairs is not None:
+            self._delta_adj = {}
+            for a, b in delta_pairs:
+                self._delta_adj.setdefault(a, []).append(b)
+                self._delta_adj.setdefault(b, []).append(a)
         self.use_reports = build_llm(state) is not None and self.config.llm_community_reports
         self.embed_summaries = self.config.community_vectors == "summary" or self.use_reports
         self.hcfg = HierarchyConfig(
@@ -595,7 +604,8 @@ class _Hierarchy:
                 still = []
                 for node in pending:
                     weight: Counter = Counter()
-                    for nb in self._neighbors(node):
+                    nbs = self._delta_adj.get(node, []) if self._delta_adj is not None else self._neighbors(node)
+                    for nb in nbs:
                         home = parent_of.get(nb) or out.get(nb)
                         if home is not None and home in comms:
                             weight[home] += self.kg.relation(node, nb).weight
@@ -641,12 +651,13 @@ class _Hierarchy:
         linked when their entities are, spec A2)."""
         pos = {m: i for i, m in enumerate(members)}
         pairs: set[tuple[int, int]] = set()
-        if level == 1:
-            for m in members:
-                for nb in self._neighbors(m):
-                    j = pos.get(nb)
-                    if j is not None and j != pos[m]:
-                        pairs.add((min(pos[m], j), max(pos[m], j)))
+        if level == 1:  # a community is small: test its member pairs (no graph-wide adjacency)
+            rel = self.kg.relations
+            for i, a in enumerate(members):
+                for j in range(i + 1, len(members)):
+                    b = members[j]
+                    if (a, b) in rel or (b, a) in rel:
+                        pairs.add((i, j))
         else:
             owner = {e: pos[m] for m in members for e in self.below_comm[m].entity_ids}
             for e, i in owner.items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -386,31 +387,50 @@ class BM25Index:
 
     The engine indexes each chunk as ``"<document title>\n<chunk text>"`` when its document has
     a subject title (:func:`graphstrata.indexing.lexical_texts`: a title-field boost).
+
+    Args:
+        texts: chunk texts (tokenised with :func:`bm25_tokenize`), or
+        tokens: their token lists, already tokenised (kept as :attr:`tokens`).
+        lazy: build the bm25s index on first use (thread-safe) instead of now.
     """
 
     k1 = 1.5
     b = 0.75
 
-    def __init__(self, texts: Sequence[str] = (), tokens: Sequence[list[str]] | None = None) -> None:
+    def __init__(
+        self, texts: Sequence[str] = (), tokens: Sequence[list[str]] | None = None, lazy: bool = False
+    ) -> None:
         if tokens is None:
             tokens = [bm25_tokenize(t) for t in texts]
         tokens = list(tokens)
         self.n = len(tokens)
         self.tokens = tokens
-        self._bm25 = None
-        if any(tokens):  # bm25s needs at least one token in the corpus
-            import bm25s
+        self._index = None
+        self._lock = threading.Lock()
+        if not lazy:
+            _ = self._bm25
 
-            self._bm25 = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
-            self._bm25.index(tokens, show_progress=False)
+    @property
+    def _bm25(self):
+        """The bm25s index, built on first use (``None`` for a corpus without any token)."""
+        if self._index is None:
+            with self._lock:
+                if self._index is None and any(self.tokens):  # bm25s needs at least one token
+                    import bm25s
+
+                    index = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
+                    index.index(self.tokens, show_progress=False)
+                    self._index = index
+        return self._index
 
     def updated(self, keep_rows: np.ndarray, new_texts: Sequence[str]) -> BM25Index:
         """The BM25 index of the next state: the kept rows' tokens (in order) then the new
         texts'. Only the new texts are tokenised; bm25s re-indexes the token lists (its score
         matrix bakes in idf and average length, so exact scores need the whole re-index:
-        about 0.1 s per 3,000 chunks here, against ~1 s with tokenising)."""
+        about 0.2 s per 3,000 chunks here, against ~1 s with tokenising). The re-index is lazy:
+        it runs on the first query of the next state, so a burst of inserts pays it once."""
         kept = [self.tokens[int(i)] for i in np.asarray(keep_rows, np.int64)]
-        return BM25Index(tokens=kept + [bm25_tokenize(t) for t in new_texts])
+        return BM25Index(tokens=kept + [bm25_tokenize(t) for t in new_texts], lazy=True)
 
     def df(self, term: str) -> int:
         """Number of chunks holding ``term`` (one token of :func:`bm25_tokenize`)."""
