@@ -2,9 +2,9 @@
 
 The facade holds one reference to an immutable :class:`~graphstrata.state.EngineState`.
 Readers take that reference once per call; writers (``insert`` / ``upsert`` / ``delete``) are
-serialised by a lock, build the next state with the indexing stages
-(:mod:`graphstrata.indexing`), persist it when the index has a ``persist_dir``, and only then
-swap it in with one assignment — so memory and disk never disagree after a failed write, and
+serialised by a lock, build the next state incrementally (:mod:`graphstrata.incremental`; a
+full build runs the indexing stages of :mod:`graphstrata.indexing`), persist it when the index
+has a ``persist_dir``, and only then swap it in with one assignment — so memory and disk never disagree after a failed write, and
 a query never sees parts of two states.
 """
 

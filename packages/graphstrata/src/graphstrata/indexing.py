@@ -2,9 +2,10 @@
 
 Each stage is a function from records to records with its own progress bar and timing
 (:class:`Progress`); :func:`build_state` runs them over a corpus and returns one immutable
-:class:`~graphstrata.state.EngineState`. An insert or delete runs :func:`build_state` over the
-new corpus with the previous chunk vectors as a cache (only new chunks are embedded); an LLM
-extractor or summariser will replace one stage (DESIGN.md, "Where the core goes next").
+:class:`~graphstrata.state.EngineState`. An insert or delete runs the same stages over the delta
+only (:mod:`graphstrata.incremental`); ``rebuild`` and the incremental path's fallbacks run
+:func:`build_state` over the whole corpus with the previous chunk vectors as a cache. An LLM
+extractor or summariser replaces one stage (DESIGN.md, "Where the core goes next").
 
 Offline pipeline (no LLM, no network): token-window chunks → statistical entities and sentence
 co-occurrence relations → attributed community layers (ArchRAG Alg. 1, ``seed-archrag.md``
