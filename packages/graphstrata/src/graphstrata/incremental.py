@@ -25,12 +25,16 @@
    more than :data:`COHESION_DROP`, is re-clustered locally with the build's procedure
    (k-NN-augmented weighted Leiden with the size cap, graspologic-native) over its own
    members; the parts join the parent of the original. Only touched communities — changed
-   members, or a member whose content changed — get a new summary and vector, and their
-   parents follow, up to the top layer. Empty communities are removed.
+   members, or a member whose vector, name or description changed — get a new summary and
+   vector, and their parents follow, up to the top layer; a community whose members only
+   gained or lost chunks keeps its summary and vector and gets its chunk provenance
+   recomputed. Empty communities are removed.
 5. **Indexes.** The C-HNSW copies of the next state mark the vectors of removed or changed
    rows deleted and ``add`` the new ones (:meth:`~graphstrata.index.LayeredIndex.updated`);
    past :data:`~graphstrata.index.COMPACT_FRACTION` deleted nodes they are rebuilt from the live
-   vectors. BM25 re-indexes the cached token lists (exact idf and lengths).
+   vectors. BM25 keeps every chunk's tokens and re-indexes them (exact idf and lengths; bm25s
+   cannot update its score matrix) on the next state's first BM25 query, so a burst of inserts
+   pays it once.
 
 Method-specific derived structures (ArchRAG/AGRAG passage graphs, LightRAG relation index,
 HiRAG GMM layers, PPR graphs) live in the state's derived cache, which the next state starts
