@@ -81,6 +81,11 @@ sets exceeds this (or its name changed); otherwise its vector is kept."""
 SPLIT_FACTOR = 1.5
 """A community growing past ``SPLIT_FACTOR × max_community_size`` members is re-clustered."""
 
+COMMUNITY_VECTOR_DRIFT = 0.99
+"""A touched community keeps its summary and vector while the cosine between its members'
+centroid and the centroid its vector was computed from stays at or above this; only its
+entity and chunk lists are refreshed. Past it, summary and vector are recomputed."""
+
 COHESION_DROP = 0.1
 """A community whose cohesion (mean member-to-centroid cosine) fell by more than this in an
 update is re-clustered."""
@@ -504,9 +509,11 @@ class _Hierarchy:
                 touched.add(cid)
             return c
 
+        shrunk: set[str] = set()  # lost members: always re-summarised (no stale names)
         for m in below_removed:
             if m in parent_of:
                 edit(parent_of[m]).members.remove(m)
+                shrunk.add(parent_of[m])
         for m in below_touched:
             if m in parent_of:
                 edit(parent_of[m])
@@ -532,6 +539,7 @@ class _Hierarchy:
             parent_of[node] = home
         # drift: split what grew too large or lost cohesion; drop what is empty
         removed: set[str] = set()
+        split: set[str] = set()
         new_nodes: dict[str, str | None] = {}
         next_index = 1 + max((int(c.id.split("C", 1)[1]) for c in old if "C" in c.id), default=-1)
         for cid in sorted(touched):
@@ -541,6 +549,7 @@ class _Hierarchy:
                 continue
             parts = self._split(level, c, old_members=old_members.get(cid, []))
             if len(parts) > 1:
+                split.add(cid)
                 self.reclustered += 1
                 c.members = parts[0]
                 for part in parts[1:]:
@@ -550,9 +559,17 @@ class _Hierarchy:
                     new_nodes[nid] = cid
         if len(removed) == len(comms):
             return None
+        # a touched community whose centroid barely moved since its vector was computed keeps
+        # summary and vector (changes accumulate until they pass the threshold)
+        old_row = {c.id: i for i, c in enumerate(old)}
+        for cid in sorted(touched - removed - split - shrunk):
+            c = comms[cid]
+            if self._settled(c, old_vecs[old_row[cid]], old_members.get(cid, [])):
+                touched.discard(cid)
+                provenance[cid] = c
         fresh = [cid for cid in touched if cid not in removed] + list(new_nodes)
         for cid in list(provenance):
-            if cid in touched:
+            if cid in touched or cid in removed:
                 del provenance[cid]
         self._provenance(level, list(provenance.values()))
         self._describe(level, [comms[cid] for cid in fresh])
@@ -560,7 +577,6 @@ class _Hierarchy:
         # rows: surviving communities keep their position, new ones are appended; a touched
         # community keeps its row but gets a new vector (old_rows -1: a new native node)
         order = [c.id for c in old if c.id not in removed] + list(new_nodes)
-        old_row = {c.id: i for i, c in enumerate(old)}
         layer = [comms[cid] for cid in order]
         rows = np.asarray([-1 if cid in fresh_vec else old_row[cid] for cid in order], np.int64)
         vecs = np.vstack(
@@ -572,6 +588,19 @@ class _Hierarchy:
         self.below_comm = {c.id: c for c in layer}
         return (layer, vecs, rows, removed, new_nodes, {cid for cid in touched if cid not in removed},
                 set(provenance))
+
+    def _settled(self, c: Community, old_vec: np.ndarray, old_members: list[str]) -> bool:
+        """Whether ``c``'s centroid is within :data:`COMMUNITY_VECTOR_DRIFT` (cosine) of what
+        its vector was computed from: its stored vector for centroid vectors, else the centroid
+        of its previous members."""
+        new = np.vstack([self.below_vec[m] for m in c.members]).mean(axis=0)
+        if self.embed_summaries:
+            olds = [self.below_old_vec[m] for m in old_members if m in self.below_old_vec]
+            if not olds:
+                return False
+            old_vec = np.vstack(olds).mean(axis=0)
+        denom = float(np.linalg.norm(new) * np.linalg.norm(old_vec))
+        return denom > 0 and float(new @ old_vec) / denom >= COMMUNITY_VECTOR_DRIFT
 
     def _neighbors(self, node: str) -> list[str]:
         """KG neighbours of an entity (a dict adjacency built once per update: cheaper than the
@@ -789,6 +818,7 @@ def drift_report(drift: Mapping[str, Any], documents: int, chunks: int) -> dict[
 
 __all__ = [
     "COHESION_DROP",
+    "COMMUNITY_VECTOR_DRIFT",
     "ENTITY_VECTOR_DRIFT",
     "SPLIT_FACTOR",
     "drift_report",
