@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from graphstrata.testing import UpdateCalls
 from langchain_core.documents import Document
 from langchain_graphstrata import GraphStrataRetriever
 
@@ -70,28 +71,6 @@ def build(rows: list[dict[str, str]], persist_dir: Path | None = None) -> GraphS
 def retriever(rows) -> GraphStrataRetriever:
     return build(rows[:N_INDEXED])
 
-
-class CoreCalls:
-    """Records the top-level calls of an engine's ``insert`` / ``upsert`` / ``delete``."""
-
-    def __init__(self, engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls: list[tuple[str, list[str]]] = []
-        self._depth = 0
-        for name in ("insert", "upsert", "delete"):
-            monkeypatch.setattr(engine, name, self._wrap(name, getattr(engine, name)))
-
-    def _wrap(self, name: str, fn: Any) -> Any:
-        def call(docs: Any = (), *args: Any, **kwargs: Any) -> Any:
-            docs = [docs] if isinstance(docs, str) else list(docs)
-            if self._depth == 0:
-                self.calls.append((name, [d if isinstance(d, str) else d.id for d in docs]))
-            self._depth += 1
-            try:
-                return fn(docs, *args, **kwargs)
-            finally:
-                self._depth -= 1
-
-        return call
 
 
 def retrieved_document_ids(r: GraphStrataRetriever, query: str, method: str, k: int = 5) -> set:
@@ -153,7 +132,7 @@ def test_add_documents_makes_new_documents_retrievable_in_one_core_insert(
     new = rows[N_INDEXED:N_INDEXED + 2]
     for row in new:
         assert row["id"] not in retrieved_document_ids(retriever, first_sentence(row["text"]), "bm25")
-    calls = CoreCalls(retriever.graphstrata, monkeypatch)
+    calls = UpdateCalls(retriever.graphstrata, monkeypatch.setattr)
 
     ids = retriever.add_documents([as_document(r) for r in new])
 
@@ -173,7 +152,7 @@ def test_add_documents_with_an_indexed_id_replaces_it(retriever, rows, monkeypat
     old_query = first_sentence(target["text"])
     assert top_document(retriever, old_query, "bm25") == target["id"]
     engine = retriever.graphstrata
-    calls = CoreCalls(engine, monkeypatch)
+    calls = UpdateCalls(engine, monkeypatch.setattr)
 
     # ids= wins over Document.id; one call mixes a replacement and a new document
     ids = retriever.add_documents(
@@ -231,7 +210,7 @@ def test_delete_removes_the_text_from_every_method_in_one_core_delete(
     assert any(old_chunks & set(e.chunk_ids) for e in retriever.graphstrata.kg.entities.values())
     for method in retriever.graphstrata.methods:
         assert target["id"] in retrieved_document_ids(retriever, query, method, k=10), method
-    calls = CoreCalls(retriever.graphstrata, monkeypatch)
+    calls = UpdateCalls(retriever.graphstrata, monkeypatch.setattr)
 
     assert retriever.delete(target["id"]) == 1  # a bare str is one id
 
@@ -244,7 +223,7 @@ def test_delete_removes_the_text_from_every_method_in_one_core_delete(
 def test_delete_ignores_unknown_ids_like_in_memory_vector_store(retriever, rows, monkeypatch):
     known = [rows[1]["id"], rows[2]["id"]]
     old_chunks = chunk_ids_of(retriever, known[0]) | chunk_ids_of(retriever, known[1])
-    calls = CoreCalls(retriever.graphstrata, monkeypatch)
+    calls = UpdateCalls(retriever.graphstrata, monkeypatch.setattr)
 
     # unknown only: nothing happens, no core call, no error
     before = dict(retriever.graphstrata.documents)
@@ -271,7 +250,7 @@ async def test_adelete_ignores_unknown_ids(retriever, rows):
 
 
 def test_delete_refusals_change_nothing(retriever, rows, monkeypatch):
-    calls = CoreCalls(retriever.graphstrata, monkeypatch)
+    calls = UpdateCalls(retriever.graphstrata, monkeypatch.setattr)
     with pytest.raises(ValueError, match="strings"):
         retriever.delete([rows[0]["id"], 3])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="ids"):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from graphstrata.testing import HashEmbedder
+from graphstrata.testing import HashEmbedder, UpdateCalls
 from llama_index.core import Document
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.graph_rag.graphstrata import GraphStrataIndex
@@ -65,29 +65,6 @@ def index(rows) -> GraphStrataIndex:
         [as_document(r) for r in rows[:N_INDEXED]], embed_model=HashEmbedder(), config=CONFIG
     )
 
-
-class CoreCalls:
-    """Records the top-level calls of an engine's ``insert`` / ``upsert`` / ``delete``
-    (calls the core makes to itself inside one of them are not counted)."""
-
-    def __init__(self, engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls: list[tuple[str, list[str]]] = []
-        self._depth = 0
-        for name in ("insert", "upsert", "delete"):
-            monkeypatch.setattr(engine, name, self._wrap(name, getattr(engine, name)))
-
-    def _wrap(self, name: str, fn: Any) -> Any:
-        def call(docs: Any = (), *args: Any, **kwargs: Any) -> Any:
-            docs = [docs] if isinstance(docs, str) else list(docs)
-            if self._depth == 0:
-                self.calls.append((name, [d if isinstance(d, str) else d.id for d in docs]))
-            self._depth += 1
-            try:
-                return fn(docs, *args, **kwargs)
-            finally:
-                self._depth -= 1
-
-        return call
 
 
 def retrieved_document_ids(index: GraphStrataIndex, query: str, method: str, k: int = 5) -> set:
@@ -152,7 +129,7 @@ def test_insert_makes_a_new_document_retrievable_in_one_core_insert(index, rows,
     assert new["id"] not in index.engine.documents
     query = first_sentence(new["text"])
     assert all(new["id"] not in retrieved_document_ids(index, query, m) for m in TOP1_METHODS)
-    calls = CoreCalls(index.engine, monkeypatch)
+    calls = UpdateCalls(index.engine, monkeypatch.setattr)
 
     index.insert(as_document(new))
 
@@ -168,7 +145,7 @@ def test_insert_with_an_indexed_id_replaces_the_old_text(index, rows, monkeypatc
     old_query = first_sentence(target["text"])
     assert top_chunk_document(index, old_query, "bm25") == target["id"]
     engine_before = index.engine
-    calls = CoreCalls(index.engine, monkeypatch)
+    calls = UpdateCalls(index.engine, monkeypatch.setattr)
 
     index.insert(as_document(replacement, doc_id=target["id"]))
 
@@ -197,7 +174,7 @@ def test_insert_documents_mixes_new_and_replaced_in_one_core_insert(index, rows,
     replacement = rows[N_INDEXED + 3]
     replaced_text = replacement["text"]
     old_chunks = chunk_ids_of(index, replaced["id"])
-    calls = CoreCalls(index.engine, monkeypatch)
+    calls = UpdateCalls(index.engine, monkeypatch.setattr)
 
     index.insert_documents([as_document(new), as_document(replacement, doc_id=replaced["id"])])
 
@@ -233,7 +210,7 @@ def test_update_ref_doc_of_every_document_is_one_insert(rows, monkeypatch):
         [as_document(r) for r in rows[:3]], embed_model=HashEmbedder(), config=CONFIG
     )
     engine_before = index.engine
-    calls = CoreCalls(index.engine, monkeypatch)
+    calls = UpdateCalls(index.engine, monkeypatch.setattr)
     replacements = [
         as_document(src, doc_id=old["id"]) for src, old in zip(rows[3:6], rows[:3], strict=True)
     ]
@@ -265,7 +242,7 @@ def test_delete_ref_doc_removes_the_text_from_every_method(index, rows, monkeypa
     assert any(old_chunks & set(e.chunk_ids) for e in index.engine.kg.entities.values())
     for method in index.methods:
         assert target["id"] in retrieved_document_ids(index, query, method, k=10), method
-    calls = CoreCalls(index.engine, monkeypatch)
+    calls = UpdateCalls(index.engine, monkeypatch.setattr)
 
     index.delete_ref_doc(target["id"])
 
@@ -283,7 +260,7 @@ def test_delete_ref_doc_of_an_unknown_id_warns_and_changes_nothing(index, rows, 
     before_docs = dict(index.engine.documents)
     before_hits = [n.node.node_id for n in index.as_retriever(method="hybrid").retrieve(query)]
     index.docstore.set_document_hash("not-indexed", "h")  # a hash LlamaIndex may hold
-    calls = CoreCalls(index.engine, monkeypatch)
+    calls = UpdateCalls(index.engine, monkeypatch.setattr)
 
     with caplog.at_level(logging.WARNING):
         index.delete_ref_doc("not-indexed")  # never a KeyError
@@ -348,7 +325,7 @@ def test_delete_ref_doc_survives_a_concurrent_delete(index, rows, monkeypatch, c
 def test_delete_nodes_is_one_core_delete_and_refuses_unknown_ids(index, rows, monkeypatch):
     ids = [rows[1]["id"], rows[2]["id"]]
     old_chunks = chunk_ids_of(index, ids[0]) | chunk_ids_of(index, ids[1])
-    calls = CoreCalls(index.engine, monkeypatch)
+    calls = UpdateCalls(index.engine, monkeypatch.setattr)
     with pytest.raises(ValueError, match="delete_ref_doc"):
         index.delete_nodes([ids[0], f"{ids[1]}#0"])  # a chunk id: nothing deleted
     assert calls.calls == [] and set(ids) <= set(index.engine.documents)
@@ -362,7 +339,7 @@ def test_delete_nodes_is_one_core_delete_and_refuses_unknown_ids(index, rows, mo
 
 def test_vector_store_delete_follows_the_llama_index_contract(index, rows, monkeypatch):
     store = index.storage_context.vector_stores["graphstrata"]
-    calls = CoreCalls(index.engine, monkeypatch)
+    calls = UpdateCalls(index.engine, monkeypatch.setattr)
     store.delete("never-indexed")  # SimpleVectorStore: an unknown ref_doc_id is a no-op
     assert calls.calls == [] and len(index.engine.documents) == N_INDEXED
     target = rows[9]
@@ -392,7 +369,7 @@ def test_refresh_ref_docs_reinserts_only_changed_documents_in_one_core_insert(
     changed_text = replacement["text"]
     old_query = first_sentence(changed["text"])
     old_chunks = chunk_ids_of(index, changed["id"])
-    calls = CoreCalls(index.engine, monkeypatch)
+    calls = UpdateCalls(index.engine, monkeypatch.setattr)
     docs = [
         as_document(unchanged), as_document(replacement, doc_id=changed["id"]), as_document(new)
     ]
@@ -421,7 +398,7 @@ def test_refresh_ref_docs_reinserts_only_changed_documents_in_one_core_insert(
 
 
 def test_refresh_ref_docs_refuses_duplicate_ids_before_any_update(index, rows, monkeypatch):
-    calls = CoreCalls(index.engine, monkeypatch)
+    calls = UpdateCalls(index.engine, monkeypatch.setattr)
     dup = [as_document(rows[0]), as_document(rows[N_INDEXED], doc_id=rows[0]["id"])]
     with pytest.raises(ValueError, match="duplicate"):
         index.refresh_ref_docs(dup)

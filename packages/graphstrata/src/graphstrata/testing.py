@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -97,3 +99,37 @@ class ScriptedLLM:
 
     async def acomplete(self, prompt, *, system=None, json_mode=False):
         return self.complete(prompt, system=system, json_mode=json_mode)
+
+
+class UpdateCalls:
+    """Records the top-level ``insert`` / ``upsert`` / ``delete`` calls made on an index, for
+    tests that an adapter makes exactly one core update per framework call.
+
+    Args:
+        engine: a :class:`~graphstrata.GraphStrata` (its three methods are wrapped in place).
+        setattr_fn: how to replace them (pytest's ``monkeypatch.setattr``, so the test undoes
+            it; plain :func:`setattr` otherwise).
+
+    Attributes:
+        calls: ``[(method_name, [document id, ...]), ...]`` in call order; calls the core makes
+            to itself inside one of them (``upsert`` → ``insert``) are not counted.
+    """
+
+    def __init__(self, engine: Any, setattr_fn: Callable[[Any, str, Any], Any] = setattr) -> None:
+        self.calls: list[tuple[str, list[str]]] = []
+        self._depth = 0
+        for name in ("insert", "upsert", "delete"):
+            setattr_fn(engine, name, self._wrap(name, getattr(engine, name)))
+
+    def _wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(docs: Any = (), *args: Any, **kwargs: Any) -> Any:
+            docs = [docs] if isinstance(docs, str) else list(docs)
+            if self._depth == 0:
+                self.calls.append((name, [d if isinstance(d, str) else getattr(d, "id", d) for d in docs]))
+            self._depth += 1
+            try:
+                return fn(docs, *args, **kwargs)
+            finally:
+                self._depth -= 1
+
+        return call
