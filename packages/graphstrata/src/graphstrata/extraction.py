@@ -635,6 +635,15 @@ class ChunkRecord:
         return rec
 
 
+def _add_distinct(have: list[str], sentences: Sequence[str], limit: int) -> None:
+    """Append the ``sentences`` not yet in ``have``, in order, until it holds ``limit``."""
+    for s in sentences:
+        if len(have) >= limit:
+            break
+        if s not in have:
+            have.append(s)
+
+
 def merge_records(
     records: Sequence[ChunkRecord],
     only: set[str] | None = None,
@@ -670,23 +679,13 @@ def merge_records(
             surface[key].update(surfaces)
             ent_count[key] += count[0]
             ent_chunks[key].append(rec.chunk_id)
-            have = ent_sents[key]
-            for s in sents:
-                if len(have) >= max_sents:
-                    break
-                if s not in have:
-                    have.append(s)
+            _add_distinct(ent_sents[key], sents, max_sents)
         for pair, (count, sents) in rec.relations.items():
             if only is not None and (pair[0] not in only or pair[1] not in only):
                 continue
             rel_count[pair] += count[0]
             rel_chunks[pair].append(rec.chunk_id)
-            have = rel_sents[pair]
-            for s in sents:
-                if len(have) >= max_sents:
-                    break
-                if s not in have:
-                    have.append(s)
+            _add_distinct(rel_sents[pair], sents, max_sents)
     entities = [
         Entity(
             id=key,

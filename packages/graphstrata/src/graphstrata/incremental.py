@@ -60,17 +60,18 @@ import numpy as np
 from .chunking import chunk_documents
 from .extraction import ChunkRecord, StatisticalExtractor, merge_records, split_sentences
 from .graph import KnowledgeGraph
-from .hierarchy import (
-    HierarchyConfig,
-    extractive_summary,
-    knn_augment,
-    leiden_clusters,
-    rank_chunks,
-)
+from .hierarchy import extractive_summary, knn_augment, leiden_clusters, rank_chunks
 from .index import ChunkIndex
-from .indexing import Progress, _extractor, build_state, fit_summary_tfidf, lexical_texts
+from .indexing import (
+    Progress,
+    _entity_vectors,
+    _extractor,
+    build_state,
+    fit_summary_tfidf,
+    hierarchy_config,
+    lexical_texts,
+)
 from .llm import usage_scope
-from .models import l2_normalise
 from .state import EngineState, new_drift
 from .types import Chunk, Community, Document, Entity, Relation
 
@@ -255,7 +256,7 @@ def _update(
     entity_vecs[ent_old_rows >= 0] = old_ent_vecs[ent_old_rows[ent_old_rows >= 0]]
     if len(fresh):
         entity_vecs[fresh] = _entity_vectors(
-            kg, [entity_ids[i] for i in fresh], chunk_row, chunk_vecs, config, embedder, prog
+            kg, chunk_row, chunk_vecs, config, embedder, prog, ids=[entity_ids[i] for i in fresh]
         )
     vec_of = {eid: entity_vecs[i] for i, eid in enumerate(entity_ids)}
 
@@ -265,7 +266,8 @@ def _update(
         delta_pairs = {p for r in new_recs for p in r.relations}
     hier = _Hierarchy(state, kg, vec_of, frozen, prog, delta_pairs)
     brand_new = [e for e in entity_ids if e not in old_kg.entities]
-    below_removed = {e for e in old_kg.entities if e not in kg.entities}
+    gone_entities = {e for e in old_kg.entities if e not in kg.entities}
+    below_removed = gone_entities
     below_added: dict[str, str | None] = {e: None for e in brand_new}  # new node -> sibling
     # content changes that need a new summary and vector: a new entity vector, name or
     # description; a change of chunks or weight alone only refreshes the communities' provenance
@@ -320,15 +322,16 @@ def _update(
         ("chunks_added", len(new_chunks)),
         ("chunks_removed", len(removed_chunks)),
         ("entities_added", len(brand_new)),
-        ("entities_removed", len([e for e in old_kg.entities if e not in kg.entities])),
+        ("entities_removed", len(gone_entities)),
         ("communities_reclustered", hier.reclustered),
         ("communities_resummarised", hier.resummarised),
         ("updates", 1),
     ):
         drift[key] = int(drift.get(key, 0)) + int(n)
-    return EngineState(
-        config=config,
-        embedder=embedder,
+    # the rest (config, embedder, build seconds and usage, LLM) carries over; the derived
+    # cache starts empty
+    return dataclasses.replace(
+        state,
         documents=documents,
         chunks=chunks,
         chunk_row=chunk_row,
@@ -338,11 +341,7 @@ def _update(
         chunk_index=chunk_index,
         bm25=bm25,
         vectors=vectors,
-        build_seconds=dict(state.build_seconds),
         generation=state.generation + 1,
-        build_usage=dict(state.build_usage),
-        llm_id=state.llm_id,
-        llm=state.llm,
         records=records,
         frozen=frozen,
         drift=drift,
@@ -434,29 +433,6 @@ def _needs_vector(old: Entity, new: Entity) -> bool:
     return len(a ^ b) > ENTITY_VECTOR_DRIFT * len(a | b)
 
 
-def _entity_vectors(
-    kg: KnowledgeGraph,
-    ids: Sequence[str],
-    chunk_row: Mapping[str, int],
-    chunk_vecs: np.ndarray,
-    config: Any,
-    embedder: Any,
-    prog: Progress,
-) -> np.ndarray:
-    """Vectors of entities ``ids`` as the build computes them (``indexing._entity_vectors``)."""
-    if not ids:
-        return np.zeros((0, embedder.dim), np.float32)
-    names = prog.embed(embedder, [kg.entities[e].name for e in ids], "embedding entities")
-    w = config.entity_context_weight
-    if w <= 0:
-        return names
-    ctx = np.zeros_like(names)
-    for i, eid in enumerate(ids):
-        rows = [chunk_row[c] for c in kg.entities[eid].chunk_ids]
-        ctx[i] = chunk_vecs[rows].mean(axis=0)
-    return l2_normalise((1 - w) * names + w * l2_normalise(ctx)).astype(np.float32)
-
-
 class _Hierarchy:
     """Layer-by-layer repair of the community hierarchy (module docstring, step 4)."""
 
@@ -482,14 +458,7 @@ class _Hierarchy:
                 self._delta_adj.setdefault(b, []).append(a)
         self.use_reports = build_llm(state) is not None and self.config.llm_community_reports
         self.embed_summaries = self.config.community_vectors == "summary" or self.use_reports
-        self.hcfg = HierarchyConfig(
-            max_community_size=self.config.max_community_size,
-            min_communities=self.config.min_communities,
-            max_layers=self.config.max_layers,
-            similarity_percentile=self.config.similarity_percentile,
-            max_knn=self.config.max_knn,
-            seed=self.config.seed,
-        )
+        self.hcfg = hierarchy_config(self.config)
 
     # -- one layer ------------------------------------------------------------------------
     def update_layer(self, level: int, below_removed: set[str], below_added: dict[str, str | None],
@@ -593,14 +562,14 @@ class _Hierarchy:
         """Whether ``c``'s centroid is within :data:`COMMUNITY_VECTOR_DRIFT` (cosine) of what
         its vector was computed from: its stored vector for centroid vectors, else the centroid
         of its previous members."""
-        new = np.vstack([self.below_vec[m] for m in c.members]).mean(axis=0)
+        new = _centroid(np.vstack([self.below_vec[m] for m in c.members]))
         if self.embed_summaries:
             olds = [self.below_old_vec[m] for m in old_members if m in self.below_old_vec]
             if not olds:
                 return False
-            old_vec = np.vstack(olds).mean(axis=0)
-        denom = float(np.linalg.norm(new) * np.linalg.norm(old_vec))
-        return denom > 0 and float(new @ old_vec) / denom >= COMMUNITY_VECTOR_DRIFT
+            old_vec = _centroid(np.vstack(olds))
+        norm = float(np.linalg.norm(old_vec))
+        return norm > 0 and float(new @ old_vec) / norm >= COMMUNITY_VECTOR_DRIFT
 
     def _neighbors(self, node: str) -> list[str]:
         """KG neighbours of an entity (a dict adjacency built once per update: cheaper than the
@@ -614,7 +583,8 @@ class _Hierarchy:
         return self._adj.get(node, [])
 
     def _provenance(self, level: int, comms: list[Community]) -> None:
-        """Recompute the ranked chunk provenance of communities whose members' chunks changed."""
+        """Recompute the entity ids and ranked chunk provenance of communities from their
+        members (alone where only the members' chunks changed; as part of :meth:`_describe`)."""
         kg = self.kg
         for c in comms:
             if level > 1:
@@ -705,20 +675,16 @@ class _Hierarchy:
         if not comms:
             return
         kg = self.kg
+        self._provenance(level, comms)
         candidates = []
         for c in comms:
             if level == 1:
-                c.entity_ids = sorted(c.members, key=lambda e: kg.row[e])
                 sentences = [
                     kg.entities[e].description[s:t] for e in c.members
                     for s, t in split_sentences(kg.entities[e].description)
                 ]
             else:
-                c.entity_ids = sorted(
-                    {e for m in c.members for e in self.below_comm[m].entity_ids}, key=lambda e: kg.row[e]
-                )
                 sentences = [self.below_comm[m].summary for m in c.members if self.below_comm[m].summary]
-            c.chunk_ids = rank_chunks([kg.entities[e].chunk_ids for e in c.entity_ids])
             candidates.append(sentences)
         vectorizer = self.vectorizer
         if vectorizer is not None:  # one TF-IDF transform for every touched community
@@ -765,11 +731,7 @@ class _Hierarchy:
         if self.embed_summaries:
             v = self.prog.embed(self.state.embedder, [f"{c.title}\n{c.summary}" for c in comms], "embedding communities")
             return list(v)
-        out = []
-        for c in comms:
-            m = np.vstack([self.below_vec[x] for x in c.members]).mean(axis=0)
-            out.append((m / max(float(np.linalg.norm(m)), 1e-12)).astype(np.float32))
-        return out
+        return [_centroid(np.vstack([self.below_vec[x] for x in c.members])) for c in comms]
 
 
 class _RowCache:
@@ -788,13 +750,17 @@ class _RowCache:
         return self._matrix[rows]
 
 
+def _centroid(vecs: np.ndarray) -> np.ndarray:
+    """float32 ``(dim,)``: the L2-normalised mean of the rows (a community's offline vector)."""
+    m = vecs.mean(axis=0)
+    return (m / max(float(np.linalg.norm(m)), 1e-12)).astype(np.float32)
+
+
 def _cohesion(vecs: np.ndarray) -> float:
     """Mean cosine of rows (L2-normalised) to their normalised centroid."""
     if len(vecs) < 2:
         return 1.0
-    centroid = vecs.mean(axis=0)
-    centroid = centroid / max(float(np.linalg.norm(centroid)), 1e-12)
-    return float((vecs @ centroid).mean())
+    return float((vecs @ _centroid(vecs)).mean())
 
 
 def drift_report(drift: Mapping[str, Any], documents: int, chunks: int) -> dict[str, Any]:

@@ -74,6 +74,20 @@ def _apply_update(index, old_labels: np.ndarray, old_rows: np.ndarray, vectors: 
     return labels
 
 
+def _deleted_fraction(index) -> float:
+    """Share of a native index's nodes marked deleted."""
+    n = len(index)
+    return float(index.num_deleted) / n if n else 0.0
+
+
+def _compaction_due(index, n_rows: int, old_rows: Sequence[np.ndarray]) -> bool:
+    """Whether an update keeping the current rows ``old_rows`` names (of ``n_rows``) and adding
+    the ``-1`` rows would leave more than :data:`COMPACT_FRACTION` of the nodes deleted."""
+    kept = sum(int((np.asarray(r) >= 0).sum()) for r in old_rows)
+    added = sum(len(r) for r in old_rows) - kept
+    return index.num_deleted + n_rows - kept > COMPACT_FRACTION * (len(index) + added)
+
+
 def _clone(index):
     """An independent copy of a native index (the next engine state mutates its own copy, so
     queries of the previous state never see a half-applied update)."""
@@ -134,8 +148,7 @@ class LayeredIndex:
     @property
     def deleted_fraction(self) -> float:
         """Share of native nodes marked deleted (0 after a build or a compaction)."""
-        n = len(self.index)
-        return float(self.index.num_deleted) / n if n else 0.0
+        return _deleted_fraction(self.index)
 
     def updated(
         self,
@@ -165,10 +178,7 @@ class LayeredIndex:
                 f"an update must keep the {self.num_layers} layers of the index, got "
                 f"{len(old_rows)} / {len(layer_vectors)}"
             )
-        kept = sum(int((np.asarray(r) >= 0).sum()) for r in old_rows)
-        added = sum(len(r) for r in old_rows) - kept
-        dead = self.index.num_deleted + sum(len(x) for x in self.labels) - kept
-        if dead > COMPACT_FRACTION * (len(self.index) + added):
+        if _compaction_due(self.index, sum(len(x) for x in self.labels), old_rows):
             return LayeredIndex.build(layer_vectors, M=M, ef_construction=ef_construction)
         index = _clone(self.index)
         labels = [
@@ -286,8 +296,7 @@ class ChunkIndex:
     @property
     def deleted_fraction(self) -> float:
         """Share of native nodes marked deleted (0 after a build or a compaction)."""
-        n = len(self.index)
-        return float(self.index.num_deleted) / n if n else 0.0
+        return _deleted_fraction(self.index)
 
     def updated(
         self, old_rows: np.ndarray, vectors: np.ndarray, M: int = 16, ef_construction: int = 200
@@ -299,10 +308,7 @@ class ChunkIndex:
             vectors: float32 ``(n, dim)``: all chunk vectors of the next state.
         """
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        old_rows = np.asarray(old_rows, np.int64)
-        kept = int((old_rows >= 0).sum())
-        dead = self.index.num_deleted + len(self.labels) - kept
-        if dead > COMPACT_FRACTION * (len(self.index) + len(old_rows) - kept):
+        if _compaction_due(self.index, len(self.labels), [old_rows]):
             return ChunkIndex.build(vectors, M=M, ef_construction=ef_construction)
         index = _clone(self.index)
         labels = _apply_update(index, self.labels, old_rows, vectors, 0)

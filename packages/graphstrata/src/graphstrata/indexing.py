@@ -293,17 +293,39 @@ def _entity_vectors(
     config: GraphStrataConfig,
     embedder: Embedder,
     prog: Progress,
+    ids: Sequence[str] | None = None,
 ) -> np.ndarray:
-    """Entity vectors ``(1 - w)·name + w·mean(its chunks)``, ``w = entity_context_weight``."""
-    names = prog.embed(embedder, [kg.entities[e].name for e in kg.entity_ids], "embedding entities")
+    """Entity vectors ``(1 - w)·name + w·mean(its chunks)``, ``w = entity_context_weight``.
+
+    Returns:
+        float32 ``(len(ids), dim)`` for entities ``ids`` (``None``: every entity, in row order;
+        incremental updates pass the entities that need a new vector).
+    """
+    ids = kg.entity_ids if ids is None else list(ids)
+    if not ids:
+        return np.zeros((0, embedder.dim), np.float32)
+    names = prog.embed(embedder, [kg.entities[e].name for e in ids], "embedding entities")
     w = config.entity_context_weight
     if w <= 0:
         return names
     ctx = np.zeros_like(names)
-    for i, eid in enumerate(kg.entity_ids):
+    for i, eid in enumerate(ids):
         rows = [chunk_row[c] for c in kg.entities[eid].chunk_ids]
         ctx[i] = chunk_vecs[rows].mean(axis=0)
     return l2_normalise((1 - w) * names + w * l2_normalise(ctx))
+
+
+def hierarchy_config(config: GraphStrataConfig) -> HierarchyConfig:
+    """The :class:`~graphstrata.hierarchy.HierarchyConfig` a build configuration describes (used
+    by the build and by incremental re-clustering, so both cluster alike)."""
+    return HierarchyConfig(
+        max_community_size=config.max_community_size,
+        min_communities=config.min_communities,
+        max_layers=config.max_layers,
+        similarity_percentile=config.similarity_percentile,
+        max_knn=config.max_knn,
+        seed=config.seed,
+    )
 
 
 def cluster_communities(
@@ -368,14 +390,7 @@ def cluster_communities(
         return out
 
     edges = np.asarray([(kg.row[a], kg.row[b]) for a, b in kg.relations], dtype=np.int64).reshape(-1, 2)
-    hcfg = HierarchyConfig(
-        max_community_size=config.max_community_size,
-        min_communities=config.min_communities,
-        max_layers=config.max_layers,
-        similarity_percentile=config.similarity_percentile,
-        max_knn=config.max_knn,
-        seed=config.seed,
-    )
+    hcfg = hierarchy_config(config)
 
     def run():
         return attributed_communities(
