@@ -436,7 +436,10 @@ class GraphStrata:
         version. Persisted like :meth:`insert`.
 
         Raises:
+            ValueError: the index was built with an LLM and none is attached (load it with
+                ``llm=``).
             OSError: persisting failed (the index is unchanged).
+            graphstrata.llm.LLMError: an LLM call failed (LLM-built index).
         """
         from .incremental import rebuild_state
 

@@ -145,7 +145,12 @@ def update_state(
 def rebuild_state(state: EngineState, show_progress: bool = False) -> EngineState:
     """A full build over ``state``'s documents: every statistic refitted (TF-IDF models, the
     whole hierarchy, both C-HNSW), chunk vectors reused; drift counters reset and the frozen
-    statistics' version incremented."""
+    statistics' version incremented.
+
+    Raises:
+        ValueError: as :func:`~graphstrata.indexing.build_state`.
+        graphstrata.llm.LLMError: an LLM call failed (LLM-built index).
+    """
     new = _full(state, list(state.documents.values()), show_progress)
     new.drift["stats_version"] = int(state.drift.get("stats_version", 1)) + 1  # type: ignore[index]
     return new

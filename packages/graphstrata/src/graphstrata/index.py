@@ -220,6 +220,10 @@ class LayeredIndex:
         Returns:
             ``(rows, similarity)``: int64 ``(q, k)`` rows within the layer (``-1`` padding)
             and float32 ``(q, k)`` cosine similarities (``-inf`` padding).
+
+        Raises:
+            ValueError: queries of the wrong dimension, NaN / infinite or zero, ``k`` ≤ 0;
+            IndexError: no such layer (from ``graphstrata_chnsw``).
         """
         q = np.ascontiguousarray(queries, dtype=np.float32)
         ids, dist = self.index.search(q, int(k), layer=layer)
@@ -306,6 +310,11 @@ class ChunkIndex:
         Args:
             old_rows: int64 ``(n,)``: the current row each next row keeps, or -1 (new chunk).
             vectors: float32 ``(n, dim)``: all chunk vectors of the next state.
+            M, ef_construction: build parameters of a compaction.
+
+        Raises:
+            ValueError: vectors of the wrong dimension, NaN / infinite or zero (from
+                ``graphstrata_chnsw``).
         """
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if _compaction_due(self.index, len(self.labels), [old_rows]):
