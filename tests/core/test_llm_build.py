@@ -1,14 +1,13 @@
 """The LLM path end to end through GraphStrata (issue 13) with a scripted model.
 
-``ToyLLM`` answers every prompt family in its expected format (entity / relationship records
-made of the chunk's capitalised words, JSON community reports, summary-entity records,
-keywords, scored points, answers). It tests control flow, persistence, caching and cost
+``toy`` (:func:`graphstrata.testing.answer_every_prompt`) answers every prompt family in its
+expected format (entity / relationship records made of the chunk's capitalised words, JSON
+community reports, summary-entity records, keywords, scored points, answers). It tests control flow, persistence, caching and cost
 accounting — never quality.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -19,81 +18,17 @@ from graphstrata.cli import main
 from graphstrata.llm import LLMError
 from graphstrata.llm.prompts import agrag as agrag_triples
 from graphstrata.llm.prompts import (
-    agrag_query,
     archrag,
-    archrag_answer,
-    hirag,
-    hirag_answer,
     lightrag_query,
-    naive,
 )
 from graphstrata.llm.prompts import lightrag_extract as lx
 from graphstrata.testing import HashEmbedder, ScriptedLLM
+from graphstrata.testing import answer_every_prompt as toy
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "cookbook" / "sample_corpus" / "wiki_sample.jsonl"
 CONFIG = {"min_communities": 2, "max_community_size": 6, "chunk_size": 120, "chunk_overlap": 16}
 _NAME = re.compile(r"\b[A-Z][a-z]{3,}\b")
-
-
-def _h(text: str) -> str:
-    return hashlib.sha1(text.encode()).hexdigest()[:6]
-
-
-def _family(system: str | None, template: str) -> bool:
-    """``system`` was made from ``template`` (answer system prompts are filled in)."""
-    return bool(system) and system.startswith(template.split("{")[0][:60])
-
-
-def toy(prompt: str, system: str | None) -> str:
-    """A deterministic stand-in for every prompt family graphstrata sends."""
-    if system == lx.EXTRACT_SYSTEM:
-        tail = prompt.rstrip()
-        if tail.endswith(lx.CONTINUE_QUESTION):
-            return "NO"
-        if tail.endswith(lx.GLEANING_INSTRUCTION):
-            return lx.COMPLETION_DELIMITER
-        text = prompt.rsplit("Text: ", 1)[1].rsplit("Output:", 1)[0]
-        names = list(dict.fromkeys(_NAME.findall(text)))[:6]
-        recs = [
-            f'("entity"<|>{n}<|>{"person" if i % 2 == 0 else "geo"}<|>{n} is named in the passage.)'
-            for i, n in enumerate(names)
-        ]
-        recs += [
-            f'("relationship"<|>{a}<|>{b}<|>{a} and {b} appear together.<|>co-mention<|>{3 + i % 5})'
-            for i, (a, b) in enumerate(zip(names, names[1:], strict=False))
-        ]
-        return "##\n".join(recs) + "##\n" + lx.COMPLETION_DELIMITER
-    if system == lx.SUMMARY_SYSTEM:
-        return "A merged description."
-    if system == archrag.COMMUNITY_REPORT_SYSTEM:
-        return "Here is the report:\n```json\n" + json.dumps(
-            {
-                "title": f"Community {_h(prompt)}",
-                "summary": "These entities appear together in the sample pages.",
-                "rating": 6,
-                "rating_explanation": "moderate",
-                "findings": [{"summary": "Co-mentions", "explanation": "They share passages."}],
-            }
-        ) + "\n```"
-    if system == hirag.SUMMARY_ENTITY_SYSTEM:
-        return f'("entity"<|>Theme {_h(prompt)}<|>normal_entity<|>A theme shared by the listed entities.)\n<|COMPLETE|>'
-    if system == lightrag_query.KEYWORDS_SYSTEM:
-        words = _NAME.findall(prompt.split("Question:")[-1]) or ["history"]
-        return json.dumps({"high_level_keywords": ["history"], "low_level_keywords": words[:3]})
-    if system == archrag_answer.FILTER_SYSTEM:
-        return json.dumps({"points": [{"description": "A relevant point [Data: Entities (0)]", "score": 70}]})
-    if system == archrag_answer.MERGE_SYSTEM:
-        return "Toy merged answer."
-    if system == agrag_query.FILTER_SYSTEM:
-        return json.dumps({"fact": []})
-    if system == agrag_triples.TRIPLES_SYSTEM:
-        return "[]"
-    if any(_family(system, p.ANSWER_SYSTEM) for p in (lightrag_query, hirag_answer, naive)):
-        return "Toy answer."
-    if _family(system, agrag_query.ANSWER_SYSTEM):
-        return "Thought: the path says so.\nAnswer: Toy answer."
-    raise AssertionError(f"unexpected prompt family: {system!r}")
 
 
 def _docs(n: int = 10) -> list[dict]:

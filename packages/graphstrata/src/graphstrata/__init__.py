@@ -10,6 +10,7 @@ Quickstart::
 
 from .api import Answer, GraphStrata
 from .config import GraphStrataConfig
+from .runner import LocalRunner, Runner
 from .types import Chunk, Community, Document, Entity, Hit, Relation
 
 __all__ = [
@@ -21,6 +22,18 @@ __all__ = [
     "Document",
     "Entity",
     "Hit",
+    "LocalRunner",
+    "RayRunner",
     "Relation",
+    "Runner",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # RayRunner imports ray, an optional extra: only when asked for
+    if name == "RayRunner":
+        from .ray_runner import RayRunner
+
+        return RayRunner
+    raise AttributeError(f"module 'graphstrata' has no attribute {name!r}")

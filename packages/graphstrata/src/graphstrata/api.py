@@ -29,6 +29,7 @@ from .indexing import build_state, lexical_texts
 from .loaders import load_documents
 from .methods import METHODS
 from .models import Embedder, default_embedder, embed_query
+from .runner import Runner, use_runner
 from .state import EngineState
 from .types import Document, Hit, check_k, check_kinds
 
@@ -56,6 +57,9 @@ class GraphStrata:
     Attributes:
         persist_dir: the directory it was loaded from or last persisted to (``None`` if never);
             every successful insert / upsert / delete is persisted there before it is visible.
+        runner: where the per-chunk stages of ``insert`` / ``delete`` / ``rebuild`` run: the
+            runner given to :meth:`build` / :meth:`load` (``None``: in this process). Settable;
+            see :mod:`graphstrata.runner` and :class:`graphstrata.ray_runner.RayRunner`.
         state: the current :class:`~graphstrata.state.EngineState` (read-only); ``config``,
             ``embedder``, ``documents``, ``chunks``, ``chunk_row``, ``kg``, ``communities``,
             ``layered``, ``chunk_index``, ``bm25``, ``vectors`` and ``build_seconds`` read
@@ -65,6 +69,7 @@ class GraphStrata:
     def __init__(self, state: EngineState | None = None) -> None:  # use build() / load()
         self._state = state
         self.persist_dir: Path | None = None
+        self.runner: Runner | None = None
         self._write_lock = threading.RLock()
 
     # -- the current state ------------------------------------------------------------------
@@ -117,6 +122,7 @@ class GraphStrata:
         show_progress: bool = False,
         paths: Iterable[str | Path] = (),
         llm: Any = None,
+        runner: Runner | None = None,
     ) -> GraphStrata:
         """Index ``documents`` and the files under ``paths``.
 
@@ -139,6 +145,10 @@ class GraphStrata:
                 it arrives, so an interrupted build run again resumes without paying twice and
                 a rebuild makes zero calls. The LLM stays attached for query-time steps and
                 :meth:`answer`. ``None``: the offline pipeline.
+            runner: where chunking, embedding, extraction and the build's LLM calls run
+                (:mod:`graphstrata.runner`): ``None`` in this process;
+                :class:`graphstrata.ray_runner.RayRunner` on a Ray cluster (the same index).
+                Kept as :attr:`runner` for later inserts and deletes.
 
         Returns:
             The built index.
@@ -150,7 +160,8 @@ class GraphStrata:
                 written to ``persist_dir`` on failure.
             FileNotFoundError: a path that does not exist.
             FileExistsError: ``persist_dir`` is a file or a non-empty non-index directory.
-            TypeError: ``llm`` is not an LLM or callable (a framework object names its adapter).
+            TypeError: ``llm`` is not an LLM or callable (a framework object names its adapter);
+                ``runner`` is not a runner; a RayRunner cannot serialise the embedder or LLM.
             graphstrata.llm.LLMError: an LLM call failed after its retries.
         """
         cfg = _as_config(config)
@@ -159,7 +170,9 @@ class GraphStrata:
             store.check_target(persist_dir)
         client = _llm_client(llm, cfg, persist_dir)
         emb = embedder if embedder is not None else default_embedder()
-        self = cls(build_state(docs, cfg, emb, show_progress=show_progress, llm=client))
+        with use_runner(runner):
+            self = cls(build_state(docs, cfg, emb, show_progress=show_progress, llm=client))
+        self.runner = runner
         if persist_dir is not None:
             self.persist(persist_dir)
         return self
@@ -186,7 +199,9 @@ class GraphStrata:
             return path
 
     @classmethod
-    def load(cls, persist_dir: str | Path, embedder: Embedder | None = None, llm: Any = None) -> GraphStrata:
+    def load(
+        cls, persist_dir: str | Path, embedder: Embedder | None = None, llm: Any = None, runner: Runner | None = None
+    ) -> GraphStrata:
         """Open the current version of a persisted index.
 
         Leftovers of interrupted writes are cleaned up first when no writer holds the index
@@ -198,6 +213,8 @@ class GraphStrata:
                 dimension. ``None``: the offline default, if that is what built the index.
             llm: an LLM for query-time steps and :meth:`answer` (as in :meth:`build`), with the
                 index's response cache; ``None``: retrieval runs offline.
+            runner: where later inserts / deletes / rebuilds run their per-chunk stages (as in
+                :meth:`build`).
 
         Raises:
             FileNotFoundError: the directory does not exist.
@@ -235,6 +252,7 @@ class GraphStrata:
             state = dataclasses.replace(state, llm=_llm_client(llm, state.config, path))
         self = cls(state)
         self.persist_dir = path.resolve()
+        self.runner = runner
         return self
 
     @property
@@ -443,7 +461,7 @@ class GraphStrata:
         """
         from .incremental import rebuild_state
 
-        with self._write_lock:
+        with self._write_lock, use_runner(self.runner):
             state = self.state
             self._check_llm(state)
             new = rebuild_state(state, show_progress=show_progress)
@@ -463,7 +481,9 @@ class GraphStrata:
         from .incremental import update_state
 
         self._check_llm(state)
-        self._publish(update_state(state, upserts, deletes, show_progress=show_progress))
+        with use_runner(self.runner):
+            new = update_state(state, upserts, deletes, show_progress=show_progress)
+        self._publish(new)
 
     def _publish(self, new: EngineState) -> None:
         if self.persist_dir is not None:

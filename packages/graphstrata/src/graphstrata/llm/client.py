@@ -257,7 +257,10 @@ class LLMClient:
         """Complete every request, at most ``concurrency`` in flight; results in input order.
 
         All requests run even when one fails (their responses are cached); then the first
-        failure is raised.
+        failure is raised. Inside an indexing stage run by a distributed runner
+        (:class:`graphstrata.ray_runner.RayRunner`) the cache misses are completed on its
+        workers, ``concurrency`` calls in flight per worker, while this client's cache,
+        ledger and open :func:`usage_scope` s record every response as it comes back.
 
         Raises:
             LLMError: at least one call failed after its retries.
@@ -270,6 +273,11 @@ class LLMClient:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(requests), desc=stage, unit="call")
+        from ..runner import distributed_llm
+
+        remote = distributed_llm()
+        if remote is not None:
+            return self._map_remote(remote, requests, stage, bar)
         results: list[LLMResponse | None] = [None] * len(requests)
         errors: list[BaseException] = []
 
@@ -295,6 +303,44 @@ class LLMClient:
             bar.close()
         if errors:
             raise errors[0]
+        return results  # type: ignore[return-value]
+
+
+    def _map_remote(
+        self, remote: Any, requests: list[LLMRequest], stage: str, bar: Any
+    ) -> list[LLMResponse]:
+        """:meth:`map` on a distributed runner: cache hits answered here, misses sent out;
+        each response is cached and counted on arrival (an interrupted build resumes)."""
+        results: list[LLMResponse | None] = [None] * len(requests)
+        keys = [r.key(self.llm.id) for r in requests]
+        todo: list[int] = []
+        for i, key in enumerate(keys):
+            hit = self.cache.get(key)
+            if hit is None:
+                todo.append(i)
+                continue
+            results[i] = hit
+            self._record(stage, None, cached=True)
+            if bar is not None:
+                bar.update(1)
+        errors: list[str] = []
+        if todo:
+            outcomes = remote.complete(self.llm, [requests[i] for i in todo], stage, self.concurrency, self.attempts)
+            for positions, outs in outcomes:
+                for pos, out in zip(positions, outs, strict=True):
+                    i = todo[pos]
+                    if isinstance(out, LLMResponse):
+                        self._record(stage, out.usage, cached=False)
+                        self.cache.put(keys[i], out)
+                        results[i] = out
+                    else:
+                        errors.append(str(out))
+                if bar is not None:
+                    bar.update(len(positions))
+        if bar is not None:
+            bar.close()
+        if errors:
+            raise LLMError(f"{errors[0]} ({len(errors)} call(s) of stage {stage!r} failed on the cluster)")
         return results  # type: ignore[return-value]
 
 
