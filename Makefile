@@ -54,6 +54,7 @@ bench: install
 	$(BIN)/python bench/bench_query.py
 	$(BIN)/python bench/bench_limits.py
 	$(BIN)/python bench/bench_incremental.py --json .bench_out/incremental.json
+	$(BIN)/python bench/bench_distributed.py --json .bench_out/distributed.json
 
 lint: install
 	$(PIP) install -q ruff
