@@ -38,7 +38,6 @@ convert to Arrow and back; tasks on the same actors keep the embedder loaded onc
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -64,15 +63,21 @@ MAX_SLICE = 2_000
 LLM_BATCH_FACTOR = 4
 
 
+def _unsendable(obj: Any, what: str, exc: Exception) -> TypeError:
+    """The one clear error for an ``obj`` that cannot travel to a Ray worker."""
+    return TypeError(
+        f"RayRunner cannot send the {what} {type(obj).__name__} to Ray workers (it must be "
+        f"picklable by cloudpickle): {type(exc).__name__}: {exc}"
+    )
+
+
 def _check_picklable(obj: Any, what: str) -> None:
-    """Raise one clear :class:`TypeError` when ``obj`` cannot travel to a Ray worker."""
+    """Raise :func:`_unsendable` when ``obj`` cannot be pickled (for arguments Ray pickles
+    later, inside ``.remote()``)."""
     try:
         ray.cloudpickle.dumps(obj)
     except Exception as exc:  # noqa: BLE001 - pickling errors come in many types
-        raise TypeError(
-            f"RayRunner cannot send the {what} {type(obj).__name__} to Ray workers (it must be "
-            f"picklable by cloudpickle): {type(exc).__name__}: {exc}"
-        ) from exc
+        raise _unsendable(obj, what, exc) from exc
 
 
 def _kill(actor: Any) -> None:
@@ -209,8 +214,6 @@ class RayRunner:
         self._stage_actors: list[Any] = []
         self._llm_actors: tuple[Any, tuple[int, int], list[Any]] | None = None  # (llm, settings, actors)
         self._refs: dict[int, tuple[Any, Any]] = {}  # id(obj) -> (obj, ObjectRef): keeps obj alive
-        self._tokens = itertools.count(1)
-        self._token_of: dict[int, int] = {}
 
     # -- cluster -------------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -236,15 +239,17 @@ class RayRunner:
         held = self._refs.get(id(obj))
         if held is not None and held[0] is obj:
             return held[1]
-        _check_picklable(obj, what)
-        ref = ray.put(obj)
+        try:
+            ref = ray.put(obj)
+        except Exception as exc:  # noqa: BLE001 - pickling errors come in many types
+            raise _unsendable(obj, what, exc) from exc
         self._refs[id(obj)] = (obj, ref)
         return ref
 
     def _embedder_box(self, embedder: Any) -> tuple[int, list[Any]]:
-        ref = self._put(embedder, "embedder")
-        token = self._token_of.setdefault(id(embedder), next(self._tokens))
-        return token, [ref]
+        """``(token, [ref])``: the token is ``id(embedder)``, unique while ``_refs`` holds it
+        (actors cache embedders by token; ``close`` drops both together)."""
+        return id(embedder), [self._put(embedder, "embedder")]
 
     def _stage_pool(self) -> ActorPool:
         with self._lock:
@@ -258,7 +263,7 @@ class RayRunner:
                 if gpus > 0:
                     options["num_gpus"] = min(1.0, gpus / n)
                 actors = [_StageWorker.options(**options).remote() for _ in range(n)]
-                self._await_start(actors, "stage", "CPU" if gpus <= 0 else "CPU/GPU")
+                self._await_start(actors, "stage")
                 self._stage_actors = actors
             return ActorPool(list(self._stage_actors))
 
@@ -278,11 +283,11 @@ class RayRunner:
                     _LLMWorker.options(**options).remote(llm, calls_in_flight, attempts)
                     for _ in range(self._workers())
                 ]
-                self._await_start(actors, "LLM", "")
+                self._await_start(actors, "LLM")
                 held = self._llm_actors = (llm, (calls_in_flight, attempts), actors)
             return ActorPool(list(held[2]))
 
-    def _await_start(self, actors: list[Any], kind: str, resource: str) -> None:
+    def _await_start(self, actors: list[Any], kind: str) -> None:
         """Wait until every actor answers, at most ``start_timeout`` seconds; else stop them
         and raise (a cluster without free resources would otherwise hang the build)."""
         ready, _ = ray.wait([a.pid.remote() for a in actors], num_returns=len(actors), timeout=self.start_timeout)
@@ -290,10 +295,10 @@ class RayRunner:
             return
         for actor in actors:
             _kill(actor)
-        free = f"; free {resource}: {ray.available_resources().get(resource, 0):g}" if resource in ("CPU",) else ""
         raise RuntimeError(
-            f"RayRunner: only {len(ready)} of {len(actors)} {kind} workers started within {self.start_timeout:g} s"
-            f"{free} (other actors may hold the cluster's resources: pass num_workers=, or close the other runner)"
+            f"RayRunner: only {len(ready)} of {len(actors)} {kind} workers started within {self.start_timeout:g} s; "
+            f"free CPUs: {ray.available_resources().get('CPU', 0):g} (other actors may hold the cluster's "
+            "resources: pass num_workers=, or close the other runner)"
         )
 
     def _kill_llm_actors(self) -> None:
@@ -321,7 +326,6 @@ class RayRunner:
             self._stage_actors = []
             self._kill_llm_actors()
             self._refs = {}
-            self._token_of = {}
             if shutdown and self._owns_ray:
                 if ray.is_initialized():
                     ray.shutdown()
