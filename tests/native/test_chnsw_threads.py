@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 from chnsw_testutil import CHNSW, clustered, exact_knn, recall
 
 
@@ -101,3 +102,49 @@ def test_add_while_searching():
     assert (found[live, 0] == np.arange(6000)[live]).mean() >= 0.99
     pos, _ = exact_knn(queries, data[live], 10)
     assert recall(index.search(queries, 10, ef_search=200)[0], np.arange(6000)[live][pos]) >= 0.95
+
+
+def test_batch_results_identical_across_thread_counts():
+    """A multithreaded batch (queries claimed in slices) returns exactly the single-threaded
+    results, for every thread count, batch size (fewer queries than threads, not a multiple of
+    the slice) and entry point (search, search_all_layers with and without entry reuse)."""
+    dim = 24
+    data = clustered(3000, dim, n_clusters=15, seed=11)
+    index = CHNSW(dim, M=8, ef_construction=48, scan_threshold=0)
+    index.add_layer(data)
+    index.add_layer(data[::10] + 0.01, ids=np.arange(3000, 3300))
+    index.add_layer(data[::100] - 0.01, ids=np.arange(3300, 3330))
+    for i in range(0, 3000, 97):
+        index.mark_deleted(i)  # the deleted-node filter runs in the workers too
+    queries = clustered(517, dim, n_clusters=15, seed=12)
+    index.set_num_threads(1)
+    ref = index.search(queries, 7, ef_search=40)
+    ref_all = index.search_all_layers(queries, [7, 5, 3], ef_search=[40, 20, 10])
+    ref_sep = index.search_all_layers(queries, 4, reuse_entry=False)
+    for threads in (2, 3, 8, 16):
+        index.set_num_threads(threads)
+        for rows in (slice(0, 1), slice(0, 5), slice(0, 517), slice(3, 300)):
+            ids, dist = index.search(queries[rows], 7, ef_search=40)
+            np.testing.assert_array_equal(ids, ref[0][rows])
+            np.testing.assert_array_equal(dist, ref[1][rows])
+            per = index.search_all_layers(queries[rows], [7, 5, 3], ef_search=[40, 20, 10])
+            for layer in range(3):
+                np.testing.assert_array_equal(per[layer][0], ref_all[layer][0][rows])
+                np.testing.assert_array_equal(per[layer][1], ref_all[layer][1][rows])
+            sep = index.search_all_layers(queries[rows], 4, reuse_entry=False)
+            for layer in range(3):
+                np.testing.assert_array_equal(sep[layer][0], ref_sep[layer][0][rows])
+
+
+def test_batch_error_in_a_worker_is_raised():
+    """A bad query row in a multithreaded batch raises, naming the row, whatever thread meets it."""
+    dim = 8
+    index = CHNSW(dim, M=8, ef_construction=32)
+    index.add_layer(clustered(500, dim, n_clusters=5, seed=3))
+    index.set_num_threads(4)
+    queries = clustered(300, dim, n_clusters=5, seed=4)
+    queries[211] = np.nan
+    with pytest.raises(ValueError, match="row 211"):
+        index.search(queries, 5)
+    with pytest.raises(ValueError, match="row 211"):
+        index.search_all_layers(queries, 5)

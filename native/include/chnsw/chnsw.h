@@ -150,7 +150,9 @@ class AlignedFloats {
 };
 
 /// Per-thread scratch space reused across queries (no allocation on the hot path once warm).
-struct SearchCtx {
+/// 64-byte aligned: the vector headers are written on every heap push, and two threads' contexts
+/// must never share a cache line (false sharing).
+struct alignas(64) SearchCtx {
   VisitedSet visited;
   std::vector<Cand> cand, res, work, sel, up, scan, prune, prune_out;
   std::vector<uint32_t> linkbuf, todo;
@@ -323,7 +325,7 @@ class Index {
       SearchCtx& ctx = *ctxs[w].ctx;
       const float* q = prepare_query(queries + i * dim_, ctx);
       search_one(q, k, layer, ef_eff, out_ids + i * k, out_dist + i * k, ctx);
-    });
+    }, query_grain(nq, ctxs.size()));
   }
 
   /// TR Alg. 2: one top-down pass returning ks[i] results for every layer i (beam max(efs[i], ks[i])).
@@ -379,7 +381,7 @@ class Index {
           if (entry == kNone) entry = layer_entry_[l - 1];
         }
       }
-    });
+    }, query_grain(nq, ctxs.size()));
   }
 
   // ------------------------------------------------------------------ inspection

@@ -49,6 +49,13 @@ class RWLock {
   bool writer_ = false;
 };
 
+/// Items per slice for a batch of `n` queries on `nthreads` threads: about 8 slices per thread
+/// (load balance on a shared machine), at most 64 queries each.
+inline std::size_t query_grain(std::size_t n, std::size_t nthreads) {
+  const std::size_t g = n / (std::max<std::size_t>(nthreads, 1) * 8);
+  return std::min<std::size_t>(std::max<std::size_t>(g, 1), 64);
+}
+
 /// Fixed pool of mutexes; node i uses stripe i % kStripes. Code never holds two at once.
 class StripedLocks {
  public:
@@ -61,29 +68,37 @@ class StripedLocks {
 };
 
 /// Run f(i, worker) for i in [begin, end) on `nthreads` threads (the caller is worker 0).
+/// Workers claim `grain` consecutive indices at a time from one shared counter, so a batch of
+/// cheap items (queries) touches the shared atomic once per slice, not once per item, while
+/// slices stay small enough to balance load when some threads are descheduled.
 /// The first exception thrown by any worker stops the loop and is rethrown here.
 template <class F>
-void parallel_for(std::size_t begin, std::size_t end, std::size_t nthreads, F&& f) {
+void parallel_for(std::size_t begin, std::size_t end, std::size_t nthreads, F&& f, std::size_t grain = 1) {
   if (end <= begin) return;
   nthreads = std::max<std::size_t>(1, std::min(nthreads, end - begin));
   if (nthreads == 1) {
     for (std::size_t i = begin; i < end; ++i) f(i, std::size_t{0});
     return;
   }
-  std::atomic<std::size_t> next{begin};
+  grain = std::max<std::size_t>(grain, 1);
+  // Own cache line: the counter is the only shared word the workers write.
+  struct alignas(64) Counter {
+    std::atomic<std::size_t> v;
+  } next{{begin}};
   std::exception_ptr error;
   std::mutex error_mu;
   auto work = [&](std::size_t w) {
     try {
       for (;;) {
-        const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
-        if (i >= end) break;
-        f(i, w);
+        const std::size_t lo = next.v.fetch_add(grain, std::memory_order_relaxed);
+        if (lo >= end) break;
+        const std::size_t hi = std::min(end, lo + grain);
+        for (std::size_t i = lo; i < hi; ++i) f(i, w);
       }
     } catch (...) {
       std::lock_guard<std::mutex> lk(error_mu);
       if (!error) error = std::current_exception();
-      next.store(end, std::memory_order_relaxed);
+      next.v.store(end, std::memory_order_relaxed);
     }
   };
   std::vector<std::thread> threads;
