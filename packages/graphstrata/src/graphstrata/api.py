@@ -28,7 +28,7 @@ from .filters import allowed_documents
 from .indexing import build_state, lexical_texts
 from .loaders import load_documents
 from .methods import METHODS
-from .models import Embedder, default_embedder, embed_query
+from .models import Embedder, default_embedder, embed_query, preset_for_id, resolve_embedder
 from .runner import Runner, use_runner
 from .state import EngineState
 from .types import Document, Hit, check_k, check_kinds
@@ -118,7 +118,7 @@ class GraphStrata:
         documents: Iterable[Any] = (),
         config: GraphStrataConfig | dict[str, Any] | None = None,
         persist_dir: str | Path | None = None,
-        embedder: Embedder | None = None,
+        embedder: Embedder | str | None = None,
         show_progress: bool = False,
         paths: Iterable[str | Path] = (),
         llm: Any = None,
@@ -133,7 +133,8 @@ class GraphStrata:
                 texts without one get ``"doc-<content hash>"``.
             config: a :class:`GraphStrataConfig` or a dict of its fields.
             persist_dir: when given, the index is persisted there (atomically) once built.
-            embedder: any :class:`Embedder`; the offline MiniLM when ``None``.
+            embedder: any :class:`Embedder`; the offline MiniLM when ``None`` or ``"default"``;
+                ``"fast"``: a static embedder distilled from it (:mod:`graphstrata.static_embedder`).
             show_progress: print a progress bar per stage (stderr).
             paths: files or folders to read (``str`` or ``Path``), after ``documents``.
             llm: an LLM (:class:`graphstrata.llm.LLM`, a plain ``str -> str`` callable, or an
@@ -169,7 +170,7 @@ class GraphStrata:
         if persist_dir is not None:
             store.check_target(persist_dir)
         client = _llm_client(llm, cfg, persist_dir)
-        emb = embedder if embedder is not None else default_embedder()
+        emb = default_embedder() if embedder in (None, "default") else resolve_embedder(embedder)
         with use_runner(runner):
             self = cls(build_state(docs, cfg, emb, show_progress=show_progress, llm=client))
         self.runner = runner
@@ -230,15 +231,14 @@ class GraphStrata:
         def embedder_for(info: dict[str, Any]) -> Embedder:
             emb = embedder
             if emb is None:
-                from .models import MiniLMEmbedder
-
-                if info["id"] != MiniLMEmbedder.id:
+                preset = preset_for_id(info["id"])  # "default", "fast", or None
+                if preset is None:
                     raise ValueError(
                         f"index {path} was built with embedder {info['id']!r}; pass "
                         "embedder=... with that id to load it"
                     )
                 if not chosen:
-                    chosen.append(default_embedder())
+                    chosen.append(default_embedder() if preset == "default" else resolve_embedder(preset))
                 emb = chosen[0]
             if emb.id != info["id"] or int(emb.dim) != int(info["dim"]):
                 raise ValueError(
