@@ -245,19 +245,25 @@ class Index {
   // ------------------------------------------------------------------ validation
   /// Throws std::invalid_argument if a row has NaN/inf (or is zero under the cosine metric).
   void check_vectors(const float* data, std::size_t n, const char* what) const {
-    for (std::size_t i = 0; i < n; ++i) {
-      const float* r = data + i * dim_;
-      double ss = 0.0;
-      for (std::size_t j = 0; j < dim_; ++j) {
-        const float x = r[j];
-        if (!std::isfinite(x))
-          throw std::invalid_argument(std::string(what) + " row " + std::to_string(i) + " contains NaN or inf");
-        ss += static_cast<double>(x) * x;
-      }
-      if (metric_ == Metric::Cosine && !(ss > 0.0))
-        throw std::invalid_argument(std::string(what) + " row " + std::to_string(i) +
-                                    " is a zero vector, which has no direction under the cosine metric");
+    for (std::size_t i = 0; i < n; ++i)
+      if (!row_ok(data + i * dim_)) throw row_error(data + i * dim_, i, what);
+  }
+  /// True if the row is finite (and non-zero under the cosine metric).
+  bool row_ok(const float* r) const {
+    double ss = 0.0;
+    for (std::size_t j = 0; j < dim_; ++j) {
+      const float x = r[j];
+      if (!std::isfinite(x)) return false;
+      ss += static_cast<double>(x) * x;
     }
+    return metric_ != Metric::Cosine || ss > 0.0;
+  }
+  std::invalid_argument row_error(const float* r, std::size_t i, const char* what) const {
+    for (std::size_t j = 0; j < dim_; ++j)
+      if (!std::isfinite(r[j]))
+        return std::invalid_argument(std::string(what) + " row " + std::to_string(i) + " contains NaN or inf");
+    return std::invalid_argument(std::string(what) + " row " + std::to_string(i) +
+                                 " is a zero vector, which has no direction under the cosine metric");
   }
 
   // ------------------------------------------------------------------ building
@@ -315,17 +321,19 @@ class Index {
   void search(const float* queries, std::size_t nq, std::size_t k, std::size_t layer, std::size_t ef,
               int64_t* out_ids, float* out_dist, std::size_t nthreads) const {
     if (k < 1) throw std::invalid_argument("k must be >= 1");
-    check_vectors(queries, nq, "queries");
     SharedGuard g(rw_);
     if (layer_nodes_.empty()) throw std::out_of_range("the index is empty: call add_layer first");
     check_layer(layer);
     const std::size_t ef_eff = std::max(ef ? ef : ef_search(), k);
     auto ctxs = lease_contexts(std::min(std::max<std::size_t>(nthreads, 1), std::max<std::size_t>(nq, 1)));
+    BadRow bad;
     parallel_for(0, nq, ctxs.size(), [&](std::size_t i, std::size_t w) {
+      if (!row_ok(queries + i * dim_)) return bad.note(i);
       SearchCtx& ctx = *ctxs[w].ctx;
       const float* q = prepare_query(queries + i * dim_, ctx);
       search_one(q, k, layer, ef_eff, out_ids + i * k, out_dist + i * k, ctx);
     }, query_grain(nq, ctxs.size()));
+    if (bad.any()) throw row_error(queries + bad.row * dim_, bad.row, "queries");
   }
 
   /// TR Alg. 2: one top-down pass returning ks[i] results for every layer i (beam max(efs[i], ks[i])).
@@ -336,7 +344,6 @@ class Index {
                          const std::vector<std::size_t>& efs, bool reuse_entry,
                          const std::vector<int64_t*>& out_ids, const std::vector<float*>& out_dist,
                          std::size_t nthreads) const {
-    check_vectors(queries, nq, "queries");
     SharedGuard g(rw_);
     const std::size_t L = layer_nodes_.size();
     if (L == 0) throw std::out_of_range("the index is empty: call add_layer first");
@@ -354,7 +361,9 @@ class Index {
       ef_of[l] = std::max(e, ks[l]);
     }
     auto ctxs = lease_contexts(std::min(std::max<std::size_t>(nthreads, 1), std::max<std::size_t>(nq, 1)));
+    BadRow bad;
     parallel_for(0, nq, ctxs.size(), [&](std::size_t i, std::size_t w) {
+      if (!row_ok(queries + i * dim_)) return bad.note(i);
       SearchCtx& ctx = *ctxs[w].ctx;
       const float* q = prepare_query(queries + i * dim_, ctx);
       if (!reuse_entry) {
@@ -382,6 +391,7 @@ class Index {
         }
       }
     }, query_grain(nq, ctxs.size()));
+    if (bad.any()) throw row_error(queries + bad.row * dim_, bad.row, "queries");
   }
 
   // ------------------------------------------------------------------ inspection
@@ -467,6 +477,19 @@ class Index {
       if (kLocked) m_->unlock();
     }
     std::mutex* m_;
+  };
+
+  /// The first invalid query row of a batch. Rows are validated inside the workers (a serial pass
+  /// over the whole batch would not scale with threads); the smallest bad row is reported, as a
+  /// serial check would.
+  struct BadRow {
+    std::mutex mu;
+    std::size_t row = std::numeric_limits<std::size_t>::max();
+    void note(std::size_t i) {
+      std::lock_guard<std::mutex> lk(mu);
+      row = std::min(row, i);
+    }
+    bool any() const { return row != std::numeric_limits<std::size_t>::max(); }
   };
 
   struct CtxLease {
