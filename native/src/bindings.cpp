@@ -422,7 +422,8 @@ ef_search : int, list of ints (one per layer, position i = layer i) or None (the
     ef_search); layer i uses a beam of max(ef_i, k_i).
 reuse_entry : keyword, default True. True: layer L is searched from its fixed entry node, then
     layer i-1 is entered at the down-link of the nearest node visited in layer i
-    (deleted nodes included, they still route). False: each layer is searched independently
+    (deleted nodes included, they still route), with the down-links of the next best hits of
+    layer i (up to 4 entry points in all) as extra seeds. False: each layer is searched independently
     from the top, like `search` (the ArchRAG code's behaviour, spec A9).
 Layers with at most scan_threshold nodes are scanned exactly (and seed the next layer with their
 exact nearest node).
