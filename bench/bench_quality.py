@@ -45,7 +45,7 @@ def main() -> None:
         corpus = DATA / name / "corpus.jsonl"
         index_dir = OUT / name
         meta_path = OUT / f"{name}.build.json"
-        if args.rebuild or not (index_dir / "manifest.json").exists():
+        if args.rebuild or not ((index_dir / "CURRENT").exists() or (index_dir / "manifest.json").exists()):
             t0 = time.perf_counter()
             gs = GraphStrata.build([corpus], persist_dir=index_dir, show_progress=True)
             build = {"seconds": round(time.perf_counter() - t0, 1), "stages": gs.build_seconds,

@@ -48,7 +48,7 @@ def main() -> None:
           f"Python {platform.python_version()}, "
           f"GRAPHSTRATA_NUM_THREADS={os.environ.get('GRAPHSTRATA_NUM_THREADS')}")
     index = Path(args.index)
-    if (index / "manifest.json").exists():
+    if (index / "CURRENT").exists() or (index / "manifest.json").exists():
         t0 = time.perf_counter()
         gs = GraphStrata.load(index)
         print(f"loaded {index} in {time.perf_counter() - t0:.1f} s")
