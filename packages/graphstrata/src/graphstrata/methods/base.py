@@ -428,8 +428,26 @@ def document_rows(engine: Engine) -> dict[str, list[int]]:
 
 
 def rank(scores: Mapping[int, float], limit: int) -> list[tuple[int, float]]:
-    """Sort ``{row: score}`` best first (ties: lower row first), keep ``limit``."""
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    """Sort ``{row: score}`` best first (ties: lower row first), keep ``limit``.
+
+    Large inputs (a score for every chunk after propagation) are cut to the ``limit`` best
+    with a partial sort in numpy before the exact sort, which gives the same list."""
+    limit = max(int(limit), 0)
+    if len(scores) <= max(4 * limit, 256):
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    if limit == 0:
+        return []
+    try:
+        keys = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
+        vals = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    except (TypeError, ValueError, OverflowError):  # keys that are not row numbers
+        keys = vals = None
+    if keys is None or np.isnan(vals).any():  # NaN breaks the partition's order
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    kth = np.partition(vals, len(vals) - limit)[len(vals) - limit]  # the limit-th best value
+    cand = np.flatnonzero(vals >= kth)  # every row that can make the cut, ties included
+    order = cand[np.lexsort((keys[cand], -vals[cand]))][:limit]
+    return list(zip(keys[order].tolist(), vals[order].tolist(), strict=True))
 
 
 def entity_hit(engine: Engine, row: int, similarity: float) -> Hit:

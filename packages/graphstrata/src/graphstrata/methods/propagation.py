@@ -242,7 +242,11 @@ def propagate(
     if not scores:
         return {}
     graph = passage_graph(engine, max_df, title_weight, document_weight)
-    reset = np.zeros(len(engine.chunks), dtype=np.float64)
+    n = len(engine.chunks)
+    # arrays over the scored rows: no per-query Python loop over every chunk
+    rows = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
+    seed_scores = np.maximum(np.fromiter(scores.values(), dtype=np.float64, count=len(scores)), 0.0)
+    reset = np.zeros(n, dtype=np.float64)
     for row, s in rank(scores, int(seed_top_n)):
         reset[row] = max(float(s), 0.0) ** float(seed_power)
     if named_weight > 0 and reset.max() > 0:
@@ -250,7 +254,10 @@ def propagate(
         for row in named_rows:
             reset[row] += boost * max(float(scores.get(row, 0.0)), 0.0)
     tie = 1e-3  # weight of the seed score behind the walk's mass
-    out = {int(r): tie * max(float(s), 0.0) for r, s in scores.items()}
+    out = np.zeros(n, dtype=np.float64)
+    out[rows] = tie * seed_scores
+    keep = np.zeros(n, dtype=bool)
+    keep[rows] = True
     if trace is not None:
         total = float(reset.sum())
         trace["reset"] = reset / total if total > 0 else reset.copy()
@@ -262,8 +269,10 @@ def propagate(
         if trace is not None:
             trace["mass"] = mass
         best = float(mass.max())
-        for r in np.flatnonzero(mass > 1e-12 * best):
-            out[int(r)] = out.get(int(r), 0.0) + float(mass[r]) / best
+        reached = mass > 1e-12 * best
+        out[reached] += mass[reached] / best
+        keep |= reached
     # mass / best ≤ 1 and each seed part ≤ tie × max(scores): divide by the sum of both
-    top = 1.0 + tie * max(0.0, *(float(s) for s in scores.values()))
-    return {r: min(v / top, 1.0) for r, v in out.items()}
+    top = 1.0 + tie * max(0.0, float(seed_scores.max()))
+    kept = np.flatnonzero(keep)
+    return dict(zip(kept.tolist(), np.minimum(out[kept] / top, 1.0).tolist(), strict=True))
