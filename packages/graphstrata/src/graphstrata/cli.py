@@ -202,7 +202,7 @@ def _parser() -> argparse.ArgumentParser:
     ix.add_argument("--quiet", action="store_true", help="no progress bars")
     ix.add_argument("--preset", choices=["default", "fast"], default="default",
                     help="embedder: MiniLM (default), or fast: a static embedder distilled from it, "
-                    "about 100x faster on a CPU with lower recall (distilled once, then cached)")
+                    "about 200x faster on a CPU with lower recall (distilled once, then cached)")
     _add_llm(ix, "run the papers' LLM steps at index time (LLM extraction, community reports, HiRAG "
              "summary entities); responses are cached in OUT/llm-cache.sqlite")
     ix.add_argument("--llm-extraction", choices=["lightrag", "agrag", "statistical"], default=None,

@@ -244,7 +244,7 @@ PRESETS = ("default", "fast")
 def resolve_embedder(embedder: Embedder | str | None) -> Embedder:
     """The embedder a build uses: an :class:`Embedder` as given; ``None`` or ``"default"``: the
     offline MiniLM (:func:`default_embedder`); ``"fast"``: the static embedder distilled from it
-    (:func:`graphstrata.static_embedder.fast_embedder`, about 100x faster on a CPU, lower recall).
+    (:func:`graphstrata.static_embedder.fast_embedder`, about 200x faster on a CPU, lower recall).
 
     Raises:
         ValueError: an unknown preset name.

