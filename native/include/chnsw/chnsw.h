@@ -98,6 +98,7 @@ constexpr std::size_t kDefaultScanThreshold = 1024;  ///< see Index::scan_thresh
 #define CHNSW_SEEDS 4
 #endif
 constexpr std::size_t kSeeds = CHNSW_SEEDS;  ///< entry seeds of each layer in search_all_layers
+static_assert(kSeeds >= 1, "CHNSW_SEEDS must be at least 1 (psi of the best hit)");
 constexpr uint32_t kPrefetchAhead = CHNSW_PREFETCH_AHEAD;   ///< vectors prefetched ahead in the beam search
 constexpr std::size_t kPrefetchLines = CHNSW_PREFETCH_LINES;  ///< cache lines prefetched per vector (cap)
 
