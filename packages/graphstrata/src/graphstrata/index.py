@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 from collections.abc import Sequence
@@ -27,6 +28,37 @@ def _chnsw():
     import graphstrata_chnsw
 
     return graphstrata_chnsw
+
+
+PARALLEL_BUILD_MIN = 20_000
+"""A C-HNSW layer of at least this many vectors is built on :func:`index_threads` threads.
+Parallel inserts race for neighbour slots, so the links of such a layer (and approximate
+results that depend on them) can differ between two builds of the same vectors; smaller layers
+are built on one thread and are identical from build to build."""
+
+
+def index_threads() -> int:
+    """Threads for building large C-HNSW layers and batch k-NN queries:
+    ``$GRAPHSTRATA_NUM_THREADS`` when set, else the CPUs this process may run on."""
+    env = os.environ.get("GRAPHSTRATA_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _add_layer(index, vectors: np.ndarray) -> None:
+    """``index.add_layer(vectors)`` on :func:`index_threads` threads when the layer has at least
+    :data:`PARALLEL_BUILD_MIN` vectors, else on one; the index is left at one thread (queries
+    of one vector gain nothing from more)."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    index.set_num_threads(index_threads() if len(vectors) >= PARALLEL_BUILD_MIN else 1)
+    try:
+        index.add_layer(vectors)
+    finally:
+        index.set_num_threads(1)
 
 
 COMPACT_FRACTION = 0.25
@@ -132,13 +164,41 @@ class LayeredIndex:
         """
         dim = int(layer_vectors[0].shape[1])
         index = _chnsw().CHNSW(dim, metric="cosine", M=M, ef_construction=ef_construction)
-        labels = []
-        total = 0
+        return cls(index, []).add_layers(layer_vectors)
+
+    def add_layers(self, layer_vectors: Sequence[np.ndarray]) -> LayeredIndex:
+        """Add layers on top (float32 ``(n_l, dim)`` each, bottom-up) to an index that is not
+        published yet (a build adds the community layers to the entity index it clustered
+        with); returns ``self``. Nodes are numbered on from ``len(index)`` in row order.
+
+        Raises:
+            ValueError: empty layers, NaN/inf or zero vectors, mismatched dimensions (from
+                ``graphstrata_chnsw``).
+        """
+        total = len(self.index)
         for vecs in layer_vectors:
-            labels.append(np.arange(total, total + len(vecs), dtype=np.int64))
-            index.add_layer(np.ascontiguousarray(vecs, dtype=np.float32))
+            self.labels.append(np.arange(total, total + len(vecs), dtype=np.int64))
+            _add_layer(self.index, vecs)
             total += len(vecs)
-        return cls(index, labels)
+        self._row_of = _row_map(self.labels, len(self.index))
+        return self
+
+    def knn(self, k: int, layer: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Approximate k nearest rows of every row of ``layer`` (itself usually first): one
+        batch C-HNSW search of the layer's stored vectors on :func:`index_threads` threads,
+        beam ``max(64, 2k)``. Used for the k-NN edges of large levels
+        (:func:`~graphstrata.hierarchy.knn_augment`) instead of an O(n²) exact scan.
+
+        Returns:
+            ``(rows, similarity)``: int64 ``(n_l, k)`` rows within the layer (``-1`` padding)
+            and float32 ``(n_l, k)`` cosine similarities (``-inf`` padding), best first.
+        """
+        vecs = self.index.get_vectors(self.labels[layer])
+        self.index.set_num_threads(index_threads())
+        try:
+            return self.search_layer(vecs, k, layer, ef_search=max(64, 2 * int(k)))
+        finally:
+            self.index.set_num_threads(1)
 
     @property
     def num_layers(self) -> int:
@@ -211,11 +271,14 @@ class LayeredIndex:
             out.append((rows, (1.0 - dist[keep]).astype(np.float32)))
         return out
 
-    def search_layer(self, queries: np.ndarray, k: int, layer: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def search_layer(
+        self, queries: np.ndarray, k: int, layer: int = 0, ef_search: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Batch top-``k`` of one layer.
 
         Args:
             queries: float32 ``(q, dim)``.
+            ef_search: beam width (``None``: the index default).
 
         Returns:
             ``(rows, similarity)``: int64 ``(q, k)`` rows within the layer (``-1`` padding)
@@ -226,7 +289,7 @@ class LayeredIndex:
             IndexError: no such layer (from ``graphstrata_chnsw``).
         """
         q = np.ascontiguousarray(queries, dtype=np.float32)
-        ids, dist = self.index.search(q, int(k), layer=layer)
+        ids, dist = self.index.search(q, int(k), layer=layer, ef_search=ef_search)
         ids = np.asarray(ids, dtype=np.int64).reshape(len(q), -1)
         sims = (1.0 - np.asarray(dist, dtype=np.float32)).reshape(len(q), -1)
         rows = np.full(ids.shape, -1, np.int64)
@@ -270,6 +333,35 @@ class LayeredIndex:
         return cls(index, labels)
 
 
+def stored_vectors(chunk_index: ChunkIndex, layered: LayeredIndex | None, dim: int) -> dict[str, np.ndarray]:
+    """The state's vectors read back from its C-HNSW indexes, by row: ``"chunks"`` (also set as
+    ``chunk_index.vectors``), ``"entities"`` and ``"layer_<i>"``, float32 ``(n, dim)``, as the
+    indexes store them (L2-normalised there). A build and an update keep these copies rather
+    than their own, so a state and the same state loaded from disk, where vectors are only in
+    the ``.chnsw`` files (schema 5), hold identical bits.
+
+    Raises:
+        ValueError: a label the index does not hold (a corrupt index).
+    """
+
+    def read(index, labels: np.ndarray) -> np.ndarray:
+        if len(labels) == 0:
+            return np.zeros((0, dim), dtype=np.float32)
+        try:
+            return np.ascontiguousarray(index.get_vectors(labels), dtype=np.float32)
+        except KeyError as exc:
+            raise ValueError(f"corrupt index: label {exc} is not in the C-HNSW file") from None
+
+    out = {"chunks": read(chunk_index.index, chunk_index.labels)}
+    chunk_index.vectors = out["chunks"]
+    out["entities"] = np.zeros((0, dim), dtype=np.float32)
+    if layered is not None:
+        out["entities"] = read(layered.index, layered.labels[0])
+        for i in range(1, layered.num_layers):
+            out[f"layer_{i}"] = read(layered.index, layered.labels[i])
+    return out
+
+
 class ChunkIndex:
     """Chunk vectors: a single-layer C-HNSW for top-N search plus exact scoring.
 
@@ -294,7 +386,7 @@ class ChunkIndex:
         index = _chnsw().CHNSW(
             int(vectors.shape[1]), metric="cosine", M=M, ef_construction=ef_construction
         )
-        index.add_layer(vectors)
+        _add_layer(index, vectors)
         return cls(index, vectors)
 
     @property
@@ -344,15 +436,22 @@ class ChunkIndex:
         self.index.save(str(path))
 
     @classmethod
-    def load(cls, path: Path, vectors: np.ndarray, labels: np.ndarray | None = None) -> ChunkIndex:
-        """Open a native index file (``labels`` as in :meth:`LayeredIndex.load`); ``ValueError``
-        if corrupt or not matching ``vectors``."""
+    def load(cls, path: Path, vectors: np.ndarray | None, labels: np.ndarray | None = None) -> ChunkIndex:
+        """Open a native index file (``labels`` as in :meth:`LayeredIndex.load`); ``vectors``
+        ``None`` (schema 5): read from the file. ``ValueError`` if corrupt or not matching
+        ``vectors``."""
         index = _chnsw().CHNSW.load(str(path))
         live = _live_labels(index, 0) if index.num_layers else np.zeros(0, np.int64)
         if labels is None:
             labels = live
         elif not np.array_equal(np.sort(np.asarray(labels, np.int64)), live):
             raise ValueError(f"corrupt index: {path.name} does not hold the chunks its labels name")
+        if vectors is None:
+            vectors = (
+                np.ascontiguousarray(index.get_vectors(np.asarray(labels, np.int64)), dtype=np.float32)
+                if len(labels)
+                else np.zeros((0, index.dim), np.float32)
+            )
         if len(labels) != len(vectors):
             raise ValueError(
                 f"corrupt index: {path.name} holds {len(labels)} live chunks, vectors hold {len(vectors)}"

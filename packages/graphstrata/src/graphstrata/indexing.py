@@ -31,8 +31,14 @@ from .extraction import (
     split_sentences,
 )
 from .graph import KnowledgeGraph
-from .hierarchy import HierarchyConfig, attributed_communities, extractive_summary, rank_chunks
-from .index import BM25Index, ChunkIndex, LayeredIndex
+from .hierarchy import (
+    HierarchyConfig,
+    Neighbours,
+    attributed_communities,
+    extractive_summaries,
+    rank_chunks,
+)
+from .index import BM25Index, ChunkIndex, LayeredIndex, stored_vectors
 from .llm import LLMClient, estimate_tokens, usage_scope
 from .models import Embedder, l2_normalise
 from .runner import current_runner
@@ -185,15 +191,18 @@ def _build_state(docs, config, embedder, show_progress, cached_chunk_vectors, ge
         frozen["summary"] = summary_tfidf
     if len(kg):
         entity_vecs = _entity_vectors(kg, chunk_row, chunk_vecs, config, embedder, prog)
-        communities, layer_vecs = cluster_communities(
-            kg, chunks, entity_vecs, config, embedder, prog, llm, summary_tfidf=summary_tfidf
-        )
-        layered = prog.stage(
-            "indexing layers (C-HNSW)",
+        # layer 0 first: its graph also gives the k-NN edges of clustering (no O(n²) scan)
+        entity_index = prog.stage(
+            "indexing entities (C-HNSW)",
             lambda: LayeredIndex.build(
-                [entity_vecs, *layer_vecs], M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
+                [entity_vecs], M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
             ),
         )
+        communities, layer_vecs = cluster_communities(
+            kg, chunks, entity_vecs, config, embedder, prog, llm, summary_tfidf=summary_tfidf,
+            neighbours=entity_index.knn,
+        )
+        layered = prog.stage("indexing layers (C-HNSW)", lambda: entity_index.add_layers(layer_vecs))
     chunk_index = prog.stage(
         "indexing chunks (C-HNSW)",
         lambda: ChunkIndex.build(chunk_vecs, M=config.hnsw_M, ef_construction=config.hnsw_ef_construction),
@@ -203,9 +212,8 @@ def _build_state(docs, config, embedder, show_progress, cached_chunk_vectors, ge
         "indexing chunks (BM25)",
         lambda: BM25Index(lexical_texts(chunks, documents, config.use_titles)),
     )
-    vectors = {"chunks": chunk_vecs, "entities": entity_vecs}
-    for i, v in enumerate(layer_vecs, 1):
-        vectors[f"layer_{i}"] = v
+    # the indexes' own copies (persisted once, in the .chnsw files): built == loaded, bit for bit
+    vectors = stored_vectors(chunk_index, layered, embedder.dim)
     return EngineState(
         config=config,
         embedder=embedder,
@@ -345,6 +353,7 @@ def cluster_communities(
     prog: Progress,
     llm: LLMClient | None = None,
     summary_tfidf: FrozenTfidf | None = None,
+    neighbours: Neighbours | None = None,
 ) -> tuple[list[list[Community]], list[np.ndarray]]:
     """Attributed community layers over the KG (ArchRAG Alg. 1) with extractive summaries, or
     with an ``llm`` (and ``config.llm_community_reports``) LLM community reports (ArchRAG
@@ -352,7 +361,9 @@ def cluster_communities(
     sub-communities' reports), embedded as the community vectors.
 
     ``summary_tfidf`` is the summaries' TF-IDF model (:func:`fit_summary_tfidf`; fitted on
-    ``chunks`` when ``None``).
+    ``chunks`` when ``None``). ``neighbours``: the entities' k-NN from the build's entity index
+    (:meth:`~graphstrata.index.LayeredIndex.knn`), used when there are more than
+    :data:`~graphstrata.hierarchy.EXACT_KNN_MAX` entities.
 
     Returns:
         ``(layers, layer_vectors)``: communities per layer (members and entity ids as ids,
@@ -375,20 +386,19 @@ def cluster_communities(
 
     def summarise(level: int, clusters: list[list[int]]) -> list[tuple[str, str]]:
         nonlocal below_rows, below_sentences
-        out = []
-        rows_next, sents_next = [], []
-        for members in clusters:
-            rows = sorted({r for m in members for r in below_rows[m]})
-            sentences = [s for m in members for s in below_sentences[m]]
-            title, summary = extractive_summary(
-                [entities[r].name for r in rows],
-                [entities[r].weight for r in rows],
-                sentences,
-                vectorizer,
-            )
-            out.append((title, summary))
-            rows_next.append(rows)
-            sents_next.append([summary] if summary else [])
+        rows_next = [sorted({r for m in members for r in below_rows[m]}) for members in clusters]
+        out = extractive_summaries(
+            [
+                (
+                    [entities[r].name for r in rows],
+                    [entities[r].weight for r in rows],
+                    [s for m in members for s in below_sentences[m]],
+                )
+                for members, rows in zip(clusters, rows_next, strict=True)
+            ],
+            vectorizer,
+        )
+        sents_next = [[summary] if summary else [] for _, summary in out]
         if use_reports:
             level_reports = _llm_reports(llm, kg, level, clusters, rows_next, reports.get(level - 1), out)
             reports[level] = level_reports
@@ -409,6 +419,7 @@ def cluster_communities(
             if config.community_vectors == "summary" or use_reports
             else None,
             hcfg,
+            neighbours=neighbours,
         )
 
     layers, layer_vecs = prog.stage("clustering communities", run)
