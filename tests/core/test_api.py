@@ -141,7 +141,7 @@ def test_load_rejects_missing_corrupt_and_mismatched(gs, embedder, tmp_path):
         GraphStrata.load(path, embedder=Other())
     with pytest.raises(ValueError, match="built with embedder"):
         GraphStrata.load(path)  # default embedder is not the one it was built with
-    for name in ("graphstrata.sqlite", "chunks.chnsw", "vectors.npz"):
+    for name in ("graphstrata.sqlite", "chunks.chnsw", "labels.npz"):
         bad = tmp_path / f"bad-{name}"
         shutil.copytree(path, bad)
         target = store.version_dir(bad) / name

@@ -136,7 +136,7 @@ def test_a_lone_surrogate_is_refused_up_front_naming_the_document(gs, persisted,
         (lambda m: m.__setitem__("schema_version", "2"), "schema_version"),
         (lambda m: m.__setitem__("schema_version", 99), "newer than this graphstrata"),
         (lambda m: m.pop("files"), "files"),
-        (lambda m: m["files"].pop("vectors.npz"), "required files"),
+        (lambda m: m["files"].pop("labels.npz"), "required files"),
         (lambda m: m["files"].__setitem__("/etc/passwd", {"bytes": 1, "sha256": "0" * 64}),
          "not index files"),
         (lambda m: m["files"].__setitem__("../idx2/graphstrata.sqlite", {"bytes": 1, "sha256": "0" * 64}),
@@ -196,7 +196,9 @@ def test_dangling_references_fail_at_load_not_at_query_time(persisted, embedder,
     ],
 )
 def test_bad_vectors_fail_at_load(persisted, embedder, mutate, match):
+    """Schema ≤ 4 kept every vector in vectors.npz too: bad ones there are refused at load."""
     vdir = store.version_dir(persisted)
+    _as_schema_4(persisted, embedder)
     with np.load(vdir / "vectors.npz") as npz:
         vectors = {k: np.array(npz[k]) for k in npz.files}
     mutate(vectors)
@@ -204,6 +206,87 @@ def test_bad_vectors_fail_at_load(persisted, embedder, mutate, match):
         np.savez(f, **vectors)
     _rewrite_manifest(vdir)
     with pytest.raises(ValueError, match=match):
+        GraphStrata.load(persisted, embedder=embedder)
+
+
+def _as_schema_4(persisted: Path, embedder) -> None:
+    """Rewrite the current version as graphstrata wrote it before schema 5: vectors.npz with
+    every vector beside the labels (a second copy of what the .chnsw files hold)."""
+    vdir = store.version_dir(persisted)
+    vectors = GraphStrata.load(persisted, embedder=embedder).vectors
+    with np.load(vdir / "labels.npz") as npz:
+        labels = {k: np.array(npz[k]) for k in npz.files}
+    (vdir / "labels.npz").unlink()
+    with open(vdir / "vectors.npz", "wb") as f:
+        np.savez(f, **vectors, **labels)
+
+    def edit(m):
+        m["schema_version"] = 4
+        m["files"]["vectors.npz"] = m["files"].pop("labels.npz")
+
+    m = json.loads((vdir / "manifest.json").read_text())
+    edit(m)
+    (vdir / "manifest.json").write_text(json.dumps(m))
+    _rewrite_manifest(vdir)
+
+
+def test_vectors_are_stored_once_and_schema_4_indexes_still_load(gs, persisted, embedder):
+    vdir = store.version_dir(persisted)
+    assert not (vdir / "vectors.npz").exists()
+    with np.load(vdir / "labels.npz") as npz:
+        assert all(npz[k].dtype == np.int64 for k in npz.files)  # no float arrays beside the .chnsw
+    loaded = GraphStrata.load(persisted, embedder=embedder)
+    for name, v in gs.vectors.items():  # the built state already holds the indexes' copies
+        assert np.array_equal(loaded.vectors[name], v), name
+    q = "Who founded Bank of America?"
+    want = [(h.id, h.score) for h in gs.retrieve(q, k=5)]
+    assert [(h.id, h.score) for h in loaded.retrieve(q, k=5)] == want
+    _as_schema_4(persisted, embedder)
+    old = GraphStrata.load(persisted, embedder=embedder)
+    assert [(h.id, h.score) for h in old.retrieve(q, k=5)] == want
+    old.persist(persisted)  # the next write converts it
+    assert store.read_manifest(persisted)["schema_version"] == store.SCHEMA_VERSION
+    assert not (store.version_dir(persisted) / "vectors.npz").exists()
+
+
+def test_an_index_written_before_schema_5_loads_unchanged():
+    """tests/core/data/index_schema4: 12 LiHua-World documents persisted by graphstrata before
+    issue 17 (schema 4, HashEmbedder(64)); it loads and retrieves what it did then."""
+    from graphstrata.testing import HashEmbedder
+
+    data = Path(__file__).parent / "data"
+    assert store.read_manifest(data / "index_schema4")["schema_version"] == 4
+    gs = GraphStrata.load(data / "index_schema4", embedder=HashEmbedder(64))
+    want = json.loads((data / "index_schema4.expected.json").read_text())
+    got = gs.retrieve("What did Li Hua do with Wolfgang?", k=5, kinds=("chunk",))
+    assert [h.id for h in got] == [w[0] for w in want]
+    assert [h.score for h in got] == pytest.approx([w[1] for w in want], abs=1e-6)
+
+
+def test_an_index_format_older_than_the_oldest_supported_says_rebuild(persisted, embedder, monkeypatch):
+    vdir = store.version_dir(persisted)
+    assert store.MIN_SCHEMA_VERSION == 1  # today every format ever written still loads
+    monkeypatch.setattr(store, "MIN_SCHEMA_VERSION", store.SCHEMA_VERSION)  # a future cut-off
+    old = store.SCHEMA_VERSION - 1
+    _rewrite_manifest(vdir, lambda m: m.__setitem__("schema_version", old))
+    with pytest.raises(ValueError, match=rf"rebuild: index format {old} is older than {store.SCHEMA_VERSION}"):
+        GraphStrata.load(persisted, embedder=embedder)
+
+
+def test_labels_that_are_not_labels_fail_at_load(persisted, embedder):
+    vdir = store.version_dir(persisted)
+    with np.load(vdir / "labels.npz") as npz:
+        labels = {k: np.array(npz[k]) for k in npz.files}
+    with open(vdir / "labels.npz", "wb") as f:
+        np.savez(f, chunks=np.zeros((2, 64), np.float32), **labels)
+    _rewrite_manifest(vdir)
+    with pytest.raises(ValueError, match="not labels"):
+        GraphStrata.load(persisted, embedder=embedder)
+    labels["labels:chunks"] = labels["labels:chunks"][:-1]
+    with open(vdir / "labels.npz", "wb") as f:
+        np.savez(f, **labels)
+    _rewrite_manifest(vdir)
+    with pytest.raises(ValueError, match="corrupt index"):
         GraphStrata.load(persisted, embedder=embedder)
 
 

@@ -60,7 +60,7 @@ import numpy as np
 from .extraction import ChunkRecord, StatisticalExtractor, merge_records, split_sentences
 from .graph import KnowledgeGraph
 from .hierarchy import extractive_summary, knn_augment, leiden_clusters, rank_chunks
-from .index import ChunkIndex
+from .index import ChunkIndex, stored_vectors
 from .indexing import (
     Progress,
     _entity_vectors,
@@ -310,9 +310,8 @@ def _update(
         "indexing chunks (BM25)",
         lambda: state.bm25.updated(keep_rows, lexical_texts(new_chunks, documents, config.use_titles)),
     )
-    vectors = {"chunks": chunk_vecs, "entities": entity_vecs}
-    for i, v in enumerate(layer_vecs, 1):
-        vectors[f"layer_{i}"] = v
+    # the indexes' own copies, as a load of the persisted state reads them (schema 5)
+    vectors = stored_vectors(chunk_index, layered, state.embedder.dim)
     drift = dict(state.drift) or new_drift(
         len(state.documents), len(state.chunks), len(old_kg), sum(len(x) for x in state.communities)
     )

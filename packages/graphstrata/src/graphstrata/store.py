@@ -1,14 +1,14 @@
 """Persistence: one directory per index, versions switched atomically.
 
-Layout of a persisted index (schema 4; 2 and 3 still load)::
+Layout of a persisted index (schema 5; 1 to 4 still load)::
 
     DIR/CURRENT              one line: the name of the complete version readers open
     DIR/v000007/             one complete version, never modified once CURRENT names it:
         graphstrata.sqlite   documents, chunks, entities, relations, communities, metadata;
                              per-chunk extraction records and the frozen TF-IDF statistics
                              incremental updates reuse (schema 4), drift counters in metadata
-        vectors.npz          float32 vectors: chunks (n_c, d), entities (n_e, d), layer_<i> (n_i, d);
-                             int64 "labels:<name>" (n,): each row's node id in the C-HNSW files
+        labels.npz           int64 "labels:<name>" (n,) for chunks, entities, layer_<i>: each
+                             row's node id in the C-HNSW files
         layers.chnsw         C-HNSW over entities (layer 0) and community layers 1..L
         chunks.chnsw         C-HNSW over chunk vectors (one layer)
         manifest.json        format, schema version, embedder id/dim, counts, bytes + sha256 per file
@@ -61,23 +61,27 @@ try:  # POSIX advisory locks; elsewhere one writer per index is the caller's bus
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 MIN_SCHEMA_VERSION = 1
+"""Indexes of schema 1 to 4 (graphstrata up to issue 17) load as they are; a schema below
+:data:`MIN_SCHEMA_VERSION` fails with "rebuild: index format N is older than M"."""
 FORMAT = "graphstrata-index"
 MANIFEST = "manifest.json"
 SQLITE = "graphstrata.sqlite"
-VECTORS = "vectors.npz"
+VECTORS = "vectors.npz"  # schema ≤ 4: every vector a second time beside the C-HNSW files
+LABELS = "labels.npz"  # schema 5: only the row → node id maps; vectors live in the .chnsw files
 LAYERS = "layers.chnsw"
 CHUNKS = "chunks.chnsw"
 CURRENT = "CURRENT"
 LOCK = ".lock"
 #: the only payload files an index version may hold (besides manifest.json)
-INDEX_FILES = frozenset({SQLITE, VECTORS, LAYERS, CHUNKS})
-REQUIRED_FILES = frozenset({SQLITE, VECTORS, CHUNKS})
+INDEX_FILES = frozenset({SQLITE, VECTORS, LABELS, LAYERS, CHUNKS})
+REQUIRED_FILES = frozenset({SQLITE, CHUNKS})
+ROW_FILES = (LABELS, VECTORS)  # one of them: labels.npz (schema 5) or vectors.npz (schema ≤ 4)
 _VERSION_RE = re.compile(r"^v(\d{6,12})$")
 _TMP_PREFIX = ".tmp-"
 _CURRENT_TMP = ".CURRENT.tmp-"
-LABELS_PREFIX = "labels:"  # vectors.npz arrays of native ids per row (schema 4), not vectors
+LABELS_PREFIX = "labels:"  # npz arrays of native ids per row (schema ≥ 4), not vectors
 KEEP_VERSIONS = 2  # the current version and the one before it (for readers in flight)
 
 _SCHEMA = """
@@ -365,6 +369,8 @@ class Manifest(BaseModel):
         if unknown:
             raise ValueError(f"names files that are not index files: {unknown}")
         missing = sorted(REQUIRED_FILES - set(files))
+        if not any(name in files for name in ROW_FILES):
+            missing.append(" or ".join(ROW_FILES))
         if missing:
             raise ValueError(f"does not list required files {missing}")
         return files
@@ -682,6 +688,11 @@ def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
             f"index schema version {version} is newer than this graphstrata supports "
             f"(≤ {SCHEMA_VERSION}); upgrade graphstrata"
         )
+    if isinstance(version, int) and not isinstance(version, bool) and 0 < version < MIN_SCHEMA_VERSION:
+        raise ValueError(
+            f"rebuild: index format {version} is older than {MIN_SCHEMA_VERSION}, the oldest this "
+            f"graphstrata reads ({d}); build it again from its documents"
+        )
     try:
         manifest = Manifest.model_validate(raw)
     except ValidationError as exc:
@@ -783,8 +794,9 @@ def save_state(state: EngineState, target: str | os.PathLike) -> Path:
         if state.layered is not None:
             names = ["entities"] + [f"layer_{i}" for i in range(1, state.layered.num_layers)]
             labels.update({LABELS_PREFIX + n: lab for n, lab in zip(names, state.layered.labels, strict=True)})
-        with open(tmp / VECTORS, "wb") as f:
-            np.savez(f, **state.vectors, **labels)
+        # the vectors themselves are stored once, in the .chnsw files (schema 5)
+        with open(tmp / LABELS, "wb") as f:
+            np.savez(f, **labels)
         _checkpoint("vectors written")
         if state.layered is not None:
             state.layered.save(tmp / LAYERS)
@@ -828,7 +840,7 @@ def load_state(
     """
     from .extraction import FrozenTfidf
     from .graph import KnowledgeGraph
-    from .index import BM25Index, ChunkIndex, LayeredIndex
+    from .index import BM25Index, ChunkIndex, LayeredIndex, stored_vectors
     from .indexing import lexical_texts
     from .state import EngineState, check_integrity
 
@@ -838,8 +850,9 @@ def load_state(
         embedder = embedder_for(manifest["embedder"])
         data = read_sqlite(vdir / SQLITE)
         config = config_of(data["meta"].get("config"))
+        rows_file = LABELS if LABELS in manifest["files"] else VECTORS
         try:
-            with np.load(vdir / VECTORS, allow_pickle=False) as npz:
+            with np.load(vdir / rows_file, allow_pickle=False) as npz:
                 vectors = {
                     k: np.array(npz[k], dtype=np.float32, order="C")
                     for k in npz.files
@@ -851,7 +864,9 @@ def load_state(
                     if k.startswith(LABELS_PREFIX)
                 }
         except Exception as exc:  # zip errors of every kind
-            raise ValueError(f"corrupt index {path}: {VECTORS} unreadable ({exc})") from exc
+            raise ValueError(f"corrupt index {path}: {rows_file} unreadable ({exc})") from exc
+        if rows_file == LABELS and vectors:
+            raise ValueError(f"corrupt index {path}: {LABELS} holds arrays that are not labels")
         documents = {d.id: d for d in data["documents"]}
         if len(documents) != len(data["documents"]):
             raise ValueError(f"corrupt index {path}: duplicate document ids")
@@ -865,9 +880,12 @@ def load_state(
         if sorted(by_layer) != list(range(1, len(by_layer) + 1)):
             raise ValueError(f"corrupt index {path}: community layers {sorted(by_layer)} are not 1..L")
         communities = [by_layer[i] for i in sorted(by_layer)]
-        if vectors.get("chunks") is None or len(vectors["chunks"]) != len(chunks):
+        if rows_file == LABELS:
+            if "chunks" not in labels or len(labels["chunks"]) != len(chunks):
+                raise ValueError(f"corrupt index {path}: chunk labels do not match the chunks")
+        elif vectors.get("chunks") is None or len(vectors["chunks"]) != len(chunks):
             raise ValueError(f"corrupt index {path}: chunk vectors do not match the chunks")
-        chunk_index = ChunkIndex.load(vdir / CHUNKS, vectors["chunks"], labels.get("chunks"))
+        chunk_index = ChunkIndex.load(vdir / CHUNKS, vectors.get("chunks"), labels.get("chunks"))
         layered = None
         if len(kg):
             if LAYERS not in manifest["files"]:
@@ -875,7 +893,11 @@ def load_state(
             sizes = [len(kg)] + [len(layer) for layer in communities]
             names = ["entities"] + [f"layer_{i}" for i in range(1, len(sizes))]
             layer_labels = [labels[n] for n in names] if all(n in labels for n in names) else None
+            if rows_file == LABELS and layer_labels is None:
+                raise ValueError(f"corrupt index {path}: {LABELS} lacks the labels of the layers")
             layered = LayeredIndex.load(vdir / LAYERS, sizes, layer_labels)
+        if rows_file == LABELS:  # schema 5: the one stored copy of every vector is the index's
+            vectors = stored_vectors(chunk_index, layered, embedder.dim)
         state = EngineState(
             config=config,
             embedder=embedder,
