@@ -379,3 +379,20 @@ def test_states_are_immutable_snapshots(gs):
     assert gs.state is not old and gs.state.generation == old.generation + 1
     assert (len(old.documents), len(old.chunks)) == (n_docs, n_chunks)  # the old one is untouched
     assert "kiwi" not in old.documents and "kiwi" in gs.documents
+
+
+def test_extraction_records_are_compressed_and_a_damaged_one_is_named(gs, persisted, embedder):
+    import sqlite3
+
+    vdir = store.version_dir(persisted)
+    con = sqlite3.connect(vdir / "graphstrata.sqlite")
+    rows = con.execute("SELECT chunk_id, record FROM chunk_records").fetchall()
+    assert rows and all(isinstance(r, bytes) for _, r in rows)
+    loaded = GraphStrata.load(persisted, embedder=embedder)
+    assert {k: v.to_json() for k, v in loaded.state.records.items()} == {k: v.to_json() for k, v in gs.state.records.items()}
+    con.execute("UPDATE chunk_records SET record = ? WHERE chunk_id = ?", (b"not zlib", rows[0][0]))
+    con.commit()
+    con.close()
+    _rewrite_manifest(vdir)
+    with pytest.raises(ValueError, match=f"extraction record of '{rows[0][0]}' unreadable"):
+        GraphStrata.load(persisted, embedder=embedder)
