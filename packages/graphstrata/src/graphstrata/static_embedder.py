@@ -253,6 +253,7 @@ def _write_table(path: Path, vectors: np.ndarray, emb: StaticEmbedder) -> None:
             np.savez(f, vectors=vectors, meta=np.array(meta))
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600: a shared cache folder serves every user
         os.replace(tmp, path)
     except BaseException:
         try:
