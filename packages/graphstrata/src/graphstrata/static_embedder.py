@@ -2,10 +2,12 @@
 
 A static embedder is a table with one vector per WordPiece token; a text's vector is the mean of
 its tokens' rows, L2-normalised. There is no transformer at embedding time: tokenising (Rust,
-``tokenizers``) and one sparse matrix product (numpy/scipy), so it runs about 200 times faster
-than MiniLM on a CPU (one thread each, ~176-token chunks: 598 against 3.0 texts/s on a loaded
-two-core machine), at some cost in quality: dense recall@5 drops by 0.13 on LiHua-World, while
-the graph methods lose 0.02-0.04 (``bench/bench_embedders.py`` prints both).
+``tokenizers``) and one sparse matrix product (numpy/scipy), so it runs 150-220 times faster
+than MiniLM on a CPU (one thread each on a loaded two-core machine: 598 against 3.0 texts/s on
+LiHua-World's ~176-token chunks, 2,471 against 11.5 on HotpotQA's ~113-token ones), at a cost
+in quality: dense recall@5 drops by 0.13-0.19 on the three dev corpora, ArchRAG's by 0.02-0.03,
+and every graph method still beats this embedder's own dense baseline by a wide margin
+(``bench/bench_embedders.py`` prints all of it).
 
 The table is distilled as Model2Vec does it (Tulkens & van Dongen, "Model2Vec: Fast
 State-of-the-Art Static Embeddings", MinishLab 2024; ``model2vec.distill``): every token of the
