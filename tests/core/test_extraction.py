@@ -1,3 +1,4 @@
+import pytest
 from graphstrata import Chunk
 from graphstrata.extraction import (
     StatisticalExtractor,
@@ -65,3 +66,25 @@ def test_file_like_titles_are_not_entities():
     ents, _ = StatisticalExtractor(top_n=0).extract(chunks, titles={"d1": "week1/20260105_1100"})
     assert "week1/20260105_1100" not in {e.id for e in ents}
     assert "jazz club" in {e.id for e in ents}
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The Bank of America was founded by Amadeo Giannini in San-Francisco.",
+        "state-of-the-art  machine   learning; Machine-Learning and MACHINE learning",
+        "foo_bar baz 1904 1904s x-ray X-Ray xray",
+        "İstanbul is big; istanbul, ISTANBUL",  # lower-casing changes a word's length: regex path
+        "Straße STRASSE strasse",
+        "",
+    ],
+)
+def test_term_finder_matches_what_the_term_pattern_matches(sentence):
+    from graphstrata.extraction import _term_finder, _term_pattern
+
+    terms = ["bank of america", "san francisco", "machine learning", "art machine", "foo_bar", "1904",
+             "x ray", "xray", "istanbul", "straße", "strasse", "of", "america was", "learning machine"]
+    find = _term_finder(sentence)
+    for term in terms:
+        m = _term_pattern(term).search(sentence)
+        assert find(term) == (m.group(0) if m else None), term
