@@ -51,7 +51,9 @@ bench: install
 	$(PIP) install -q -r requirements/bench.txt
 	$(BIN)/python bench/bench_chnsw.py
 	$(BIN)/python bench/bench_quality.py
-	$(BIN)/python bench/bench_query.py
+	$(BIN)/python bench/bench_query.py --json .bench_out/query.json
+	$(BIN)/python bench/bench_build.py --corpus musique,hotpotqa,lihua_world --load --json .bench_out/build.json
+	$(BIN)/python bench/bench_embedders.py
 	$(BIN)/python bench/bench_limits.py
 	$(BIN)/python bench/bench_incremental.py --json .bench_out/incremental.json
 	$(BIN)/python bench/bench_distributed.py --json .bench_out/distributed.json
