@@ -84,18 +84,28 @@ def dir_bytes(path: Path) -> int:
 
 
 def peak_rss_mib() -> float:
-    """Peak resident set size of this process so far, MiB (Linux ru_maxrss is KiB)."""
+    """Peak resident set size of this process so far, MiB: ``VmHWM`` of /proc/self/status
+    (``ru_maxrss`` survives fork + exec on Linux, so a child would report its parent's peak),
+    else ``ru_maxrss`` (KiB on Linux)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 LOAD_SNIPPET = """
-import resource, sys, time
+import sys, time
+from pathlib import Path
 from graphstrata import GraphStrata
 t = time.perf_counter()
 gs = GraphStrata.load(sys.argv[1])
 load_s = time.perf_counter() - t
 gs.retrieve("Who founded the company?", k=5)
-print(load_s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+hwm = [line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:")]
+print(load_s, int(hwm[0].split()[1]) / 1024)
 """
 
 
@@ -113,12 +123,17 @@ def storage_table(rows: list[dict]) -> None:
               f"{r.get('load_peak_rss_mib', float('nan')):>15.0f}")
     if len(rows) >= 2:
         a = np.array([[r["stats"]["chunks"], r["stats"]["entities"]] for r in rows], float)
-        for key, unit, scale in (("disk_bytes", "bytes on disk", 1.0), ("load_peak_rss_mib", "MiB loaded", 2**20)):
+        y = np.array([r["disk_bytes"] for r in rows], float)
+        (per_chunk, per_entity), *_ = np.linalg.lstsq(a, y, rcond=None)
+        print(f"rule of thumb (disk): {per_chunk / 1024:.1f} KiB per chunk + {per_entity / 1024:.1f} KiB "
+              f"per entity (least squares over {len(rows)} corpora)")
+    if len(rows) >= 3:  # memory has a base (Python, torch, the embedder): fit it too
+        a1 = np.hstack([np.ones((len(rows), 1)), a])
+        for key, what in (("load_peak_rss_mib", "loaded"), ("build_peak_rss_mib", "build peak")):
             if all(key in r for r in rows):
-                y = np.array([r[key] * scale for r in rows], float)
-                (per_chunk, per_entity), *_ = np.linalg.lstsq(a, y, rcond=None)
-                print(f"rule of thumb ({unit}): {per_chunk / 1024:.1f} KiB per chunk + "
-                      f"{per_entity / 1024:.1f} KiB per entity (least squares over {len(rows)} corpora)")
+                (base, per_chunk, per_entity), *_ = np.linalg.lstsq(a1, [r[key] for r in rows], rcond=None)
+                print(f"rule of thumb (RSS {what}): {base:.0f} MiB + {per_chunk * 1024:.0f} KiB per chunk + "
+                      f"{per_entity * 1024:.0f} KiB per entity")
 
 
 def main(argv=None) -> int:
@@ -127,13 +142,15 @@ def main(argv=None) -> int:
                     help="a folder of ../shared/data or a .jsonl path; several comma-separated run one "
                          "process each (peak RSS is per process) and end with a storage table")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--include", action="append", default=[],
+                    help="a --json file of an earlier single-corpus run to add to the storage table")
     args, rest = ap.parse_known_args(argv)
     corpora = args.corpus.split(",")
-    if len(corpora) == 1:
+    if len(corpora) == 1 and not args.include:
         return build_one(argv)
     import tempfile
 
-    rows = []
+    rows = [json.loads(Path(f).read_text()) for f in args.include]
     with tempfile.TemporaryDirectory() as tmp:
         for c in corpora:
             out = Path(tmp) / f"{Path(c).stem}.json"
