@@ -13,7 +13,8 @@ import math
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -49,16 +50,37 @@ def index_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _add_layer(index, vectors: np.ndarray) -> None:
-    """``index.add_layer(vectors)`` on :func:`index_threads` threads when the layer has at least
-    :data:`PARALLEL_BUILD_MIN` vectors, else on one; the index is left at one thread (queries
+@contextmanager
+def _threads(index, n: int) -> Iterator[None]:
+    """Run a native call on ``n`` threads; the index is left at one thread afterwards (queries
     of one vector gain nothing from more)."""
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    index.set_num_threads(index_threads() if len(vectors) >= PARALLEL_BUILD_MIN else 1)
+    index.set_num_threads(n)
     try:
-        index.add_layer(vectors)
+        yield
     finally:
         index.set_num_threads(1)
+
+
+def _add_layer(index, vectors: np.ndarray) -> None:
+    """``index.add_layer(vectors)`` on :func:`index_threads` threads when the layer has at least
+    :data:`PARALLEL_BUILD_MIN` vectors, else on one."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    with _threads(index, index_threads() if len(vectors) >= PARALLEL_BUILD_MIN else 1):
+        index.add_layer(vectors)
+
+
+def _read_vectors(index, labels: np.ndarray, dim: int) -> np.ndarray:
+    """float32 ``(len(labels), dim)``: the vectors a native index stores for ``labels``, in order.
+
+    Raises:
+        ValueError: a label the index does not hold (a corrupt index).
+    """
+    if len(labels) == 0:
+        return np.zeros((0, dim), dtype=np.float32)
+    try:
+        return np.ascontiguousarray(index.get_vectors(np.asarray(labels, np.int64)), dtype=np.float32)
+    except KeyError as exc:
+        raise ValueError(f"corrupt index: label {exc} is not in the C-HNSW file") from None
 
 
 COMPACT_FRACTION = 0.25
@@ -193,12 +215,9 @@ class LayeredIndex:
             ``(rows, similarity)``: int64 ``(n_l, k)`` rows within the layer (``-1`` padding)
             and float32 ``(n_l, k)`` cosine similarities (``-inf`` padding), best first.
         """
-        vecs = self.index.get_vectors(self.labels[layer])
-        self.index.set_num_threads(index_threads())
-        try:
+        vecs = _read_vectors(self.index, self.labels[layer], self.index.dim)
+        with _threads(self.index, index_threads()):
             return self.search_layer(vecs, k, layer, ef_search=max(32, 2 * int(k)))
-        finally:
-            self.index.set_num_threads(1)
 
     @property
     def num_layers(self) -> int:
@@ -335,30 +354,30 @@ class LayeredIndex:
 
 def stored_vectors(chunk_index: ChunkIndex, layered: LayeredIndex | None, dim: int) -> dict[str, np.ndarray]:
     """The state's vectors read back from its C-HNSW indexes, by row: ``"chunks"`` (also set as
-    ``chunk_index.vectors``), ``"entities"`` and ``"layer_<i>"``, float32 ``(n, dim)``, as the
-    indexes store them (L2-normalised there). A build and an update keep these copies rather
-    than their own, so a state and the same state loaded from disk, where vectors are only in
-    the ``.chnsw`` files (schema 5), hold identical bits.
+    ``chunk_index.vectors``) and :func:`layer_vectors`, float32 ``(n, dim)``, as the indexes
+    store them (L2-normalised there). A build and an update keep these copies rather than their
+    own, so a state and the same state loaded from disk, where vectors are only in the
+    ``.chnsw`` files (schema 5), hold identical bits.
 
     Raises:
         ValueError: a label the index does not hold (a corrupt index).
     """
+    chunk_index.vectors = _read_vectors(chunk_index.index, chunk_index.labels, dim)
+    return {"chunks": chunk_index.vectors, **layer_vectors(layered, dim)}
 
-    def read(index, labels: np.ndarray) -> np.ndarray:
-        if len(labels) == 0:
-            return np.zeros((0, dim), dtype=np.float32)
-        try:
-            return np.ascontiguousarray(index.get_vectors(labels), dtype=np.float32)
-        except KeyError as exc:
-            raise ValueError(f"corrupt index: label {exc} is not in the C-HNSW file") from None
 
-    out = {"chunks": read(chunk_index.index, chunk_index.labels)}
-    chunk_index.vectors = out["chunks"]
-    out["entities"] = np.zeros((0, dim), dtype=np.float32)
-    if layered is not None:
-        out["entities"] = read(layered.index, layered.labels[0])
-        for i in range(1, layered.num_layers):
-            out[f"layer_{i}"] = read(layered.index, layered.labels[i])
+def layer_vectors(layered: LayeredIndex | None, dim: int) -> dict[str, np.ndarray]:
+    """``"entities"`` and ``"layer_<i>"``: float32 ``(n_l, dim)`` vectors of each layer of
+    ``layered`` by row, as stored there (``"entities"`` empty without an index).
+
+    Raises:
+        ValueError: a label the index does not hold (a corrupt index).
+    """
+    if layered is None:
+        return {"entities": np.zeros((0, dim), dtype=np.float32)}
+    out = {"entities": _read_vectors(layered.index, layered.labels[0], dim)}
+    for i in range(1, layered.num_layers):
+        out[f"layer_{i}"] = _read_vectors(layered.index, layered.labels[i], dim)
     return out
 
 
@@ -447,11 +466,7 @@ class ChunkIndex:
         elif not np.array_equal(np.sort(np.asarray(labels, np.int64)), live):
             raise ValueError(f"corrupt index: {path.name} does not hold the chunks its labels name")
         if vectors is None:
-            vectors = (
-                np.ascontiguousarray(index.get_vectors(np.asarray(labels, np.int64)), dtype=np.float32)
-                if len(labels)
-                else np.zeros((0, index.dim), np.float32)
-            )
+            vectors = _read_vectors(index, labels, index.dim)
         if len(labels) != len(vectors):
             raise ValueError(
                 f"corrupt index: {path.name} holds {len(labels)} live chunks, vectors hold {len(vectors)}"

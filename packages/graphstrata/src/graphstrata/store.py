@@ -799,7 +799,7 @@ def save_state(state: EngineState, target: str | os.PathLike) -> Path:
         # the vectors themselves are stored once, in the .chnsw files (schema 5)
         with open(tmp / LABELS, "wb") as f:
             np.savez(f, **labels)
-        _checkpoint("vectors written")
+        _checkpoint("labels written")
         if state.layered is not None:
             state.layered.save(tmp / LAYERS)
             _checkpoint("layers written")
@@ -842,7 +842,7 @@ def load_state(
     """
     from .extraction import FrozenTfidf
     from .graph import KnowledgeGraph
-    from .index import BM25Index, ChunkIndex, LayeredIndex, stored_vectors
+    from .index import BM25Index, ChunkIndex, LayeredIndex, layer_vectors
     from .indexing import lexical_texts
     from .state import EngineState, check_integrity
 
@@ -899,7 +899,7 @@ def load_state(
                 raise ValueError(f"corrupt index {path}: {LABELS} lacks the labels of the layers")
             layered = LayeredIndex.load(vdir / LAYERS, sizes, layer_labels)
         if rows_file == LABELS:  # schema 5: the one stored copy of every vector is the index's
-            vectors = stored_vectors(chunk_index, layered, embedder.dim)
+            vectors = {"chunks": chunk_index.vectors, **layer_vectors(layered, embedder.dim)}
         state = EngineState(
             config=config,
             embedder=embedder,
