@@ -152,3 +152,21 @@ def test_a_page_the_question_names_seeds_the_walk(linked):
     assert named[film] == pytest.approx(1.0, abs=1e-2)  # the best seed stays first
     # a named chunk without a query score adds nothing
     assert propagate(linked, {film: 1.0}, named_rows=[other], named_weight=1.0).get(other, 0) == 0
+
+
+def test_rank_of_a_large_mapping_is_the_plain_sort_ties_included():
+    """rank() cuts big inputs with a numpy partial sort first; it must give exactly what the
+    (score desc, row asc) sort gives, ties at the cut and signed zeros included."""
+    import random
+
+    from graphstrata.methods.base import rank
+
+    rng = random.Random(0)
+    for n in (300, 1000, 5000):
+        values = [0.0, -0.0, 1.0, 0.5, 0.25]
+        scores = {rng.randrange(10 * n): rng.choice(values + [rng.random(), -rng.random()]) for _ in range(n)}
+        for limit in (0, 1, 5, 10, 57, len(scores)):
+            want = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+            assert rank(scores, limit) == want, (n, limit)
+    strings = {f"e{i}": float(i % 7) for i in range(400)}  # non-row keys: the plain sort
+    assert rank(strings, 3) == sorted(strings.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
