@@ -88,3 +88,55 @@ def test_tiny_graphs_do_not_crash(n):
     layers, _ = attributed_communities(vectors, np.zeros((0, 2), np.int64),
                                        lambda layer, c: [("", "")] * len(c), None, HierarchyConfig())
     assert layers == []
+
+
+def _reference_summary(sentences, vectorizer, max_sentences=3):
+    """One community at a time, the plain way: centroid of its TF-IDF rows, best dot products."""
+    uniq = list(dict.fromkeys(s for s in sentences if s))
+    if len(uniq) <= max_sentences:
+        return " ".join(uniq)
+    m = vectorizer.transform(uniq).toarray()
+    scores = np.round(m @ m.mean(axis=0), 6)
+    top = sorted(np.argsort(-scores, kind="stable")[:max_sentences].tolist())
+    return " ".join(uniq[i] for i in top)
+
+
+def test_extractive_summaries_of_many_communities_equal_one_at_a_time(shared_data, jsonl):
+    from graphstrata.extraction import split_sentences
+    from graphstrata.hierarchy import extractive_summaries
+    from graphstrata.indexing import fit_summary_tfidf
+
+    texts = [d["text"] for d in jsonl(shared_data / "musique" / "corpus.jsonl")[:300]]
+    sentences = [t[s:e] for t in texts for s, e in split_sentences(t)]
+    vectorizer = fit_summary_tfidf(texts).vectorizer()
+    rng = np.random.default_rng(3)
+    communities = []
+    for i in range(200):
+        picked = [sentences[j] for j in rng.integers(0, len(sentences), size=int(rng.integers(0, 12)))]
+        if i % 5 == 0:
+            picked += picked[:2] + [""]  # repeats and blanks are dropped before ranking
+        communities.append(([f"e{i}", f"f{i}"], [1.0, 2.0], picked))
+    out = extractive_summaries(communities, vectorizer)
+    assert [title for title, _ in out] == [f"f{i}, e{i}" for i in range(200)]
+    assert [body for _, body in out] == [_reference_summary(s, vectorizer) for *_, s in communities]
+    assert any(len(dict.fromkeys(s)) > 3 for *_, s in communities)
+
+
+def test_extractive_summary_keeps_the_central_sentences_and_breaks_ties_by_order():
+    from graphstrata.hierarchy import extractive_summary
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    sentences = [
+        "Paris is the capital of France.",
+        "Bananas are yellow.",
+        "France has Paris as its capital city.",
+        "The capital of France is Paris.",
+        "Kittens sleep a lot.",
+    ]
+    vectorizer = TfidfVectorizer().fit(sentences)
+    _, body = extractive_summary(["Paris"], [1.0], sentences, vectorizer, max_sentences=3)
+    assert body == " ".join([sentences[0], sentences[2], sentences[3]])
+    # two unrelated sentences with equal scores: the first one wins the last slot
+    same = ["alpha beta", "gamma delta", "epsilon zeta", "eta theta"]
+    _, body = extractive_summary(["x"], [1.0], same, TfidfVectorizer().fit(same), max_sentences=2)
+    assert body == "alpha beta gamma delta"
