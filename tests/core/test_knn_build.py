@@ -109,3 +109,35 @@ def test_index_threads_reads_the_environment(monkeypatch, value, expected):
     monkeypatch.setenv("GRAPHSTRATA_NUM_THREADS", value)
     got = index.index_threads()
     assert got == expected if expected is not None else got >= 1
+
+
+def test_entity_vectors_blend_names_with_chunk_means_and_skip_names_at_weight_one(corpus, embedder, small_config):
+    from graphstrata.models import l2_normalise
+
+    class Recording:
+        id, dim = embedder.id, embedder.dim
+
+        def __init__(self):
+            self.texts: list[str] = []
+
+        def embed(self, texts):
+            self.texts += list(texts)
+            return embedder.embed(texts)
+
+        def token_spans(self, text):
+            return embedder.token_spans(text)
+
+    rec = Recording()
+    state = build_state(corpus, GraphStrataConfig(**small_config, entity_context_weight=0.4), rec)
+    kg, chunks = state.kg, state.vectors["chunks"]
+    names = {kg.entities[e].name for e in kg.entity_ids}
+    assert names <= set(rec.texts)
+    means = l2_normalise(np.stack([chunks[[state.chunk_row[c] for c in kg.entities[e].chunk_ids]].mean(0)
+                                   for e in kg.entity_ids]))
+    expected = l2_normalise(0.6 * embedder.embed([kg.entities[e].name for e in kg.entity_ids]) + 0.4 * means)
+    assert np.allclose(state.vectors["entities"], expected, atol=1e-5)
+
+    rec = Recording()
+    state = build_state(corpus, GraphStrataConfig(**small_config, entity_context_weight=1.0), rec)
+    assert len(rec.texts) == len(state.chunks)  # the chunks only: no entity-name pass
+    assert np.allclose(state.vectors["entities"], means, atol=1e-5)

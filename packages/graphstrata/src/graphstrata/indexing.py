@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from .chunking import check_document_size, chunk_documents
 from .config import GraphStrataConfig
@@ -163,8 +165,24 @@ def _build_state(docs, config, embedder, show_progress, cached_chunk_vectors, ge
     if not chunks:
         raise ValueError("empty corpus: the documents contain no text")
     chunk_vecs = _chunk_vectors(chunks, embedder, prog, cached_chunk_vectors or {})
+    # the chunk C-HNSW (native, one thread, GIL released) is built beside extraction and
+    # clustering, which are mostly single-threaded Python: its stage time is the wait left
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphstrata-chunk-index") as pool:
+        chunk_index_job = pool.submit(
+            ChunkIndex.build, chunk_vecs, M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
+        )
+        return _graph_stages(
+            docs, config, embedder, prog, chunks, chunk_vecs, chunk_index_job, generation, llm
+        )
+
+
+def _graph_stages(
+    docs, config, embedder, prog: Progress, chunks, chunk_vecs, chunk_index_job: Future, generation, llm
+) -> EngineState:
+    """Extraction, entity vectors and index, communities, the chunk index (``chunk_index_job``)
+    and BM25 → the new state."""
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
-    extractor = _extractor(config, llm, show_progress)
+    extractor = _extractor(config, llm, prog.show)
     records = None
     frozen: dict[str, Any] = {}
     if isinstance(extractor, StatisticalExtractor):
@@ -203,10 +221,7 @@ def _build_state(docs, config, embedder, show_progress, cached_chunk_vectors, ge
             neighbours=entity_index.knn,
         )
         layered = prog.stage("indexing layers (C-HNSW)", lambda: entity_index.add_layers(layer_vecs))
-    chunk_index = prog.stage(
-        "indexing chunks (C-HNSW)",
-        lambda: ChunkIndex.build(chunk_vecs, M=config.hnsw_M, ef_construction=config.hnsw_ef_construction),
-    )
+    chunk_index = prog.stage("indexing chunks (C-HNSW)", chunk_index_job.result)
     documents = {d.id: d for d in docs}
     bm25 = prog.stage(
         "indexing chunks (BM25)",
@@ -311,7 +326,8 @@ def _entity_vectors(
     prog: Progress,
     ids: Sequence[str] | None = None,
 ) -> np.ndarray:
-    """Entity vectors ``(1 - w)·name + w·mean(its chunks)``, ``w = entity_context_weight``.
+    """Entity vectors ``(1 - w)·name + w·mean(its chunks)``, ``w = entity_context_weight``;
+    ``w = 1`` embeds no names at all (the chunk vectors are reused: no second embedding pass).
 
     Returns:
         float32 ``(len(ids), dim)`` for entities ``ids`` (``None``: every entity, in row order;
@@ -320,15 +336,22 @@ def _entity_vectors(
     ids = kg.entity_ids if ids is None else list(ids)
     if not ids:
         return np.zeros((0, embedder.dim), np.float32)
-    names = prog.embed(embedder, [kg.entities[e].name for e in ids], "embedding entities")
     w = config.entity_context_weight
-    if w <= 0:
-        return names
-    ctx = np.zeros_like(names)
-    for i, eid in enumerate(ids):
-        rows = [chunk_row[c] for c in kg.entities[eid].chunk_ids]
-        ctx[i] = chunk_vecs[rows].mean(axis=0)
-    return l2_normalise((1 - w) * names + w * l2_normalise(ctx))
+    names = None
+    if w < 1:
+        names = prog.embed(embedder, [kg.entities[e].name for e in ids], "embedding entities")
+        if w <= 0:
+            return names
+    # mean of each entity's chunk vectors as one sparse (entities × chunks) product
+    chunk_lists = [kg.entities[e].chunk_ids for e in ids]
+    sizes = np.fromiter((len(c) for c in chunk_lists), dtype=np.int64, count=len(ids))
+    cols = np.fromiter((chunk_row[c] for cs in chunk_lists for c in cs), dtype=np.int64, count=int(sizes.sum()))
+    mean = sp.csr_matrix(
+        (np.repeat(1.0 / np.maximum(sizes, 1), sizes).astype(np.float32), cols, np.concatenate([[0], np.cumsum(sizes)])),
+        shape=(len(ids), len(chunk_vecs)),
+    )
+    ctx = l2_normalise(np.asarray(mean @ chunk_vecs, dtype=np.float32))
+    return ctx if names is None else l2_normalise((1 - w) * names + w * ctx)
 
 
 def hierarchy_config(config: GraphStrataConfig) -> HierarchyConfig:
