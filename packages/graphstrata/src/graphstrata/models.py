@@ -193,6 +193,21 @@ class MiniLMEmbedder:
         )
         self._tokenizer = self._model.tokenizer
         self._lock = threading.Lock()
+        self._query_model = self._lean_query_model()
+
+    def _lean_query_model(self):
+        """The bare transformer when the pipeline is exactly transformer → mean pooling →
+        normalise (as shipped), so one query skips ``encode``'s batching, sorting and conversions
+        (about 3 ms of ~18 on one core); ``None`` (use ``encode``) for any other pipeline."""
+        modules = list(self._model)
+        try:
+            mode = modules[1].get_config_dict().get("pooling_mode")
+        except (AttributeError, IndexError):
+            return None
+        names = [type(m).__name__ for m in modules]
+        if names != ["Transformer", "Pooling", "Normalize"] or mode != "mean":
+            return None
+        return getattr(modules[0], "auto_model", None)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
@@ -209,8 +224,20 @@ class MiniLMEmbedder:
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query; returns float32 ``(384,)``, L2-normalised."""
-        return self.embed([text])[0]
+        """Embed one query; returns float32 ``(384,)``, L2-normalised: the same vector as
+        ``embed([text])[0]`` (within float rounding), from one forward pass of the bare
+        transformer, the mean of its token states (one text: no padding) and a normalisation."""
+        if self._query_model is None:
+            return self.embed([text])[0]
+        import torch
+
+        enc = self._tokenizer(
+            text, return_tensors="pt", truncation=True, max_length=self._model.max_seq_length
+        ).to(self.device)
+        with self._lock, torch.inference_mode():
+            states = self._query_model(**enc).last_hidden_state[0]
+            vec = states.mean(dim=0).float().cpu().numpy()
+        return l2_normalise(vec[None, :])[0]
 
     def __reduce__(self):
         # pickled as its settings (Ray workers, process pools): the model loads again there
