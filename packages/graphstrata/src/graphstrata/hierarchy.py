@@ -121,23 +121,25 @@ def knn_augment(
     k = max(1, min(k, config.max_knn, n - 1))
     n_candidates = min(n, int(1.5 * k) + 2)  # +1 for the node itself
     idx, sims = nearest_neighbours(vectors, n_candidates, neighbours)
-    existing = set(map(tuple, edges.tolist()))
+    # candidates come best first, padded with -1 / -inf: "skip the node itself, stop at the first
+    # candidate at or below the threshold" is a prefix mask, and the pairs become int keys
+    idx = np.asarray(idx, dtype=np.int64)
+    valid = (idx >= 0) & (np.asarray(sims) > threshold)
+    itself = idx == np.arange(n)[:, None]
+    ok = valid & ~itself & np.cumprod(valid | itself, axis=1).astype(bool)
+    us, cols = np.nonzero(ok)  # row-major: node by node, best candidate first
+    vs = idx[us, cols]
+    keys = np.minimum(us, vs) * n + np.maximum(us, vs)  # pair (a, b), a < b, as a·n + b
+    existing = set((edges[:, 0] * n + edges[:, 1]).tolist()) if len(edges) else set()
     new = []
-    for u, (row_idx, row_sims) in enumerate(zip(idx.tolist(), sims.tolist(), strict=True)):
-        added = 0
-        for v, sim in zip(row_idx, row_sims, strict=True):
-            if v == u:
-                continue
-            if v < 0 or sim <= threshold:
-                break  # candidates are sorted by similarity; -1 pads the end
-            pair = (u, int(v)) if u < v else (int(v), u)
-            if pair in existing:
-                continue
-            existing.add(pair)
-            new.append(pair)
-            added += 1
-            if added >= k:
-                break
+    added = [0] * n
+    for u, key in zip(us.tolist(), keys.tolist(), strict=True):
+        if added[u] >= k or key in existing:
+            continue
+        existing.add(key)
+        new.append(key)
+        added[u] += 1
+    new = [divmod(key, n) for key in new]
     if new:
         new_edges = np.asarray(new, dtype=np.int64)
         edges = np.vstack([edges, new_edges]) if len(edges) else new_edges
@@ -159,7 +161,9 @@ def leiden_clusters(
 
     label = np.full(n, -1, dtype=np.int64)
     if len(edges):
-        edge_list = [(str(a), str(b), float(w)) for (a, b), w in zip(edges.tolist(), weights, strict=True)]
+        edge_list = list(
+            zip(map(str, edges[:, 0].tolist()), map(str, edges[:, 1].tolist()), np.asarray(weights).tolist(), strict=True)
+        )
         result = gn.hierarchical_leiden(
             edge_list,
             max_cluster_size=config.max_community_size,

@@ -176,7 +176,7 @@ class LayeredIndex:
 
     @classmethod
     def build(
-        cls, layer_vectors: Sequence[np.ndarray], M: int = 16, ef_construction: int = 200
+        cls, layer_vectors: Sequence[np.ndarray], M: int = 16, ef_construction: int = 100
     ) -> LayeredIndex:
         """Build the C-HNSW bottom-up from float32 ``(n_l, dim)`` arrays, layer 0 first.
 
@@ -234,7 +234,7 @@ class LayeredIndex:
         old_rows: Sequence[np.ndarray],
         layer_vectors: Sequence[np.ndarray],
         M: int = 16,
-        ef_construction: int = 200,
+        ef_construction: int = 100,
     ) -> LayeredIndex:
         """The index of the next state; ``self`` is not modified (its queries continue).
 
@@ -399,7 +399,7 @@ class ChunkIndex:
         self._row_of = _row_map([self.labels], len(index))
 
     @classmethod
-    def build(cls, vectors: np.ndarray, M: int = 16, ef_construction: int = 200) -> ChunkIndex:
+    def build(cls, vectors: np.ndarray, M: int = 16, ef_construction: int = 100) -> ChunkIndex:
         """Index float32 ``(n_chunks, dim)`` L2-normalised chunk vectors (ids = rows)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         index = _chnsw().CHNSW(
@@ -414,7 +414,7 @@ class ChunkIndex:
         return _deleted_fraction(self.index)
 
     def updated(
-        self, old_rows: np.ndarray, vectors: np.ndarray, M: int = 16, ef_construction: int = 200
+        self, old_rows: np.ndarray, vectors: np.ndarray, M: int = 16, ef_construction: int = 100
     ) -> ChunkIndex:
         """The chunk index of the next state (as :meth:`LayeredIndex.updated`, one layer).
 
