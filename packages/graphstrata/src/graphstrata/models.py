@@ -198,7 +198,7 @@ class MiniLMEmbedder:
     def _lean_query_model(self):
         """The bare transformer when the pipeline is exactly transformer → mean pooling →
         normalise (as shipped), so one query skips ``encode``'s batching, sorting and conversions
-        (about 3 ms of ~18 on one core); ``None`` (use ``encode``) for any other pipeline."""
+        (1–3 ms of ~18 on one core); ``None`` (use ``encode``) for any other pipeline."""
         modules = list(self._model)
         try:
             mode = modules[1].get_config_dict().get("pooling_mode")
