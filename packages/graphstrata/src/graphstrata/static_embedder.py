@@ -280,6 +280,11 @@ def distil(
 
     Returns:
         float32 ``(vocab, dims)``.
+
+    Raises:
+        OSError: ``model_dir`` lacks the model's config or weights (from ``transformers``).
+        Exception: ``tokenizer.json`` is missing or unreadable (the ``tokenizers`` error).
+        ValueError: ``dims`` exceeds the model width or the number of ``use`` tokens (PCA).
     """
     import time
 
