@@ -141,3 +141,37 @@ def test_entity_vectors_blend_names_with_chunk_means_and_skip_names_at_weight_on
     state = build_state(corpus, GraphStrataConfig(**small_config, entity_context_weight=1.0), rec)
     assert len(rec.texts) == len(state.chunks)  # the chunks only: no entity-name pass
     assert np.allclose(state.vectors["entities"], means, atol=1e-5)
+
+
+def test_a_failing_chunk_index_build_fails_the_build_and_leaves_no_worker(monkeypatch, corpus, embedder, small_config):
+    """The chunk C-HNSW is built on a worker thread beside extraction: its error still reaches
+    the caller, after the other stages, and the worker is gone when build_state returns."""
+    import threading
+
+    from graphstrata.index import ChunkIndex
+
+    def broken(*a, **kw):
+        raise ValueError("chunk index: boom")
+
+    monkeypatch.setattr(ChunkIndex, "build", broken)
+    with pytest.raises(ValueError, match="chunk index: boom"):
+        build_state(corpus, GraphStrataConfig(**small_config), embedder)
+    assert not [t for t in threading.enumerate() if t.name.startswith("graphstrata-chunk-index")]
+
+
+def test_the_chunk_index_is_built_beside_extraction(monkeypatch, corpus, embedder, small_config):
+    import threading
+
+    from graphstrata.index import ChunkIndex
+
+    real = ChunkIndex.build.__func__
+    where = []
+
+    def spy(cls, *a, **kw):
+        where.append(threading.current_thread().name)
+        return real(cls, *a, **kw)
+
+    monkeypatch.setattr(ChunkIndex, "build", classmethod(spy))
+    state = build_state(corpus, GraphStrataConfig(**small_config), embedder)
+    assert len(where) == 1 and where[0].startswith("graphstrata-chunk-index")
+    assert len(state.chunk_index.labels) == len(state.chunks)
