@@ -359,23 +359,40 @@ def _central_sentences(
     out: list[list[int] | None] = [None] * len(plans)
     if not big:
         return out
-    import scipy.sparse as sp
-
     matrix = vectorizer.transform(list(texts)).tocsr()
-    sizes = np.asarray([len(plans[c]) for c in big], dtype=np.int64)
-    member = np.fromiter((texts[sent] for c in big for sent in plans[c]), dtype=np.int64, count=int(sizes.sum()))
-    owner = np.repeat(np.arange(len(big)), sizes)
-    # centroids: (n_big, vocab) = A @ matrix with A[c, sentence] = 1 / |sentences of c|
-    weights = np.repeat(1.0 / sizes, sizes)
-    centroids = sp.csr_matrix((weights, (owner, member)), shape=(len(big), matrix.shape[0])) @ matrix
+    average = mean_operator([[texts[sent] for sent in plans[c]] for c in big], matrix.shape[0])
+    # every (community, sentence) pair in plan order: the operator's own rows and columns
+    starts, member = average.indptr.copy(), average.indices.astype(np.int64)
+    owner = np.repeat(np.arange(len(big)), np.diff(starts))
+    centroids = average @ matrix  # (n_big, vocab)
     scores = np.asarray(matrix[member].multiply(centroids[owner]).sum(axis=1)).ravel()
     # equal sentences score equal up to summation order: round so that ties go to the first
     scores = np.round(scores, 6)
-    starts = np.concatenate([[0], np.cumsum(sizes)])
     for j, c in enumerate(big):
         part = scores[starts[j] : starts[j + 1]]
         out[c] = sorted(np.argsort(-part, kind="stable")[:max_sentences].tolist())
     return out
+
+
+def mean_operator(groups: Sequence[Sequence[int]], n: int, dtype=np.float64):
+    """The sparse averaging matrix of ``groups``: ``mean_operator(groups, n) @ X`` is the mean of
+    the rows ``groups[i]`` of ``X`` (``n`` rows), for every group at once — the community
+    centroids of summaries, the chunk means of entity vectors.
+
+    Args:
+        groups: row indices (in ``[0, n)``) per group; a row listed twice counts twice.
+        n: rows of the matrices it multiplies.
+        dtype: of the weights (``1 / len(group)``).
+
+    Returns:
+        scipy CSR ``(len(groups), n)``; an empty group is an all-zero row.
+    """
+    import scipy.sparse as sp
+
+    sizes = np.fromiter((len(g) for g in groups), dtype=np.int64, count=len(groups))
+    cols = np.fromiter((i for g in groups for i in g), dtype=np.int64, count=int(sizes.sum()))
+    weights = np.repeat(1.0 / np.maximum(sizes, 1), sizes).astype(dtype)
+    return sp.csr_matrix((weights, cols, np.concatenate([[0], np.cumsum(sizes)])), shape=(len(groups), n))
 
 
 def _summary_title(names: Sequence[str], weights: Sequence[float], title_terms: int) -> str:

@@ -21,7 +21,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from .chunking import check_document_size, chunk_documents
 from .config import GraphStrataConfig
@@ -38,6 +37,7 @@ from .hierarchy import (
     Neighbours,
     attributed_communities,
     extractive_summaries,
+    mean_operator,
     rank_chunks,
 )
 from .index import BM25Index, ChunkIndex, LayeredIndex, stored_vectors
@@ -343,13 +343,8 @@ def _entity_vectors(
         if w <= 0:
             return names
     # mean of each entity's chunk vectors as one sparse (entities × chunks) product
-    chunk_lists = [kg.entities[e].chunk_ids for e in ids]
-    sizes = np.fromiter((len(c) for c in chunk_lists), dtype=np.int64, count=len(ids))
-    cols = np.fromiter((chunk_row[c] for cs in chunk_lists for c in cs), dtype=np.int64, count=int(sizes.sum()))
-    mean = sp.csr_matrix(
-        (np.repeat(1.0 / np.maximum(sizes, 1), sizes).astype(np.float32), cols, np.concatenate([[0], np.cumsum(sizes)])),
-        shape=(len(ids), len(chunk_vecs)),
-    )
+    chunk_rows = [[chunk_row[c] for c in kg.entities[e].chunk_ids] for e in ids]
+    mean = mean_operator(chunk_rows, len(chunk_vecs), np.float32)
     ctx = l2_normalise(np.asarray(mean @ chunk_vecs, dtype=np.float32))
     return ctx if names is None else l2_normalise((1 - w) * names + w * ctx)
 
