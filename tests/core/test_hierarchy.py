@@ -140,3 +140,17 @@ def test_extractive_summary_keeps_the_central_sentences_and_breaks_ties_by_order
     same = ["alpha beta", "gamma delta", "epsilon zeta", "eta theta"]
     _, body = extractive_summary(["x"], [1.0], same, TfidfVectorizer().fit(same), max_sentences=2)
     assert body == "alpha beta gamma delta"
+
+
+def test_mean_operator_averages_each_group_of_rows():
+    from graphstrata.hierarchy import mean_operator
+
+    x = np.arange(12, dtype=np.float64).reshape(4, 3)
+    op = mean_operator([[0, 2], [], [3, 3, 1], [1]], 4)
+    assert op.shape == (4, 4)
+    means = op @ x
+    assert np.allclose(means[0], (x[0] + x[2]) / 2)
+    assert np.all(means[1] == 0)  # an empty group: a zero row, no division by zero
+    assert np.allclose(means[2], (2 * x[3] + x[1]) / 3)  # a row listed twice counts twice
+    assert np.allclose(means[3], x[1])
+    assert mean_operator([[0]], 1, np.float32).dtype == np.float32
