@@ -154,3 +154,6 @@ def test_mean_operator_averages_each_group_of_rows():
     assert np.allclose(means[2], (2 * x[3] + x[1]) / 3)  # a row listed twice counts twice
     assert np.allclose(means[3], x[1])
     assert mean_operator([[0]], 1, np.float32).dtype == np.float32
+    for bad in ([[0, 4]], [[-1]]):
+        with pytest.raises(ValueError, match="outside"):
+            mean_operator(bad, 4)

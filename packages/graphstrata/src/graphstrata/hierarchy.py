@@ -386,11 +386,17 @@ def mean_operator(groups: Sequence[Sequence[int]], n: int, dtype=np.float64):
 
     Returns:
         scipy CSR ``(len(groups), n)``; an empty group is an all-zero row.
+
+    Raises:
+        ValueError: an index outside ``[0, n)``.
     """
     import scipy.sparse as sp
 
     sizes = np.fromiter((len(g) for g in groups), dtype=np.int64, count=len(groups))
     cols = np.fromiter((i for g in groups for i in g), dtype=np.int64, count=int(sizes.sum()))
+    if len(cols) and (cols.min() < 0 or cols.max() >= n):
+        bad = int(cols[(cols < 0) | (cols >= n)][0])
+        raise ValueError(f"mean_operator: row index {bad} is outside [0, {n})")
     weights = np.repeat(1.0 / np.maximum(sizes, 1), sizes).astype(dtype)
     return sp.csr_matrix((weights, cols, np.concatenate([[0], np.cumsum(sizes)])), shape=(len(groups), n))
 
