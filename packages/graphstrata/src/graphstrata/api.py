@@ -10,7 +10,6 @@ a query never sees parts of two states.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import threading
@@ -22,16 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from . import store
-from .config import GraphStrataConfig, check_query
-from .filters import allowed_documents
+from . import retrieval, store
+from .config import GraphStrataConfig
 from .indexing import build_state, lexical_texts
+from .llm import run_in_worker_thread
 from .loaders import load_documents
 from .methods import METHODS
-from .models import Embedder, default_embedder, embed_query, preset_for_id, resolve_embedder
+from .models import Embedder, default_embedder, preset_for_id, resolve_embedder
+from .retrieval import check_retrieve_args
 from .runner import Runner, use_runner
 from .state import EngineState
-from .types import Document, Hit, check_k, check_kinds
+from .types import Document, Hit
 
 log = logging.getLogger(__name__)
 
@@ -343,8 +343,11 @@ class GraphStrata:
         return Answer(text=out.text, hits=list(out.used_hits), usage=ledger.to_dict(), method=method, query=query)
 
     async def aanswer(self, query: str, method: str = "archrag", llm: Any = None, k: int = 10, **options: Any) -> Answer:
-        """:meth:`answer` in a worker thread (safe under a running event loop)."""
-        return await asyncio.to_thread(self.answer, query, method, llm, k, **options)
+        """:meth:`answer` awaited: the retrieval and prompt work run in a worker thread, the
+        LLM calls on this event loop when the LLM has an async API
+        (:func:`graphstrata.llm.run_in_worker_thread`), so concurrent ``aanswer`` calls overlap
+        their LLM calls on one loop."""
+        return await run_in_worker_thread(self.answer, query, method, llm, k, **options)
 
     def _client(self, llm: Any, state: EngineState) -> Any:
         """``llm`` as a client sharing the index's response cache; else the attached one."""
@@ -503,15 +506,19 @@ class GraphStrata:
         k: int = 5,
         kinds: Sequence[str] | None = None,
         filters: Mapping[str, Any] | None = None,
+        context_k: int | None = None,
+        min_score: float | None = None,
         **options: Any,
     ) -> list[Hit]:
-        """Retrieve for ``query``.
+        """Retrieve for ``query`` (:mod:`graphstrata.retrieval` holds the query path and the
+        contract every adapter relies on).
 
         Args:
             query: the question (non-empty str).
             method: one of :attr:`methods` (``"archrag"``, ``"dense"``, ``"bm25"``,
                 ``"hybrid"``, ...).
-            k: number of chunk hits (> 0); fewer only when the index has fewer chunks.
+            k: at most this many chunk hits (> 0); fewer only when the index (or the filter)
+                has fewer chunks, or ``min_score`` drops some.
             kinds: which hit kinds to return; ``None`` = the ``k`` chunk hits followed by the
                 method's context hits (entities, relations, communities, paths).
             filters: a metadata filter on documents (:mod:`graphstrata.filters`, e.g.
@@ -519,6 +526,10 @@ class GraphStrata:
                 ``k`` chunk hits are the best ``k`` of the matching documents' chunks, and
                 context hits are kept only when they come from a matching document. ``None``:
                 no filter.
+            context_k: at most this many context hits, best score first across kinds;
+                ``None`` (default): every context hit, in the method's order (kind, then score).
+            min_score: drop hits whose score (in [0, 1]) is below it, after the cuts;
+                ``None``: no threshold.
             **options: method options (see each method's ``defaults``), e.g.
                 ``k_per_layer=3`` for ArchRAG; every method also takes ``explain=True``, which
                 sets each hit's :attr:`~graphstrata.types.Hit.explain` (why it came back,
@@ -529,46 +540,18 @@ class GraphStrata:
             ``chunk_index``, ``document_metadata`` and ``method``.
 
         Raises:
-            ValueError: empty query, a query over ``config.max_query_chars``, ``k`` ≤ 0 or not
-                an int, a method that is not one of :attr:`methods` (any non-str too), unknown
-                kind, unknown option or an option of the wrong type or range, an invalid
-                filter.
+            ValueError: empty query, a query over ``config.max_query_chars``, ``k`` or
+                ``context_k`` ≤ 0 or not an int, ``min_score`` outside [0, 1], a method that is
+                not one of :attr:`methods` (any non-str too), unknown kind, unknown option or an
+                option of the wrong type or range, an invalid filter.
         """
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("query must be a non-empty string")
-        k = check_k(k)
-        if not isinstance(method, str) or method not in METHODS:
-            raise ValueError(f"unknown method {method!r}; known methods: {', '.join(METHODS)}")
-        kinds = check_kinds(kinds)
+        request = check_retrieve_args(method, k, kinds, context_k, min_score, filters, options)
         state = self.state  # one reference: everything below reads this state only
-        check_query(query, state.config)
-        qvec = embed_query(state.embedder, query)
-        if qvec.shape != (state.embedder.dim,):
-            raise ValueError(
-                f"query embedding has shape {qvec.shape}, index dimension is {state.embedder.dim}"
-            )
         if options.get("llm") is not None:
-            options["llm"] = self._client(options["llm"], state)
-        allowed = None if filters is None else allowed_documents(state.documents, filters)
-        result = _run_method(state, METHODS[method](), query, qvec, k, options, allowed)
-        hits: list[Hit] = []
-        from .scores import unit  # scores in [0, 1] (methods return them so; clip float noise)
-
-        if kinds is None or "chunk" in kinds:
-            raw = result.raw_scores
-            hits.extend(
-                _chunk_hit(state, row, score, method, raw.get(row, score), result.explain.get(row))
-                for row, score in result.chunks[:k]
+            request = dataclasses.replace(
+                request, options={**request.options, "llm": self._client(options["llm"], state)}
             )
-        for h in result.context:
-            if allowed is not None and not allowed.intersection(h.document_ids):
-                continue
-            if kinds is None or h.kind in kinds:
-                h.metadata.setdefault("method", method)
-                h.metadata.setdefault("raw_score", float(h.score))
-                h.score = unit(h.score)
-                hits.append(h)
-        return hits
+        return retrieval.retrieve(state, query, request)
 
     async def aretrieve(
         self,
@@ -577,10 +560,17 @@ class GraphStrata:
         k: int = 5,
         kinds: Sequence[str] | None = None,
         filters: Mapping[str, Any] | None = None,
+        context_k: int | None = None,
+        min_score: float | None = None,
         **options: Any,
     ) -> list[Hit]:
-        """:meth:`retrieve` in a worker thread (safe under a running event loop)."""
-        return await asyncio.to_thread(self.retrieve, query, method, k, kinds, filters, **options)
+        """:meth:`retrieve` awaited: the method runs in a worker thread, its query-time LLM
+        steps (LightRAG keywords, AGRAG fact filter) on this event loop when the LLM has an
+        async API (:func:`graphstrata.llm.run_in_worker_thread`); ``asyncio.gather`` of N
+        queries overlaps their LLM calls on one loop."""
+        return await run_in_worker_thread(
+            self.retrieve, query, method, k, kinds, filters, context_k, min_score, **options
+        )
 
     def document_ids_of(self, chunk_ids: Iterable[str]) -> list[str]:
         """Distinct document ids of ``chunk_ids``, in order (current state)."""
@@ -613,69 +603,6 @@ class GraphStrata:
             f"GraphStrata(documents={s['documents']}, chunks={s['chunks']}, "
             f"entities={s['entities']}, layers={s['communities_per_layer']})"
         )
-
-
-def _run_method(
-    state: EngineState,
-    method: Any,
-    query: str,
-    qvec: np.ndarray,
-    k: int,
-    options: Mapping[str, Any],
-    allowed: set[str] | None,
-) -> Any:
-    """Run ``method``; with a filter, keep only chunks of ``allowed`` documents, asking the
-    method for 4× more chunks at a time until ``k`` of them pass or every chunk was ranked."""
-    result = method.retrieve(state, query, qvec, k, **options)
-    if allowed is None:
-        return result
-    n = len(state.chunks)
-    passing = sum(1 for c in state.chunks if c.document_id in allowed)
-    want, asked = min(k, passing), k
-    while True:
-        kept = [(r, s) for r, s in result.chunks if state.chunks[r].document_id in allowed]
-        if len(kept) >= want or asked >= n:
-            result.chunks = kept
-            return result
-        asked = min(n, asked * 4)
-        result = method.retrieve(state, query, qvec, asked, **options)
-
-
-def _chunk_hit(
-    state: EngineState,
-    row: int,
-    score: float,
-    method: str,
-    raw_score: float | None = None,
-    explain: dict[str, Any] | None = None,
-) -> Hit:
-    """The hit of chunk ``row``: ``score`` clipped to [0, 1] (methods already return [0, 1],
-    :mod:`graphstrata.scores`), the method's own score in ``metadata["raw_score"]``, and
-    ``explain``, the row's explanation from :attr:`Retrieval.explain` (``None`` unless the
-    method ran with ``explain=True``)."""
-    from .scores import unit
-
-    c = state.chunks[row]
-    doc = state.documents.get(c.document_id)
-    return Hit(
-        id=c.id,
-        text=c.text,
-        score=unit(score),
-        kind="chunk",
-        layer=None,
-        chunk_ids=[c.id],
-        document_ids=[c.document_id],
-        metadata={
-            "document_id": c.document_id,
-            "chunk_index": c.index,
-            "start": c.start,
-            "end": c.end,
-            "document_metadata": dict(doc.metadata) if doc else {},
-            "method": method,
-            "raw_score": float(score if raw_score is None else raw_score),
-        },
-        explain=explain,
-    )
 
 
 @dataclass

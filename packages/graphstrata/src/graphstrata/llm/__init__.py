@@ -9,7 +9,17 @@ prompts (DESIGN.md, "Where the core goes next").
 * :mod:`graphstrata.llm.prompts` — one module per paper's prompt family.
 """
 
-from .base import LLM, CallableLLM, LLMRequest, LLMResponse, Usage, as_llm, estimate_tokens
+from .base import (
+    LLM,
+    CallableLLM,
+    LLMRequest,
+    LLMResponse,
+    Usage,
+    as_llm,
+    estimate_tokens,
+    has_async_api,
+    run_blocking,
+)
 from .cache import CACHE_FILE, ResponseCache
 from .client import (
     DEFAULT_CONCURRENCY,
@@ -20,6 +30,7 @@ from .client import (
     StageUsage,
     TransientLLMError,
     is_transient,
+    run_in_worker_thread,
     usage_scope,
 )
 
@@ -40,6 +51,9 @@ __all__ = [
     "Usage",
     "as_llm",
     "estimate_tokens",
+    "has_async_api",
     "is_transient",
+    "run_blocking",
+    "run_in_worker_thread",
     "usage_scope",
 ]

@@ -14,7 +14,8 @@ import asyncio
 import hashlib
 import inspect
 import math
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -94,6 +95,10 @@ class LLM(Protocol):
     Attributes:
         id: a stable model identifier (e.g. ``"llama-index:OpenAI:gpt-4o-mini"``); part of the
             response cache key, so two models never share cached answers.
+
+    An LLM may also set ``native_async = False`` to say that its ``acomplete`` only wraps
+    ``complete`` (then async callers' LLM calls run in their worker thread instead of on their
+    event loop; see :func:`has_async_api`).
     """
 
     id: str
@@ -143,6 +148,7 @@ class CallableLLM:
             raise TypeError(f"llm must be callable, got {type(fn).__name__}")
         self._fn = fn
         self._async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+        self.native_async = self._async
         self._system_kw = _accepts(fn, "system")
         self._json_kw = _accepts(fn, "json_mode")
         name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
@@ -166,13 +172,15 @@ class CallableLLM:
         return LLMResponse(out, Usage(estimate_tokens(_join(prompt, system)), estimate_tokens(out), True))
 
     def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False) -> LLMResponse:
+        """Complete ``prompt``, blocking; an async function runs on graphstrata's background
+        event loop (:func:`run_blocking`), never through ``asyncio.run``."""
         args, kwargs = self._args(prompt, system, json_mode)
         if self._async:
-            out = asyncio.run(self._fn(*args, **kwargs))
+            out = run_blocking(self._fn(*args, **kwargs))
         else:
             out = self._fn(*args, **kwargs)
             if inspect.isawaitable(out):
-                out = asyncio.run(_await(out))
+                out = run_blocking(_await(out))
         return self._response(out, prompt, system)
 
     async def acomplete(
@@ -190,6 +198,40 @@ class CallableLLM:
 
 async def _await(x: Awaitable[Any]) -> Any:
     return await x
+
+
+_BACKGROUND: dict[str, Any] = {}
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """graphstrata's own event loop, running in a daemon thread (started on first use)."""
+    with _BACKGROUND_LOCK:
+        loop = _BACKGROUND.get("loop")
+        if loop is None or loop.is_closed():
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="graphstrata-async", daemon=True)
+            thread.start()
+            _BACKGROUND["loop"] = loop
+        return loop
+
+
+def run_blocking(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` to completion from synchronous code and return its result (or raise its
+    exception): on graphstrata's background event loop, so it works whether or not the
+    calling thread has a running loop (Jupyter, FastAPI) — library code never calls
+    ``asyncio.run``. Used when a synchronous code path meets an async-only LLM."""
+    return asyncio.run_coroutine_threadsafe(coro, _background_loop()).result()
+
+
+def has_async_api(llm: Any) -> bool:
+    """Whether ``llm.acomplete`` is worth awaiting on the caller's event loop: ``llm``'s own
+    ``native_async`` flag when it sets one, else whether ``acomplete`` is a coroutine function
+    (a thread-wrapping ``acomplete`` should set ``native_async = False``)."""
+    flag = getattr(llm, "native_async", None)
+    if flag is not None:
+        return bool(flag)
+    return inspect.iscoroutinefunction(getattr(llm, "acomplete", None))
 
 
 def as_llm(obj: Any) -> LLM:

@@ -13,17 +13,19 @@ one query while other threads query too).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import threading
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from .base import LLM, LLMRequest, LLMResponse, Usage, as_llm, estimate_tokens
+from .base import LLM, LLMRequest, LLMResponse, Usage, as_llm, estimate_tokens, has_async_api
 from .cache import ResponseCache
 
 #: default number of LLM calls in flight (issue 13: "bounded concurrency (default 4)")
@@ -150,13 +152,51 @@ def usage_scope() -> Iterator[Ledger]:
         _SCOPES.reset(token)
 
 
+_CALLER_LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "graphstrata_caller_loop", default=None
+)
+
+
+async def run_in_worker_thread(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """Await the synchronous ``fn(*args, **kwargs)`` run in a worker thread, with its LLM calls
+    on the calling event loop.
+
+    How ``aretrieve`` / ``aanswer`` are async without rewriting every method as a coroutine:
+    the CPU work (vector search, PageRank, ...) runs in a worker thread, while every LLM call it
+    makes through an :class:`LLMClient` whose LLM has an async API (:func:`has_async_api`) is
+    awaited on this loop (:meth:`LLMClient.arequest`, at most ``concurrency`` in flight per
+    loop). N concurrent callers therefore share one event loop for their LLM calls, and those
+    calls overlap. Must be awaited inside a running loop.
+    """
+    token = _CALLER_LOOP.set(asyncio.get_running_loop())
+    try:
+        return await asyncio.to_thread(fn, *args, **kwargs)  # copies this context
+    finally:
+        _CALLER_LOOP.reset(token)
+
+
+def _caller_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop of the async caller this worker thread serves (``None``: a sync caller,
+    or this thread runs that loop itself)."""
+    loop = _CALLER_LOOP.get()
+    if loop is None or loop.is_closed():
+        return None
+    try:
+        if asyncio.get_running_loop() is loop:
+            return None
+    except RuntimeError:
+        pass
+    return loop
+
+
 class LLMClient:
     """An :class:`LLM` with a response cache, retries, bounded concurrency and a ledger.
 
     Args:
         llm: an :class:`LLM` or a callable (see :func:`~graphstrata.llm.base.as_llm`).
         cache: a :class:`ResponseCache` (default: a new in-memory one).
-        concurrency: most calls in flight at once across all threads using this client.
+        concurrency: most calls in flight at once across all threads using this client (and,
+            for calls awaited on an event loop, at most this many per loop).
         attempts: tries per call on transient errors (exponential backoff, 0.5 s doubling
             up to 20 s).
         ledger: where calls are counted (default: a new :class:`Ledger`).
@@ -185,6 +225,10 @@ class LLMClient:
         self.attempts = attempts
         self.ledger = ledger if ledger is not None else Ledger()
         self._sem = _semaphore or threading.BoundedSemaphore(concurrency)
+        self._loop_sems: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._loop_sems_lock = threading.Lock()
         self._wait = wait_exponential(multiplier=0.5, max=20)
 
     @classmethod
@@ -223,12 +267,18 @@ class LLMClient:
         return self.request(LLMRequest(prompt, system, json_mode), stage)
 
     def request(self, req: LLMRequest, stage: str = "llm") -> LLMResponse:
-        """:meth:`complete` for an :class:`LLMRequest`."""
+        """:meth:`complete` for an :class:`LLMRequest`.
+
+        In a worker thread started by :func:`run_in_worker_thread`, a cache miss of an LLM
+        with an async API is awaited on the caller's event loop (:meth:`arequest`); otherwise
+        the call is synchronous, in this thread."""
         key = req.key(self.llm.id)
-        hit = self.cache.get(key)
+        hit = self._cached(key, stage)
         if hit is not None:
-            self._record(stage, None, cached=True)
             return hit
+        loop = _caller_loop()
+        if loop is not None and has_async_api(self.llm):
+            return asyncio.run_coroutine_threadsafe(self.arequest(req, stage), loop).result()
         retrying = Retrying(
             stop=stop_after_attempt(self.attempts),
             wait=self._wait,
@@ -240,6 +290,49 @@ class LLMClient:
                 out = retrying(self.llm.complete, req.prompt, system=req.system, json_mode=req.json_mode)
         except Exception as exc:
             raise LLMError(f"LLM call failed in stage {stage!r} ({self.llm.id}): {type(exc).__name__}: {exc}") from exc
+        return self._received(out, req, key, stage)
+
+    async def arequest(self, req: LLMRequest, stage: str = "llm") -> LLMResponse:
+        """:meth:`request` awaited on the running event loop through the LLM's ``acomplete``
+        (retries with tenacity's async retrying; at most ``concurrency`` calls in flight on
+        this loop).
+
+        Raises:
+            LLMError: as :meth:`complete`.
+        """
+        key = req.key(self.llm.id)
+        hit = self._cached(key, stage)
+        if hit is not None:
+            return hit
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=self._wait,
+            retry=retry_if_exception(is_transient),
+            reraise=True,
+        )
+        try:
+            async with self._loop_semaphore():
+                out = await retrying(self.llm.acomplete, req.prompt, system=req.system, json_mode=req.json_mode)
+        except Exception as exc:
+            raise LLMError(f"LLM call failed in stage {stage!r} ({self.llm.id}): {type(exc).__name__}: {exc}") from exc
+        return self._received(out, req, key, stage)
+
+    def _loop_semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        with self._loop_sems_lock:
+            sem = self._loop_sems.get(loop)
+            if sem is None:
+                sem = self._loop_sems[loop] = asyncio.Semaphore(self.concurrency)
+            return sem
+
+    def _cached(self, key: str, stage: str) -> LLMResponse | None:
+        hit = self.cache.get(key)
+        if hit is not None:
+            self._record(stage, None, cached=True)
+        return hit
+
+    def _received(self, out: Any, req: LLMRequest, key: str, stage: str) -> LLMResponse:
+        """Check, count and cache what the model returned."""
         if isinstance(out, str):
             out = LLMResponse(
                 out,
@@ -352,6 +445,7 @@ class DryRunLLM:
     """
 
     id = "dry-run"
+    native_async = False
 
     def __init__(self, completion_estimate: int = 300) -> None:
         self.completion_estimate = int(completion_estimate)

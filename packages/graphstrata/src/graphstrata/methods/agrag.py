@@ -393,10 +393,10 @@ class AGRAG(Method):
         "passage_score_factor": OptionSpec("float", ge=0.0),
     }
 
-    def options(self, given):
+    def options(self, given, hint: str = ""):
         """Checked options (:meth:`Method.options`); ``passage_score_factor=None`` resolves to
         0.05 in ``"paper"`` mode and 1.0 in ``"agrag_code_2025"`` mode."""
-        o = super().options(given)
+        o = super().options(given, hint)
         if o["passage_score_factor"] is None:
             o["passage_score_factor"] = 0.05 if o["compat"] == "paper" else 1.0
         return o

@@ -210,12 +210,15 @@ def check_options(
     defaults: Mapping[str, Any],
     specs: Mapping[str, OptionSpec],
     given: Mapping[str, Any],
+    hint: str = "",
 ) -> dict[str, Any]:
     """Merge ``given`` options over ``defaults``, checking each given value against
     :func:`resolve_spec` (shared by :meth:`Method.options` and answer generation).
 
     Args:
         owner: what the options belong to, for the messages (``"method 'archrag'"``).
+        hint: text put before the list of known options in the unknown-option message
+            (``"per-call arguments: k, filter; "``: the caller's own arguments).
 
     Returns:
         ``{name: value}`` for every option in ``defaults``.
@@ -226,7 +229,7 @@ def check_options(
     """
     unknown = set(given) - set(defaults)
     if unknown:
-        raise ValueError(f"unknown option(s) {sorted(unknown)} for {owner}; known: {sorted(defaults)}")
+        raise ValueError(f"unknown option(s) {sorted(unknown)} for {owner}; {hint}known: {sorted(defaults)}")
     for key, value in given.items():
         spec = resolve_spec(defaults, specs, key)
         if not spec.accepts(value):
@@ -291,7 +294,7 @@ class Method:
         """
         return resolve_spec(cls.defaults, cls.option_specs, name)
 
-    def options(self, given: Mapping[str, Any]) -> dict[str, Any]:
+    def options(self, given: Mapping[str, Any], hint: str = "") -> dict[str, Any]:
         """Merge per-query ``given`` options over ``defaults``, checking each given value.
 
         A value must have the type of the option's default — a real ``bool`` for a bool
@@ -302,6 +305,9 @@ class Method:
         Options whose default is ``None`` accept ``None`` and what the spec names (``llm``:
         an :class:`~graphstrata.llm.LLMClient`).
 
+        ``hint`` goes into the unknown-option message before the known options
+        (:func:`check_options`).
+
         Returns:
             ``{name: value}`` for every option of the method.
 
@@ -309,7 +315,7 @@ class Method:
             ValueError: unknown option name(s), listing the known ones; or the first invalid
                 value, naming the option, the method, what it must be and the value given.
         """
-        return check_options(f"method {self.name!r}", self.defaults, self.option_specs, given)
+        return check_options(f"method {self.name!r}", self.defaults, self.option_specs, given, hint)
 
     def retrieve(
         self, engine: Engine, query: str, qvec: np.ndarray, k: int, **options: Any

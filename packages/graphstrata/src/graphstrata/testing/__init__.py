@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .models import regex_token_spans
+from ..models import regex_token_spans
 
 _WORD = re.compile(r"\w+")
 
@@ -112,7 +112,7 @@ class ScriptedLLM:
         return self.default
 
     def complete(self, prompt, *, system=None, json_mode=False):
-        from .llm import LLMResponse, TransientLLMError, Usage, estimate_tokens
+        from ..llm import LLMResponse, TransientLLMError, Usage, estimate_tokens
 
         with self._lock:
             self.calls.append((prompt, system, json_mode))
@@ -128,6 +128,8 @@ class ScriptedLLM:
         if self.usage:
             return LLMResponse(text, Usage(len(((system or "") + prompt).split()), len(text.split()), False))
         return LLMResponse(text, Usage(estimate_tokens((system or "") + prompt), estimate_tokens(text), True))
+
+    native_async = False  # acomplete only wraps the blocking complete (which may sleep)
 
     async def acomplete(self, prompt, *, system=None, json_mode=False):
         return self.complete(prompt, system=system, json_mode=json_mode)
@@ -156,8 +158,8 @@ def answer_every_prompt(prompt: str, system: str | None) -> str:
     Raises:
         AssertionError: a prompt of a family it does not know.
     """
-    from .llm.prompts import agrag as agrag_triples
-    from .llm.prompts import (
+    from ..llm.prompts import agrag as agrag_triples
+    from ..llm.prompts import (
         agrag_query,
         archrag,
         archrag_answer,
@@ -166,7 +168,7 @@ def answer_every_prompt(prompt: str, system: str | None) -> str:
         lightrag_query,
         naive,
     )
-    from .llm.prompts import lightrag_extract as lx
+    from ..llm.prompts import lightrag_extract as lx
 
     if system == lx.EXTRACT_SYSTEM:
         tail = prompt.rstrip()
