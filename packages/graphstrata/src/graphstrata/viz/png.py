@@ -1,9 +1,15 @@
-"""The PNG sunburst of the community hierarchy (matplotlib, Agg; see :mod:`graphstrata.viz`)."""
+"""The PNG sunburst of the community hierarchy (matplotlib, Agg; see :mod:`graphstrata.viz`).
+
+:func:`render_png` checks its arguments, builds the wedge tree (caps applied, angles laid out),
+then draws in a fixed order — wedges, outlines, community titles, entity names, centre, title
+lines, legend — each step a function below. Geometry is in data units (the circle has radius 1),
+text sizes and widths in points.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +30,19 @@ from .model import (
     state_of,
 )
 
+_FADE_TO = (0.93, 0.93, 0.93)
+"""The grey that wedges fade towards when a query leaves them unmarked (RGB, 0..1)."""
+_MORE_GREY = (0.84, 0.84, 0.84)
+"""Face of "more" wedges and of the unclustered pseudo-community."""
+_PAD = 3.0
+"""Points kept free between a radial label and its wedge's inner and outer edge."""
+_FONT = "DejaVu Sans"
+
+
+# --------------------------------------------------------------------------------------------
+# the wedge tree: caps applied, angles laid out
+# --------------------------------------------------------------------------------------------
+
 
 @dataclass
 class _Wedge:
@@ -40,27 +59,44 @@ class _Wedge:
     shade: int = 0  # sibling index parity, for alternating lightness
 
 
-def _wedge_tree(model: HierarchyModel, hits: QueryMarks | None, max_communities: int, max_entities: int):
+def _child_wedges(
+    model: HierarchyModel, w: _Wedge, max_entities: int, mark: Callable[[str], int]
+) -> list[_Wedge]:
+    """Candidate wedges one ring further out under a kept community wedge: its
+    sub-communities, then its entities (when the entity ring is drawn)."""
+    out = [
+        _Wedge(k, "community", w.layer - 1, float(model.size[k]), w.root, mark(k), shade=ki)
+        for ki, k in enumerate(model.sub_communities(w.key))
+    ]
+    if max_entities:
+        out += [
+            _Wedge(e, "entity", 0, 1.0, w.root, mark(e), shade=ki)
+            for ki, e in enumerate(model.entity_kids(w.key))
+        ]
+    return out
+
+
+def _wedge_tree(
+    model: HierarchyModel, hits: QueryMarks | None, max_communities: int, max_entities: int
+) -> tuple[list[_Wedge], dict[str, int]]:
     """Wedges per ring with the caps applied: rings hold at most ``max_communities``
     community wedges (``max_entities`` entity wedges); the rest of a parent's children merge
-    into one grey "more" wedge that reaches the outer edge. Retrieved items are kept first."""
+    into one grey "more" wedge that reaches the outer edge. Retrieved items are kept first.
+
+    Returns the top-level wedges and how many communities / entities were not drawn."""
     mark = hits.mark if hits else (lambda _x: 0)
-    n_rings_layers = max(model.n_layers, 1)
 
     def prio(w: _Wedge) -> tuple:
         deg = model.degree.get(w.key, 0) if w.kind == "entity" else 0
         return (-w.mark, -w.size, -deg, w.key)
 
-    roots = [
-        _Wedge(r, "community", model.layer_of(r), float(model.size.get(r, 0)), i, mark(r))
-        for i, r in enumerate(model.roots)
-    ]
     hidden = {"communities": 0, "entities": 0}
     top: list[_Wedge] = []
     by_layer: dict[int, list[tuple[_Wedge | None, _Wedge]]] = {}
-    for w in roots:
+    for i, r in enumerate(model.roots):
+        w = _Wedge(r, "community", model.layer_of(r), float(model.size.get(r, 0)), i, mark(r))
         by_layer.setdefault(w.layer, []).append((None, w))
-    for layer in range(n_rings_layers, -1, -1):
+    for layer in range(max(model.n_layers, 1), -1, -1):
         if layer == 0 and max_entities == 0:
             break
         cands = by_layer.get(layer, [])
@@ -69,17 +105,12 @@ def _wedge_tree(model: HierarchyModel, hits: QueryMarks | None, max_communities:
         keep = {id(w) for _, w in order[:cap]} | {id(w) for _, w in order if w.mark == RETRIEVED}
         more: dict[int, _Wedge] = {}
         for parent, w in cands:
+            siblings = parent.children if parent is not None else top
             if id(w) in keep:
-                (parent.children if parent is not None else top).append(w)
+                siblings.append(w)
                 if w.kind == "community":
-                    for ki, k in enumerate(model.sub_communities(w.key)):
-                        c = _Wedge(k, "community", layer - 1, float(model.size[k]), w.root, mark(k), shade=ki)
-                        by_layer.setdefault(layer - 1, []).append((w, c))
-                    if max_entities:
-                        ents = model.entity_kids(w.key)
-                        for ki, e in enumerate(ents):
-                            c = _Wedge(e, "entity", 0, 1.0, w.root, mark(e), shade=ki)
-                            by_layer.setdefault(0, []).append((w, c))
+                    for c in _child_wedges(model, w, max_entities, mark):
+                        by_layer.setdefault(c.layer, []).append((w, c))
                 continue
             hidden["entities" if layer == 0 else "communities"] += 1
             m = more.get(id(parent))
@@ -87,7 +118,7 @@ def _wedge_tree(model: HierarchyModel, hits: QueryMarks | None, max_communities:
                 key = f"+{parent.key if parent else ''}@{layer}"
                 m = _Wedge(key, "more", layer, 0.0, parent.root if parent else -1)
                 more[id(parent)] = m
-                (parent.children if parent is not None else top).append(m)
+                siblings.append(m)
             m.size += w.size
             m.count += 1
     return top, hidden
@@ -109,6 +140,357 @@ def _layout(wedges: list[_Wedge], a0: float, a1: float) -> None:
             # children fill the parent's span in proportion to their share of its entities
             _layout(w.children, w.a0, w.a0 + span * min(1.0, child_units / parent_units))
 
+
+# --------------------------------------------------------------------------------------------
+# geometry, canvas, colours
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Rings:
+    """Radii of the rings in data units: community rings share the radius between the hole
+    and the entity ring (``ent_w`` thick, 0 without one), the top layer innermost."""
+
+    n_comm: int  # community rings (at least 1)
+    ent_w: float
+    hole: float = 0.17
+    outer: float = 1.0
+
+    def radii(self, layer: int) -> tuple[float, float]:
+        """Inner and outer radius of a layer's ring (layer 0: the entity ring)."""
+        if layer == 0:
+            return self.outer - self.ent_w, self.outer
+        ring_w = (self.outer - self.ent_w - self.hole) / self.n_comm
+        i = self.n_comm - layer  # 0 = innermost ring
+        return self.hole + i * ring_w, self.hole + (i + 1) * ring_w
+
+    def depth(self, layer: int) -> int:
+        """Ring index counted from the centre (the entity ring counts as the last one)."""
+        return (self.n_comm - layer) if layer else self.n_comm
+
+
+class _Sheet:
+    """The figure being drawn: a square axes of half-width ``lim`` data units under a title
+    band, and text widths in points (measured by the Agg renderer, cached)."""
+
+    def __init__(self, size_inches: float, dpi: int, lim: float) -> None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        w_in = float(size_inches)
+        self.fig = Figure(figsize=(w_in, w_in * 1.1), dpi=dpi)
+        canvas = FigureCanvasAgg(self.fig)
+        self.ax = self.fig.add_axes((0.0, 0.045, 1.0, 1.0 / 1.1))
+        self.ax.set_xlim(-lim, lim)
+        self.ax.set_ylim(-lim, lim)
+        self.ax.set_aspect("equal")
+        self.ax.axis("off")
+        self.pt_per_unit = (w_in * 72.0) / (2 * lim)  # points per data unit
+        self.dpi = dpi
+        self._renderer = canvas.get_renderer()
+        self._fonts: dict[tuple[float, bool], Any] = {}
+        self._widths: dict[tuple[str, float, bool], float] = {}
+
+    def text_w(self, s: str, fs: float, bold: bool = False) -> float:
+        """Width in points of ``s`` at font size ``fs`` (points)."""
+        from matplotlib.font_manager import FontProperties
+
+        key = (s, fs, bold)
+        if key not in self._widths:
+            prop = self._fonts.setdefault((fs, bold), FontProperties(family=_FONT, size=fs,
+                                                                     weight="bold" if bold else "normal"))
+            w, _h, _d = self._renderer.get_text_width_height_descent(s, prop, ismath=False)
+            self._widths[key] = w * 72.0 / self.dpi
+        return self._widths[key]
+
+
+@dataclass
+class _Drawn:
+    """A wedge as drawn: inner / outer radius (data units) and face colour (RGB, 0..1)."""
+
+    w: _Wedge
+    r0: float
+    r1: float
+    face: tuple[float, ...]
+
+
+def _face(w: _Wedge, rings: _Rings, querying: bool) -> tuple[float, ...]:
+    """Face colour: the wedge's palette colour (grey for "more" / unclustered), faded strongly
+    when a query leaves it unmarked and slightly when it only contains or mentions a hit."""
+    if w.kind == "more" or w.key == UNCLUSTERED:
+        face: tuple[float, ...] = _MORE_GREY
+    else:
+        face = palette(w.root, rings.depth(w.layer), w.shade, rings.n_comm)
+    if querying and w.mark == 0:
+        face = mix(face, _FADE_TO, 0.78)
+    elif querying and w.mark == CONTEXT:
+        face = mix(face, _FADE_TO, 0.25)
+    return face
+
+
+def _drawn_wedges(
+    top: list[_Wedge], rings: _Rings, max_entities: int, querying: bool
+) -> list[_Drawn]:
+    """Every wedge with a non-empty angle, parents before children (a wedge without angle
+    hides its children). "More" wedges reach the outer edge; retrieved entities stick out."""
+    out: list[_Drawn] = []
+
+    def visit(ws: list[_Wedge]) -> None:
+        for w in ws:
+            if w.a1 - w.a0 <= 0:
+                continue
+            r0, r1 = rings.radii(w.layer)
+            if w.kind == "more":
+                r1 = rings.outer if max_entities else rings.radii(1)[1]
+            elif w.kind == "entity" and querying and w.mark == RETRIEVED:
+                r1 = rings.outer + 0.035
+            out.append(_Drawn(w, r0, r1, _face(w, rings, querying)))
+            visit(w.children)
+
+    visit(top)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# drawing steps, in the order render_png calls them
+# --------------------------------------------------------------------------------------------
+
+
+def _wedge_patch(w: _Wedge, r0: float, r1: float) -> Any:
+    from matplotlib.patches import Wedge
+
+    return Wedge((0, 0), r1, 90 - math.degrees(w.a1), 90 - math.degrees(w.a0), width=r1 - r0)
+
+
+def _draw_wedges(ax: Any, drawn: list[_Drawn], querying: bool) -> None:
+    """All wedges in one collection (thin white edges), then a dark outline on retrieved ones."""
+    from matplotlib.collections import PatchCollection
+
+    patches = [_wedge_patch(d.w, d.r0, d.r1) for d in drawn]
+    faces = [d.face for d in drawn]
+    edges = [(1, 1, 1) for _ in drawn]
+    lws = [0.15 if d.w.kind == "entity" else 0.6 for d in drawn]
+    ax.add_collection(PatchCollection(patches, facecolors=faces, edgecolors=edges, linewidths=lws))
+    outlined = [d for d in drawn if querying and d.w.mark == RETRIEVED]
+    if outlined:
+        ol = [_wedge_patch(d.w, d.r0, d.r1) for d in outlined]
+        ax.add_collection(PatchCollection(ol, facecolors="none", edgecolors="#1b1b1b",
+                                          linewidths=[0.7 if d.w.kind == "entity" else 1.4 for d in outlined]))
+
+
+def _label_options(
+    span: float, r0: float, r1: float, fs: float, pt_per_unit: float
+) -> list[tuple[str, float, int]]:
+    """Ways a label at font size ``fs`` fits its wedge: ``(orientation, width available in
+    points, most lines)``; ``"tan"`` runs along the arc, ``"rad"`` across it."""
+    thick = (r1 - r0) * pt_per_unit
+    r_mid = (r0 + r1) / 2
+    r0_pt, r1_pt = r0 * pt_per_unit, r1 * pt_per_unit
+    line_h = fs * 1.22
+    options = []
+    # along the arc: width = chord at mid radius, height = ring thickness
+    n_lines = min(3, int((thick * 0.82) // line_h))
+    if n_lines >= 1 and span < 2 * math.pi:
+        options.append(("tan", 2 * r_mid * math.sin(min(span, math.pi) / 2) * pt_per_unit * 0.86, n_lines))
+    # across the arc (radial): the text may slide outwards, where the wedge is wider, as
+    # long as its inner end still has room for its height
+    for n_lines in (2, 1):
+        inner = n_lines * line_h / (span * 0.85)  # radius (pt) where the lines fit
+        avail = min(thick - 2 * _PAD, r1_pt - _PAD - max(inner, r0_pt + _PAD))
+        if avail > 0:
+            options.append(("rad", avail, n_lines))
+    return options
+
+
+def _fit_label(
+    sheet: _Sheet, text: str, d: _Drawn, ring: int, bold: bool
+) -> tuple[float, str, list[str]] | None:
+    """``(font size, orientation, lines)`` showing most of ``text`` in the wedge, trying the
+    ring's font size then one point smaller (a smaller size must show 3 more characters to
+    win); ``None`` when nothing fits."""
+    span = d.w.a1 - d.w.a0
+    base_fs = max(6.5, 9.5 - 1.0 * ring)
+    best: tuple[int, float, str, list[str]] | None = None  # (chars, size, orientation, lines)
+    for fs in (base_fs, base_fs - 1.0):
+
+        def measure(s: str, f: float = fs, b: bool = bold) -> float:
+            return sheet.text_w(s, f, b)
+
+        for orient, avail, n_lines in _label_options(span, d.r0, d.r1, fs, sheet.pt_per_unit):
+            lines = label_lines(text, measure, avail, n_lines)
+            chars = sum(len(x.rstrip("…")) for x in lines)
+            if lines and (best is None or chars > best[0] + 2):
+                best = (chars, fs, orient, lines)
+    return None if best is None else best[1:]
+
+
+def _label_anchor(
+    sheet: _Sheet, d: _Drawn, fs: float, orient: str, lines: list[str], bold: bool
+) -> tuple[float, float, float]:
+    """``(x, y, rotation in degrees)`` of a fitted label: centred in the ring along the arc,
+    or slid outwards across it as far as its width needs (kept readable, never upside down)."""
+    w, r0, r1, pt_per_unit = d.w, d.r0, d.r1, sheet.pt_per_unit
+    span = w.a1 - w.a0
+    r_mid = (r0 + r1) / 2
+    mid = (w.a0 + w.a1) / 2
+    deg = math.degrees(mid)
+    r_text = r_mid
+    if orient == "tan":
+        rot = -deg
+        if 90 < deg < 270:
+            rot += 180
+    else:
+        rot = 90 - deg
+        if deg > 180:
+            rot += 180
+        r0_pt, r1_pt = r0 * pt_per_unit, r1 * pt_per_unit
+        half = max(sheet.text_w(x, fs, bold) for x in lines) / 2
+        inner = len(lines) * fs * 1.22 / (span * 0.85)
+        r_pt = min(max(r_mid * pt_per_unit, inner + half, r0_pt + _PAD + half), r1_pt - _PAD - half)
+        r_text = r_pt / pt_per_unit
+    return r_text * math.sin(mid), r_text * math.cos(mid), rot
+
+
+def _draw_community_labels(sheet: _Sheet, model: HierarchyModel, drawn: list[_Drawn], rings: _Rings,
+                           querying: bool) -> None:
+    """Titles of community and "more" wedges, along or across the arc, whichever shows more;
+    retrieved ones bold, unmarked ones grey."""
+    for d in drawn:
+        w = d.w
+        if w.kind not in ("community", "more"):
+            continue
+        text = f"+{w.count} more" if w.kind == "more" else model.title(w.key)
+        bold = querying and w.mark == RETRIEVED
+        fitted = _fit_label(sheet, text, d, rings.depth(w.layer), bold)
+        if fitted is None:
+            continue
+        fs, orient, lines = fitted
+        x, y, rot = _label_anchor(sheet, d, fs, orient, lines, bold)
+        color = "#9a9a9a" if querying and w.mark == 0 else "#161616"
+        sheet.ax.text(x, y, "\n".join(lines), ha="center", va="center", rotation=rot,
+                      rotation_mode="anchor", fontsize=fs, color=color,
+                      fontweight="bold" if bold else "normal", family=_FONT, linespacing=1.05)
+
+
+def _draw_entity_labels(sheet: _Sheet, model: HierarchyModel, ent_wedges: list[_Wedge], querying: bool,
+                        limit: int, outer: float) -> None:
+    """Up to ``limit`` entity names outside the circle, radial: the retrieved entities with a
+    query, else the most connected ones; a name too close to one already placed is skipped."""
+    if querying:
+        chosen = [w for w in ent_wedges if w.mark == RETRIEVED]
+        chosen.sort(key=lambda w: (-model.degree.get(w.key, 0), w.key))
+    else:
+        chosen = sorted(ent_wedges, key=lambda w: (-model.degree.get(w.key, 0), w.key))
+    placed: list[float] = []
+    fs = 7.5
+    min_gap = (fs * 1.35) / (1.03 * sheet.pt_per_unit)  # radians between two labels' baselines
+    for w in chosen:
+        if len(placed) >= limit:
+            break
+        mid = (w.a0 + w.a1) / 2
+        if any(min(abs(mid - p), 2 * math.pi - abs(mid - p)) < min_gap for p in placed):
+            continue
+        placed.append(mid)
+        name = " ".join(model.entities[w.key].name.split())
+        if len(name) > 28:
+            name = name[:27].rstrip() + "…"
+        deg = math.degrees(mid)
+        r = outer + (0.05 if querying else 0.025)
+        x, y = r * math.sin(mid), r * math.cos(mid)
+        rot, ha = 90 - deg, "left"
+        if deg > 180:
+            rot, ha = rot + 180, "right"
+        sheet.ax.text(x, y, name, ha=ha, va="center", rotation=rot, rotation_mode="anchor",
+                      fontsize=fs, color="#202020", family=_FONT)
+
+
+def _draw_centre(ax: Any, model: HierarchyModel) -> None:
+    """The number of communities in the hole."""
+    n_comm = sum(model.layer_sizes)
+    ax.text(0, 0.025, f"{n_comm}", ha="center", va="center", fontsize=15, fontweight="bold",
+            color="#333333", family=_FONT)
+    ax.text(0, -0.055, "communities" if n_comm != 1 else "community", ha="center", va="center",
+            fontsize=8, color="#555555", family=_FONT)
+
+
+def _subtitle(model: HierarchyModel) -> str:
+    """Layers and their sizes, top first, and the entities in no community."""
+    per_layer = ", ".join(f"L{i + 1}: {n}" for i, n in reversed(list(enumerate(model.layer_sizes))))
+    n_l = model.n_layers
+    sub = (f"{n_l} layer{'s' if n_l != 1 else ''} ({per_layer})" if n_l else "no community layers: entities only")
+    if model.unclustered and model.n_layers:
+        sub += f" · {model.unclustered} entities in no community"
+    return sub
+
+
+def _query_line(hits: QueryMarks, query: str | None, method: str | None) -> str:
+    """The query (cut at about 90 characters), its method and what its hits marked."""
+    q = " ".join((query or "").split())
+    q = (q[:90] + "…") if len(q) > 91 else q
+    n_ret = sum(1 for v in hits.marks.values() if v == RETRIEVED)
+    qline = (f"query: “{q}”" if q else "query hits") + (f" ({method})" if method else "")
+    qline += f" — {len(hits.items)} hits, {n_ret} communities/entities retrieved"
+    if hits.outside:
+        qline += f", {hits.outside} outside this index"
+    return qline
+
+
+def _footer(
+    model: HierarchyModel, hidden: dict[str, int], max_communities: int, max_entities: int
+) -> str:
+    """What the rings are, and what the caps left out."""
+    rings = [f"layer {layer}" for layer in range(max(model.n_layers, 1), 0, -1)]
+    if max_entities:
+        rings.append("entities")
+    foot = "rings, centre → edge: " + " · ".join(rings) + " · wedge angle = entities below"
+    if hidden["communities"] or hidden["entities"]:
+        foot += (f" · grey “more”: {hidden['communities']} communities, {hidden['entities']} "
+                 f"entities not drawn (caps {max_communities}/{max_entities})")
+    return foot
+
+
+def _draw_titles(fig: Any, stats: dict[str, Any], model: HierarchyModel, hits: QueryMarks | None,
+                 query: str | None, method: str | None, foot: str) -> None:
+    """Title (the index's counts), subtitle (layers), query line (with hits), footer."""
+    head = (f"Community hierarchy — {stats['documents']} documents · {stats['chunks']} chunks · "
+            f"{stats['entities']} entities · {stats['relations']} relations")
+    fig.text(0.5, 0.985, head, ha="center", va="top", fontsize=12, fontweight="bold",
+             color="#1b1b1b", family=_FONT)
+    fig.text(0.5, 0.962, _subtitle(model), ha="center", va="top", fontsize=9, color="#444444", family=_FONT)
+    if hits is not None:
+        fig.text(0.5, 0.942, _query_line(hits, query, method), ha="center", va="top", fontsize=9,
+                 color="#8a1c1c", family=_FONT, style="italic")
+    fig.text(0.5, 0.012, foot, ha="center", va="bottom", fontsize=8, color="#555555", family=_FONT)
+
+
+def _draw_legend(fig: Any) -> None:
+    """The three marks of a query, drawn in the first top-layer community's colour."""
+    from matplotlib.patches import Patch
+
+    handles = [
+        Patch(facecolor=palette(0, 1, 0, 2), edgecolor="#1b1b1b", linewidth=1.4, label="retrieved"),
+        Patch(facecolor=mix(palette(0, 1, 0, 2), _FADE_TO, 0.25), edgecolor="white",
+              label="contains / mentions a hit"),
+        Patch(facecolor=mix(palette(0, 1, 0, 2), _FADE_TO, 0.78), edgecolor="white", label="other"),
+    ]
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.028), ncol=3,
+               fontsize=8, frameon=False)
+
+
+def _require_matplotlib() -> None:
+    try:
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.collections  # noqa: F401
+        import matplotlib.figure  # noqa: F401
+        import matplotlib.font_manager  # noqa: F401
+        import matplotlib.patches  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - exercised only without matplotlib
+        raise ImportError("render_png needs matplotlib: pip install matplotlib") from exc
+
+
+# --------------------------------------------------------------------------------------------
+# the entry point
+# --------------------------------------------------------------------------------------------
 
 
 def render_png(
@@ -139,8 +521,8 @@ def render_png(
             replaced).
         query_hits: hits of one query (``Hit`` objects or ``Hit.to_dict()`` dicts); retrieved
             communities and entities are outlined at full colour on their own ring, what
-            contains or mentions them keeps its colour, everything else fades (see the module
-            docstring for how each hit kind maps). ``None``: no highlighting.
+            contains or mentions them keeps its colour, everything else fades (see
+            :mod:`graphstrata.viz` for how each hit kind maps). ``None``: no highlighting.
         query: the query text, printed under the title; with a ``GraphStrata`` and no
             ``query_hits`` the hits are retrieved here with ``method``.
         method: the retrieval method (printed; used to retrieve, default ``"archrag"``).
@@ -174,232 +556,24 @@ def render_png(
         raise ValueError(f"size_inches must be a number in 4..40, got {size_inches!r}")
     model = HierarchyModel(state)
     hits = query_marks(model, hits_for(engine, query, query_hits, method))
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.collections import PatchCollection
-        from matplotlib.figure import Figure
-        from matplotlib.font_manager import FontProperties
-        from matplotlib.patches import Patch, Wedge
-    except ImportError as exc:  # pragma: no cover - exercised only without matplotlib
-        raise ImportError("render_png needs matplotlib: pip install matplotlib") from exc
+    _require_matplotlib()
 
     top, hidden = _wedge_tree(model, hits, max_communities, max_entities)
     _layout(top, 0.0, 2 * math.pi)
-
-    # ---- geometry: community rings share the radius between the hole and the entity ring
-    n_comm_rings = max(model.n_layers, 1)
-    hole, outer = 0.17, 1.0
-    ent_w = 0.075 if max_entities else 0.0
-    ring_w = (outer - ent_w - hole) / n_comm_rings
-
-    def radii(layer: int) -> tuple[float, float]:
-        if layer == 0:
-            return outer - ent_w, outer
-        i = n_comm_rings - layer  # 0 = innermost ring
-        return hole + i * ring_w, hole + (i + 1) * ring_w
-
-    lim = 1.42 if entity_labels and max_entities else 1.04
-    w_in = float(size_inches)
-    fig = Figure(figsize=(w_in, w_in * 1.1), dpi=dpi)
-    canvas = FigureCanvasAgg(fig)
-    ax = fig.add_axes((0.0, 0.045, 1.0, 1.0 / 1.1))
-    ax.set_xlim(-lim, lim)
-    ax.set_ylim(-lim, lim)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    pt_per_unit = (w_in * 72.0) / (2 * lim)  # points per data unit
-    renderer = canvas.get_renderer()
-    fonts: dict[tuple[float, bool], Any] = {}
-    widths: dict[tuple[str, float, bool], float] = {}
-
-    def text_w(s: str, fs: float, bold: bool = False) -> float:
-        key = (s, fs, bold)
-        if key not in widths:
-            prop = fonts.setdefault((fs, bold), FontProperties(family="DejaVu Sans", size=fs,
-                                                               weight="bold" if bold else "normal"))
-            w, _h, _d = renderer.get_text_width_height_descent(s, prop, ismath=False)
-            widths[key] = w * 72.0 / dpi
-        return widths[key]
-
+    rings = _Rings(n_comm=max(model.n_layers, 1), ent_w=0.075 if max_entities else 0.0)
     querying = hits is not None
-    grey = (0.93, 0.93, 0.93)
-    patches, faces, edges, lws = [], [], [], []
-    outlined: list[tuple[_Wedge, float, float]] = []
-    labels: list[tuple[_Wedge, float, float]] = []
-    ent_wedges: list[_Wedge] = []
+    drawn = _drawn_wedges(top, rings, max_entities, querying)
 
-    def visit(ws: list[_Wedge]) -> None:
-        for w in ws:
-            if w.a1 - w.a0 <= 0:
-                continue
-            r0, r1 = radii(w.layer)
-            if w.kind == "more":
-                r1 = outer if max_entities else radii(1)[1]
-            elif w.kind == "entity" and querying and w.mark == RETRIEVED:
-                r1 = outer + 0.035  # retrieved entities stick out of the ring
-            depth = (n_comm_rings - w.layer) if w.layer else n_comm_rings
-            if w.kind == "more" or w.key == UNCLUSTERED:
-                face = (0.84, 0.84, 0.84)
-            else:
-                face = palette(w.root, depth, w.shade, n_comm_rings)
-            if querying and w.mark == 0:
-                face = mix(face, grey, 0.78)
-            elif querying and w.mark == CONTEXT:
-                face = mix(face, grey, 0.25)
-            t1, t2 = 90 - math.degrees(w.a1), 90 - math.degrees(w.a0)
-            patches.append(Wedge((0, 0), r1, t1, t2, width=r1 - r0))
-            faces.append(face)
-            thin = w.kind == "entity"
-            edges.append((1, 1, 1))
-            lws.append(0.15 if thin else 0.6)
-            if querying and w.mark == RETRIEVED:
-                outlined.append((w, r0, r1))
-            if w.kind in ("community", "more"):
-                labels.append((w, r0, r1))
-            elif w.kind == "entity":
-                ent_wedges.append(w)
-            visit(w.children)
-
-    visit(top)
-    ax.add_collection(PatchCollection(patches, facecolors=faces, edgecolors=edges, linewidths=lws))
-    if outlined:
-        ol = [Wedge((0, 0), r1, 90 - math.degrees(w.a1), 90 - math.degrees(w.a0), width=r1 - r0)
-              for w, r0, r1 in outlined]
-        ax.add_collection(PatchCollection(ol, facecolors="none", edgecolors="#1b1b1b",
-                                          linewidths=[0.7 if w.kind == "entity" else 1.4 for w, _, _ in outlined]))
-
-    # ---- community labels: tangential (along the arc) or radial, whichever shows more
-    for w, r0, r1 in labels:
-        ring = n_comm_rings - w.layer if w.layer else n_comm_rings
-        text_full = f"+{w.count} more" if w.kind == "more" else model.title(w.key)
-        span = w.a1 - w.a0
-        thick = (r1 - r0) * pt_per_unit
-        r_mid = (r0 + r1) / 2
-        base_fs = max(6.5, 9.5 - 1.0 * ring)
-        best: tuple[int, float, str, list[str]] | None = None  # (chars, size, orientation, lines)
-        bold = querying and w.mark == RETRIEVED
-        r0_pt, r1_pt, pad = r0 * pt_per_unit, r1 * pt_per_unit, 3.0
-        for fs in (base_fs, base_fs - 1.0):
-            line_h = fs * 1.22
-
-            def measure(s: str, f: float = fs, b: bool = bold) -> float:
-                return text_w(s, f, b)
-
-            options = []  # (orientation, width available, lines)
-            # along the arc: width = chord at mid radius, height = ring thickness
-            n_lines = min(3, int((thick * 0.82) // line_h))
-            if n_lines >= 1 and span < 2 * math.pi:
-                options.append(("tan", 2 * r_mid * math.sin(min(span, math.pi) / 2) * pt_per_unit * 0.86, n_lines))
-            # across the arc (radial): the text may slide outwards, where the wedge is wider, as
-            # long as its inner end still has room for its height
-            for n_lines in (2, 1):
-                inner = n_lines * line_h / (span * 0.85)  # radius (pt) where the lines fit
-                avail = min(thick - 2 * pad, r1_pt - pad - max(inner, r0_pt + pad))
-                if avail > 0:
-                    options.append(("rad", avail, n_lines))
-            for orient, avail, n_lines in options:
-                lines = label_lines(text_full, measure, avail, n_lines)
-                chars = sum(len(x.rstrip("…")) for x in lines)
-                if lines and (best is None or chars > best[0] + 2):
-                    best = (chars, fs, orient, lines)
-        if best is None:
-            continue
-        _chars, fs, orient, lines = best
-        mid = (w.a0 + w.a1) / 2
-        deg = math.degrees(mid)
-        r_text = r_mid
-        if orient == "tan":
-            rot = -deg
-            if 90 < deg < 270:
-                rot += 180
-        else:
-            rot = 90 - deg
-            if deg > 180:
-                rot += 180
-            half = max(text_w(x, fs, bold) for x in lines) / 2
-            inner = len(lines) * fs * 1.22 / (span * 0.85)
-            r_pt = min(max(r_mid * pt_per_unit, inner + half, r0_pt + pad + half), r1_pt - pad - half)
-            r_text = r_pt / pt_per_unit
-        x, y = r_text * math.sin(mid), r_text * math.cos(mid)
-        faded = querying and w.mark == 0
-        color = "#9a9a9a" if faded else "#161616"
-        weight = "bold" if querying and w.mark == RETRIEVED else "normal"
-        ax.text(x, y, "\n".join(lines), ha="center", va="center", rotation=rot,
-                rotation_mode="anchor", fontsize=fs, color=color, fontweight=weight,
-                family="DejaVu Sans", linespacing=1.05)
-
-    # ---- entity names outside the circle: retrieved ones (query) or the hubs
+    sheet = _Sheet(size_inches, dpi, lim=1.42 if entity_labels and max_entities else 1.04)
+    _draw_wedges(sheet.ax, drawn, querying)
+    _draw_community_labels(sheet, model, drawn, rings, querying)
+    ent_wedges = [d.w for d in drawn if d.w.kind == "entity"]
     if entity_labels and ent_wedges:
-        if querying:
-            chosen = [w for w in ent_wedges if w.mark == RETRIEVED]
-            chosen.sort(key=lambda w: (-model.degree.get(w.key, 0), w.key))
-        else:
-            chosen = sorted(ent_wedges, key=lambda w: (-model.degree.get(w.key, 0), w.key))
-        placed: list[float] = []
-        fs = 7.5
-        min_gap = (fs * 1.35) / (1.03 * pt_per_unit)  # radians between two labels' baselines
-        for w in chosen:
-            if len(placed) >= entity_labels:
-                break
-            mid = (w.a0 + w.a1) / 2
-            if any(min(abs(mid - p), 2 * math.pi - abs(mid - p)) < min_gap for p in placed):
-                continue
-            placed.append(mid)
-            name = " ".join(model.entities[w.key].name.split())
-            if len(name) > 28:
-                name = name[:27].rstrip() + "…"
-            deg = math.degrees(mid)
-            r = outer + (0.05 if querying else 0.025)
-            x, y = r * math.sin(mid), r * math.cos(mid)
-            rot, ha = 90 - deg, "left"
-            if deg > 180:
-                rot, ha = rot + 180, "right"
-            ax.text(x, y, name, ha=ha, va="center", rotation=rot, rotation_mode="anchor",
-                    fontsize=fs, color="#202020", family="DejaVu Sans")
-
-    # ---- centre, title, footer
-    st = state.stats()
-    n_comm = sum(model.layer_sizes)
-    ax.text(0, 0.025, f"{n_comm}", ha="center", va="center", fontsize=15, fontweight="bold",
-            color="#333333", family="DejaVu Sans")
-    ax.text(0, -0.055, "communities" if n_comm != 1 else "community", ha="center", va="center",
-            fontsize=8, color="#555555", family="DejaVu Sans")
-    per_layer = ", ".join(f"L{i + 1}: {n}" for i, n in reversed(list(enumerate(model.layer_sizes))))
-    head = (f"Community hierarchy — {st['documents']} documents · {st['chunks']} chunks · "
-            f"{st['entities']} entities · {st['relations']} relations")
-    fig.text(0.5, 0.985, head, ha="center", va="top", fontsize=12, fontweight="bold",
-             color="#1b1b1b", family="DejaVu Sans")
-    n_l = model.n_layers
-    sub = (f"{n_l} layer{'s' if n_l != 1 else ''} ({per_layer})" if n_l else "no community layers: entities only")
-    if model.unclustered and model.n_layers:
-        sub += f" · {model.unclustered} entities in no community"
-    fig.text(0.5, 0.962, sub, ha="center", va="top", fontsize=9, color="#444444", family="DejaVu Sans")
+        _draw_entity_labels(sheet, model, ent_wedges, querying, entity_labels, rings.outer)
+    _draw_centre(sheet.ax, model)
+    _draw_titles(sheet.fig, state.stats(), model, hits, query, method,
+                 _footer(model, hidden, max_communities, max_entities))
     if querying:
-        q = " ".join((query or "").split())
-        q = (q[:90] + "…") if len(q) > 91 else q
-        n_ret = sum(1 for v in hits.marks.values() if v == RETRIEVED)
-        qline = (f"query: “{q}”" if q else "query hits") + (f" ({method})" if method else "")
-        qline += f" — {len(hits.items)} hits, {n_ret} communities/entities retrieved"
-        if hits.outside:
-            qline += f", {hits.outside} outside this index"
-        fig.text(0.5, 0.942, qline, ha="center", va="top", fontsize=9, color="#8a1c1c",
-                 family="DejaVu Sans", style="italic")
-    rings = [f"layer {layer}" for layer in range(max(model.n_layers, 1), 0, -1)]
-    if max_entities:
-        rings.append("entities")
-    foot = "rings, centre → edge: " + " · ".join(rings) + " · wedge angle = entities below"
-    if hidden["communities"] or hidden["entities"]:
-        foot += (f" · grey “more”: {hidden['communities']} communities, {hidden['entities']} "
-                 f"entities not drawn (caps {max_communities}/{max_entities})")
-    fig.text(0.5, 0.012, foot, ha="center", va="bottom", fontsize=8, color="#555555", family="DejaVu Sans")
-    if querying:
-        handles = [
-            Patch(facecolor=palette(0, 1, 0, 2), edgecolor="#1b1b1b", linewidth=1.4, label="retrieved"),
-            Patch(facecolor=mix(palette(0, 1, 0, 2), grey, 0.25), edgecolor="white",
-                  label="contains / mentions a hit"),
-            Patch(facecolor=mix(palette(0, 1, 0, 2), grey, 0.78), edgecolor="white", label="other"),
-        ]
-        fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.028), ncol=3,
-                   fontsize=8, frameon=False)
-    fig.savefig(out, format="png", dpi=dpi, facecolor="white", metadata={"Software": "graphstrata"})
+        _draw_legend(sheet.fig)
+    sheet.fig.savefig(out, format="png", dpi=dpi, facecolor="white", metadata={"Software": "graphstrata"})
     return out
