@@ -6,7 +6,7 @@ from __future__ import annotations
 import html as _html
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,140 @@ def _json_for_script(obj: Any) -> str:
     )
 
 
+def _included_communities(
+    model: HierarchyModel, hits: QueryMarks | None, max_communities: int
+) -> list[str]:
+    """Communities in the file, top-down and biggest first within ``max_communities`` (the
+    unclustered node free); retrieved ones and their ancestors always, beyond the cap."""
+    mark = hits.mark if hits else (lambda _x: 0)
+    forced = {x for x, v in (hits.marks.items() if hits else ()) if v == RETRIEVED and x in model.comm}
+    for x in list(forced):
+        forced.update(model.ancestors(x))
+    included: list[str] = []
+    budget = max_communities
+    frontier = list(model.roots)
+    while frontier:
+        frontier.sort(key=lambda c: (-mark(c), -model.size.get(c, 0), c))
+        nxt = []
+        for c in frontier:
+            if c in forced or budget > 0 or c == UNCLUSTERED:
+                included.append(c)
+                budget -= 0 if c == UNCLUSTERED else 1
+                nxt += model.sub_communities(c)
+        frontier = nxt
+    return included
+
+
+def _community_node(
+    model: HierarchyModel,
+    cid: str,
+    inc: set[str],
+    mark: Callable[[str], int],
+    entity_cap: int,
+    max_text_chars: int,
+) -> dict[str, Any]:
+    """One community's record: title, layer, size, parent, the sub-communities in the file
+    and its entities (at most ``entity_cap`` plus the retrieved ones), with "N more" counts,
+    then its summary, rating, findings and chunk count."""
+    kg = model.state.kg
+    node: dict[str, Any] = {"t": model.title(cid), "l": model.layer_of(cid), "n": model.size.get(cid, 0)}
+    par = model.parent.get(cid)
+    if par is not None:
+        node["p"] = par
+    subs = model.sub_communities(cid)
+    if subs:
+        shown = sorted((s for s in subs if s in inc), key=lambda c: (-mark(c), -model.size[c], c))
+        node["k"] = shown
+        if len(shown) < len(subs):
+            node["mc"] = len(subs) - len(shown)
+            node["mce"] = sum(model.size[s] for s in subs if s not in inc)
+    ents = model.entity_kids(cid)
+    if ents:
+        ents = sorted(ents, key=lambda e: (-mark(e), -model.degree.get(e, 0), -kg.entities[e].weight, e))
+        shown = ents[:entity_cap] + [e for e in ents[entity_cap:] if mark(e) == RETRIEVED]
+        node["e"] = shown
+        if len(shown) < len(ents):
+            node["me"] = len(ents) - len(shown)
+    if cid in model.comm:
+        c = model.comm[cid]
+        node["s"], _ = _clip(c.summary, max_text_chars)
+        if c.rating is not None and math.isfinite(c.rating):
+            node["r"] = c.rating
+        if c.findings:
+            node["f"] = [_clip(f.get("summary", ""), max_text_chars)[0] for f in c.findings[:5]]
+        node["nc"] = len(c.chunk_ids)
+    return node
+
+
+def _entity_record(
+    model: HierarchyModel, eid: str, adj: Any, max_text_chars: int, max_chunks_per_entity: int
+) -> dict[str, Any]:
+    """One entity's record: name, weight, degree, description (cut), parent, source chunk ids
+    and its 8 strongest neighbours (``adj``: the graph's CSR adjacency)."""
+    kg = model.state.kg
+    e = kg.entities[eid]
+    d, cut = _clip(e.description, max_text_chars)
+    i = kg.row[eid]
+    lo, hi = adj.indptr[i], adj.indptr[i + 1]
+    nb_idx = adj.indices[lo:hi]
+    nb_w = adj.data[lo:hi]
+    order = sorted(range(len(nb_idx)), key=lambda j: (-float(nb_w[j]), kg.entity_ids[nb_idx[j]]))[:8]
+    rec: dict[str, Any] = {
+        "n": e.name, "w": e.weight, "g": model.degree.get(eid, 0), "d": d, "p": model.parent.get(eid),
+        "c": list(e.chunk_ids[:max_chunks_per_entity]),
+        "nb": [[kg.entity_ids[nb_idx[j]], kg.entities[kg.entity_ids[nb_idx[j]]].name] for j in order],
+    }
+    if e.type:
+        rec["ty"] = e.type
+    if cut:
+        rec["dm"] = cut
+    if len(e.chunk_ids) > max_chunks_per_entity:
+        rec["cm"] = len(e.chunk_ids) - max_chunks_per_entity
+    return rec
+
+
+def _hit_item(model: HierarchyModel, rank: int, h: dict[str, Any], max_text_chars: int) -> dict[str, Any]:
+    """One hit of the query panel (a :func:`~graphstrata.viz.model.hit_dict`): rank, kind, id,
+    layer, score, label, text (cut), the entities it names and up to 5 chunk ids."""
+    t, _ = _clip(h["text"], max_text_chars)
+    item: dict[str, Any] = {"r": rank, "k": h["kind"], "id": h["id"], "l": h["layer"],
+                            "s": round(h["score"], 4), "lab": hit_label(model, h), "t": t}
+    meta = h["metadata"]
+    if h["kind"] == "relation":
+        item["ents"] = [x for x in h["id"].split("\u241f") if x in model.entities]
+    elif h["kind"] == "path":
+        found = []
+        for key in ("entities", "nodes", "key_entities", "anchors"):
+            found += known_ids(meta.get(key), model.entities)
+        item["ents"] = list(dict.fromkeys(found))[:20]
+    elif h["kind"] == "community" and h["id"] not in model.comm:
+        item["ents"] = known_ids(meta.get("members"), model.entities)[:20]
+    item["ch"] = h["chunk_ids"][:5]
+    return item
+
+
+def _chunk_texts(
+    state: Any, hit_chunks: list[str], want_chunks: list[str], max_chunks: int, max_chunk_chars: int
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Texts (cut) of the chunk hits, then of the entities' chunks up to ``max_chunks`` in
+    all, and the titles of their documents."""
+    chunks_out: dict[str, Any] = {}
+    docs_out: dict[str, str] = {}
+    for cid in list(dict.fromkeys(hit_chunks + want_chunks)):
+        if len(chunks_out) >= max_chunks and cid not in hit_chunks:
+            continue
+        r = state.chunk_row.get(cid)
+        if r is None:
+            continue
+        ch = state.chunks[r]
+        t, cut = _clip(ch.text, max_chunk_chars)
+        chunks_out[cid] = {"d": ch.document_id, "t": t, **({"m": cut} if cut else {})}
+        if ch.document_id not in docs_out:
+            doc = state.documents.get(ch.document_id)
+            title = doc.metadata.get("title") if doc is not None else None
+            docs_out[ch.document_id] = _clip(title or ch.document_id, 200)[0]
+    return chunks_out, docs_out
+
 
 def _html_data(
     model: HierarchyModel,
@@ -60,122 +194,28 @@ def _html_data(
     max_text_chars: int,
 ) -> dict[str, Any]:
     """The JSON the page reads (keys kept short: it is most of the file)."""
-    state, kg = model.state, model.state.kg
+    state = model.state
     mark = hits.mark if hits else (lambda _x: 0)
-    # communities: top-down, biggest first, retrieved (and their ancestors) always
-    forced = {x for x, v in (hits.marks.items() if hits else ()) if v == RETRIEVED and x in model.comm}
-    for x in list(forced):
-        forced.update(model.ancestors(x))
-    included: list[str] = []
-    inc: set[str] = set()
-    budget = max_communities
-    frontier = list(model.roots)
-    while frontier:
-        frontier.sort(key=lambda c: (-mark(c), -model.size.get(c, 0), c))
-        nxt = []
-        for c in frontier:
-            if c in forced or budget > 0 or c == UNCLUSTERED:
-                included.append(c)
-                inc.add(c)
-                budget -= 0 if c == UNCLUSTERED else 1
-                nxt += model.sub_communities(c)
-        frontier = nxt
+    included = _included_communities(model, hits, max_communities)
+    inc = set(included)
     n_l1 = sum(1 for c in included if model.layer_of(c) == 1) or 1
     per_comm = min(max_entities_per_community, max(1, max_entities // n_l1))
     nodes: dict[str, Any] = {}
     ent_order: list[str] = []
     for cid in included:
-        layer = model.layer_of(cid)
-        node: dict[str, Any] = {"t": model.title(cid), "l": layer, "n": model.size.get(cid, 0)}
-        par = model.parent.get(cid)
-        if par is not None:
-            node["p"] = par
-        subs = model.sub_communities(cid)
-        if subs:
-            shown = sorted((s for s in subs if s in inc), key=lambda c: (-mark(c), -model.size[c], c))
-            node["k"] = shown
-            if len(shown) < len(subs):
-                node["mc"] = len(subs) - len(shown)
-                node["mce"] = sum(model.size[s] for s in subs if s not in inc)
-        ents = model.entity_kids(cid)
-        if ents:
-            ents = sorted(ents, key=lambda e: (-mark(e), -model.degree.get(e, 0), -kg.entities[e].weight, e))
-            cap = per_comm if not (cid == UNCLUSTERED and model.n_layers == 0) else max_entities
-            shown = ents[:cap] + [e for e in ents[cap:] if mark(e) == RETRIEVED]
-            node["e"] = shown
-            ent_order += shown
-            if len(shown) < len(ents):
-                node["me"] = len(ents) - len(shown)
-        if cid in model.comm:
-            c = model.comm[cid]
-            node["s"], _ = _clip(c.summary, max_text_chars)
-            if c.rating is not None and math.isfinite(c.rating):
-                node["r"] = c.rating
-            if c.findings:
-                node["f"] = [_clip(f.get("summary", ""), max_text_chars)[0] for f in c.findings[:5]]
-            node["nc"] = len(c.chunk_ids)
-        nodes[cid] = node
-    # entities and their chunks
-    adj = kg.adjacency()
-    row = kg.row
+        cap = per_comm if not (cid == UNCLUSTERED and model.n_layers == 0) else max_entities
+        nodes[cid] = _community_node(model, cid, inc, mark, cap, max_text_chars)
+        ent_order += nodes[cid].get("e", [])
+    adj = state.kg.adjacency()
     ents_out: dict[str, Any] = {}
     want_chunks: list[str] = []
     for eid in ent_order:
-        e = kg.entities[eid]
-        d, cut = _clip(e.description, max_text_chars)
-        i = row[eid]
-        lo, hi = adj.indptr[i], adj.indptr[i + 1]
-        nb_idx = adj.indices[lo:hi]
-        nb_w = adj.data[lo:hi]
-        order = sorted(range(len(nb_idx)), key=lambda j: (-float(nb_w[j]), kg.entity_ids[nb_idx[j]]))[:8]
-        rec: dict[str, Any] = {
-            "n": e.name, "w": e.weight, "g": model.degree.get(eid, 0), "d": d, "p": model.parent.get(eid),
-            "c": list(e.chunk_ids[:max_chunks_per_entity]),
-            "nb": [[kg.entity_ids[nb_idx[j]], kg.entities[kg.entity_ids[nb_idx[j]]].name] for j in order],
-        }
-        if e.type:
-            rec["ty"] = e.type
-        if cut:
-            rec["dm"] = cut
-        if len(e.chunk_ids) > max_chunks_per_entity:
-            rec["cm"] = len(e.chunk_ids) - max_chunks_per_entity
-        ents_out[eid] = rec
+        ents_out[eid] = rec = _entity_record(model, eid, adj, max_text_chars, max_chunks_per_entity)
         want_chunks += rec["c"]
-    hit_items: list[dict[str, Any]] = []
-    hit_chunks: list[str] = []
-    for rank, h in enumerate(hits.items if hits else (), start=1):
-        t, _ = _clip(h["text"], max_text_chars)
-        item: dict[str, Any] = {"r": rank, "k": h["kind"], "id": h["id"], "l": h["layer"],
-                                "s": round(h["score"], 4), "lab": hit_label(model, h), "t": t}
-        meta = h["metadata"]
-        if h["kind"] == "relation":
-            item["ents"] = [x for x in h["id"].split("\u241f") if x in model.entities]
-        elif h["kind"] == "path":
-            found = []
-            for key in ("entities", "nodes", "key_entities", "anchors"):
-                found += known_ids(meta.get(key), model.entities)
-            item["ents"] = list(dict.fromkeys(found))[:20]
-        elif h["kind"] == "community" and h["id"] not in model.comm:
-            item["ents"] = known_ids(meta.get("members"), model.entities)[:20]
-        if h["kind"] == "chunk":
-            hit_chunks.append(h["id"])
-        item["ch"] = h["chunk_ids"][:5]
-        hit_items.append(item)
-    chunks_out: dict[str, Any] = {}
-    docs_out: dict[str, str] = {}
-    for cid in list(dict.fromkeys(hit_chunks + want_chunks)):
-        if len(chunks_out) >= max_chunks and cid not in hit_chunks:
-            continue
-        r = state.chunk_row.get(cid)
-        if r is None:
-            continue
-        ch = state.chunks[r]
-        t, cut = _clip(ch.text, max_chunk_chars)
-        chunks_out[cid] = {"d": ch.document_id, "t": t, **({"m": cut} if cut else {})}
-        if ch.document_id not in docs_out:
-            doc = state.documents.get(ch.document_id)
-            title = doc.metadata.get("title") if doc is not None else None
-            docs_out[ch.document_id] = _clip(title or ch.document_id, 200)[0]
+    hit_items = [_hit_item(model, rank, h, max_text_chars)
+                 for rank, h in enumerate(hits.items if hits else (), start=1)]
+    hit_chunks = [h["id"] for h in (hits.items if hits else ()) if h["kind"] == "chunk"]
+    chunks_out, docs_out = _chunk_texts(state, hit_chunks, want_chunks, max_chunks, max_chunk_chars)
     st = state.stats()
     data: dict[str, Any] = {
         "v": 1,
