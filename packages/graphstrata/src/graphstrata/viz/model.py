@@ -88,6 +88,11 @@ class HierarchyModel:
     """The hierarchy of one state as a tree: roots (top layer, orphans, unclustered), each
     community's child communities or entities, entity counts, entity degrees.
 
+    Attributes (read by both renderers): ``entities`` and ``comm`` (id → record), ``n_layers``,
+    ``layer_sizes``, ``parent`` (node id → community id), ``kids`` (community id → child ids),
+    ``size`` (community id → entities under it), ``degree`` (entity id → graph degree),
+    ``roots`` (ordered), ``unclustered`` (how many entities no community claims).
+
     Raises:
         ValueError: the state has no entities (nothing to draw).
     """
@@ -105,6 +110,18 @@ class HierarchyModel:
         self.n_layers = len(layers)
         self.comm = {c.id: c for layer in layers for c in layer}
         self.layer_sizes = [len(layer) for layer in layers]
+        unclustered = self._link(layers, kg.entity_ids)
+        self.unclustered = len(unclustered)
+        adj = kg.adjacency()
+        deg = np.diff(adj.indptr)
+        self.degree = {eid: int(deg[i]) for i, eid in enumerate(kg.entity_ids)}
+        self._count_entities(layers)
+        self._find_roots(layers)
+
+    def _link(self, layers: list[list[Any]], entity_ids: list[str]) -> list[str]:
+        """Fill ``parent`` and ``kids``: each community under the first community one layer up
+        that lists it, each entity under the first layer-1 community that lists it, the rest
+        under the unclustered node. Returns the unclustered entities."""
         self.parent: dict[str, str] = {}
         kids: dict[str, list[str]] = {}
         for li in range(self.n_layers, 1, -1):
@@ -121,31 +138,34 @@ class HierarchyModel:
                 if e in self.entities and e not in self.parent:
                     self.parent[e] = c.id
                     own.append(e)
-        unclustered = [e for e in kg.entity_ids if e not in self.parent]
+        unclustered = [e for e in entity_ids if e not in self.parent]
         if unclustered:
             kids[UNCLUSTERED] = unclustered
             for e in unclustered:
                 self.parent[e] = UNCLUSTERED
         self.kids = kids
-        self.unclustered = len(unclustered)
-        adj = kg.adjacency()
-        deg = np.diff(adj.indptr)
-        self.degree = {eid: int(deg[i]) for i, eid in enumerate(kg.entity_ids)}
-        # entity counts, bottom-up
+        return unclustered
+
+    def _count_entities(self, layers: list[list[Any]]) -> None:
+        """Fill ``size``: entities under each community, bottom-up."""
         self.size: dict[str, int] = {}
         for li in range(1, self.n_layers + 1):
             for c in layers[li - 1]:
                 if li == 1:
-                    self.size[c.id] = len(kids.get(c.id, ()))
+                    self.size[c.id] = len(self.kids.get(c.id, ()))
                 else:
-                    self.size[c.id] = sum(self.size[k] for k in kids.get(c.id, ()))
-        if unclustered:
-            self.size[UNCLUSTERED] = len(unclustered)
+                    self.size[c.id] = sum(self.size[k] for k in self.kids.get(c.id, ()))
+        if self.unclustered:
+            self.size[UNCLUSTERED] = self.unclustered
+
+    def _find_roots(self, layers: list[list[Any]]) -> None:
+        """Fill ``roots`` (the top layer and every community without a parent, highest layer
+        then biggest first, the unclustered node last) and ``root_of`` (node id → root index)."""
         roots = [c.id for c in layers[-1]] if layers else []
         for li in range(self.n_layers - 1, 0, -1):
             roots += [c.id for c in layers[li - 1] if c.id not in self.parent]
         roots.sort(key=lambda cid: (-self.layer_of(cid), -self.size[cid], cid))
-        if unclustered:
+        if self.unclustered:
             roots.append(UNCLUSTERED)
         self.roots = roots
         self.root_of: dict[str, int] = {}
@@ -155,7 +175,7 @@ class HierarchyModel:
                 x = stack.pop()
                 self.root_of[x] = i
                 if x == UNCLUSTERED or x in self.comm:
-                    stack.extend(kids.get(x, ()))
+                    stack.extend(self.kids.get(x, ()))
 
     def layer_of(self, cid: str) -> int:
         """Layer of a community id (1 for the unclustered pseudo-community, 0 for an entity)."""
