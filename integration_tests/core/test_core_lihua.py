@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from graphstrata import GraphStrata
 from graphstrata.eval import evaluate
-from graphstrata.temporal import DateIndex, document_date, mentioned_dates, order_clauses
+from graphstrata.methods.temporal import DateIndex, document_date, mentioned_dates, order_clauses
 
 
 @pytest.fixture(scope="module")

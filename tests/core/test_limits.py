@@ -13,7 +13,7 @@ from graphstrata import Document, GraphStrata, GraphStrataConfig
 from graphstrata.chunking import chunk_documents
 from graphstrata.config import check_document_size, check_query
 from graphstrata.extraction import StatisticalExtractor, bounded_sentences
-from graphstrata.temporal import order_clauses
+from graphstrata.methods.temporal import order_clauses
 from graphstrata.types import Chunk
 
 _SYL = "ka lo mi ra ne to su vi da pe go hu ri sa mo te".split()

@@ -6,7 +6,7 @@ import datetime as dt
 import pytest
 from graphstrata import Document, GraphStrata
 from graphstrata.methods.propagation import date_index, named_chunks
-from graphstrata.temporal import DateIndex, document_date, mentioned_dates, order_clauses
+from graphstrata.methods.temporal import DateIndex, document_date, mentioned_dates, order_clauses
 
 
 def test_mentioned_dates_reads_the_common_written_forms():

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..models import embed_query
 from ..scores import bounded
-from ..temporal import order_clauses
+from .temporal import order_clauses
 from . import explain as ex
 from .base import (
     DAMPING,

@@ -47,7 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..extraction import TitleIndex
-from ..temporal import DateIndex, document_date
+from .temporal import DateIndex, document_date
 from .base import document_rows, entity_chunk_matrix, rank
 from .graph_ops import Transition, personalized_pagerank
 
