@@ -8,7 +8,7 @@
 3. Source chunks (our addition, so the method can be scored and cited): candidates are the
    dense and BM25 top-N plus the chunks of every retrieved entity and community; each chunk's
    query score is the hybrid (normalised dense + BM25) score — for a before/after question the
-   best of the whole question's and each clause's (:func:`~graphstrata.temporal.order_clauses`)
+   best of the whole question's and each clause's (:func:`~graphstrata.methods.temporal.order_clauses`)
    — plus graph evidence: the
    similarity-weighted, degree-damped mentions by retrieved entities and communities
    (:func:`~graphstrata.methods.base.spread_to_chunks`). The final ranking propagates those
@@ -70,9 +70,9 @@ class ArchRAG(Method):
         candidates: dense and BM25 candidates each.
         propagate: rank by passage propagation (``False``: by the query score alone).
         date_links: also seed the walk with the documents dated on a day the question names
-            (:class:`~graphstrata.temporal.DateIndex`).
+            (:class:`~graphstrata.methods.temporal.DateIndex`).
         decompose: score a before/after question's clauses as queries of their own too
-            (:func:`~graphstrata.temporal.order_clauses`); a chunk keeps its best score. At
+            (:func:`~graphstrata.methods.temporal.order_clauses`); a chunk keeps its best score. At
             most ``config.max_query_clauses`` clauses (the first ones) are scored.
         seed_top_n, seed_power, damping, max_df, title_weight, document_weight, named_weight:
             propagation settings

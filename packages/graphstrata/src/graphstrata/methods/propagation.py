@@ -154,8 +154,8 @@ def title_index(engine: Engine) -> TitleIndex:
 
 
 def date_index(engine: Engine) -> DateIndex:
-    """The cached :class:`~graphstrata.temporal.DateIndex` of the engine's dated documents
-    (:func:`~graphstrata.temporal.document_date`)."""
+    """The cached :class:`~graphstrata.methods.temporal.DateIndex` of the engine's dated documents
+    (:func:`~graphstrata.methods.temporal.document_date`)."""
 
     def build() -> DateIndex:
         dates = {}
@@ -176,7 +176,7 @@ def named_chunks(engine: Engine, query: str, titles: bool = True, dates: bool = 
     * ``titles``: documents whose title the question names (on HotpotQA 79 % of such links are
       gold passages);
     * ``dates``: documents dated on a day the question names
-      (:class:`~graphstrata.temporal.DateIndex`; "the discussion on 20260410", "on January
+      (:class:`~graphstrata.methods.temporal.DateIndex`; "the discussion on 20260410", "on January
       6th").
     """
     docs: set[str] = set()
