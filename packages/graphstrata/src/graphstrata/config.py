@@ -122,6 +122,13 @@ class GraphStrataConfig(BaseModel):
         " False keeps the extractive summaries",
     )
     llm_concurrency: int = Field(4, ge=1, le=256, description="LLM calls in flight at once")
+    query_threads: int = Field(
+        1,
+        ge=0,
+        le=1024,
+        description="torch intra-op threads for embedding one query (1: a query never competes "
+        "with other work for cores; 0: torch's own setting)",
+    )
 
     @model_validator(mode="after")
     def _check_overlap(self) -> GraphStrataConfig:

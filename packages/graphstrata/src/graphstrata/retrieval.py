@@ -159,7 +159,8 @@ def check_retrieve_args(
 def retrieve(state: EngineState, query: str, request: RetrieveRequest) -> list[Hit]:
     """Run ``request`` for ``query`` against one immutable ``state``.
 
-    Embeds the query, runs the method — with a filter,
+    Embeds the query (on ``config.query_threads`` intra-op threads; not at all for a method
+    that never reads the vector, such as ``bm25``), runs the method — with a filter,
     asking it for 4× more chunks at a time until ``k`` of the matching documents' chunks pass
     or every chunk was ranked —, turns its rows into chunk hits and keeps its context hits
     from matching documents, then applies the contract (:func:`select_hits`).
@@ -183,11 +184,13 @@ def retrieve(state: EngineState, query: str, request: RetrieveRequest) -> list[H
         raise ValueError("query must be a non-empty string")
     check_query(query, state.config)
     method = METHODS[request.method]()
-    qvec = embed_query(state.embedder, query)
-    if qvec.shape != (state.embedder.dim,):
-        raise ValueError(
-            f"query embedding has shape {qvec.shape}, index dimension is {state.embedder.dim}"
-        )
+    qvec = None
+    if method.wants_query_vector(request.options):
+        qvec = embed_query(state.embedder, query, state.config.query_threads)
+        if qvec.shape != (state.embedder.dim,):
+            raise ValueError(
+                f"query embedding has shape {qvec.shape}, index dimension is {state.embedder.dim}"
+            )
     allowed = None if request.filters is None else allowed_documents(state.documents, request.filters)
     result = _run_method(state, method, query, qvec, request.k, request.options, allowed)
     chunk_hits = [
@@ -239,7 +242,7 @@ def _run_method(
     state: EngineState,
     method: Method,
     query: str,
-    qvec: np.ndarray,
+    qvec: np.ndarray | None,
     k: int,
     options: Mapping[str, Any],
     allowed: set[str] | None,

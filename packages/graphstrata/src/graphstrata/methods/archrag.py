@@ -145,7 +145,7 @@ class ArchRAG(Method):
         base = hybrid_scores(engine, query, qvec, n, float(o["alpha"]), extra_rows=extra)
         if o["decompose"]:
             for clause in order_clauses(query, max_clauses=engine.config.max_query_clauses):
-                cvec = embed_query(engine.embedder, clause)
+                cvec = embed_query(engine.embedder, clause, engine.config.query_threads)
                 sub = hybrid_scores(engine, clause, cvec, n, float(o["alpha"]), extra_rows=extra)
                 for r, v in sub.items():
                     base[r] = max(base.get(r, 0.0), v)

@@ -317,6 +317,11 @@ class Method:
         """
         return check_options(f"method {self.name!r}", self.defaults, self.option_specs, given, hint)
 
+    def wants_query_vector(self, options: Mapping[str, Any]) -> bool:
+        """Whether :meth:`retrieve` reads the query vector with these options; ``False`` (e.g.
+        BM25 without ``explain``): the query is not embedded and ``qvec`` is ``None``."""
+        return True
+
     def retrieve(
         self, engine: Engine, query: str, qvec: np.ndarray, k: int, **options: Any
     ) -> Retrieval:  # pragma: no cover - abstract
@@ -326,7 +331,8 @@ class Method:
             engine: the :class:`~graphstrata.state.EngineState` of this query (read only; one
                 immutable state, so everything read from it is consistent).
             query: the question text.
-            qvec: float32 ``(dim,)`` L2-normalised query embedding.
+            qvec: float32 ``(dim,)`` L2-normalised query embedding (``None`` when the class
+                :meth:`wants_query_vector` says it does not read it).
             k: number of chunks wanted (> 0); return at least ``min(k, n_chunks)``.
             **options: overrides of :attr:`defaults`; unknown names raise ``ValueError``
                 (call :meth:`options`).

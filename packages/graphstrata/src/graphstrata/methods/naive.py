@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,10 @@ class BM25(Method):
 
     name = "bm25"
     defaults: dict[str, Any] = {}
+
+    def wants_query_vector(self, options: Mapping[str, Any]) -> bool:
+        """Only ``explain`` reads the query vector (a chunk's dense cosine in its reason)."""
+        return bool(options.get("explain", False))
 
     def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
