@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "chnsw/chnsw.h"
+#include "chnsw/ppr.h"
 
 namespace py = pybind11;
 using chnsw::Index;
@@ -264,6 +265,74 @@ Thread safety: any number of threads may search concurrently; add / add_layer / 
 may run while others search (readers/writer lock; add releases it every few hundred nodes).
 )doc";
 
+/// Forward-push PPR binding: the graph arrays are used in place (no copy per query: indices
+/// int32 or int64, probs float32 or float64), the GIL is released for the push.
+py::tuple ppr_push_impl(py::array indptr_obj, py::array indices_obj, py::array probs_obj, py::array seeds_obj,
+                        py::array weights_obj, double damping, double epsilon, long long max_pushes,
+                        py::object relay_obj) {
+  using I64 = py::array_t<int64_t, py::array::c_style>;
+  if (indptr_obj.ndim() != 1 || indptr_obj.dtype().kind() != 'i' || indptr_obj.itemsize() != 8 ||
+      !(indptr_obj.flags() & py::array::c_style))
+    throw py::type_error("indptr must be a contiguous 1-D int64 array");
+  I64 indptr = py::reinterpret_borrow<I64>(indptr_obj);
+  if (indptr.shape(0) < 1) throw py::value_error("indptr must have n + 1 >= 1 entries");
+  const int64_t n = indptr.shape(0) - 1;
+  if (indices_obj.ndim() != 1 || probs_obj.ndim() != 1 || indices_obj.shape(0) != probs_obj.shape(0))
+    throw py::value_error("indices and probs must be 1-D arrays of the same length");
+  if (!(indices_obj.flags() & py::array::c_style) || !(probs_obj.flags() & py::array::c_style))
+    throw py::value_error("indices and probs must be contiguous");
+  const int64_t nnz = indices_obj.shape(0);
+  if (indptr.data()[n] > nnz || indptr.data()[0] != 0)
+    throw py::value_error("indptr does not match indices (indptr[0] must be 0 and indptr[-1] <= len(indices))");
+  py::array_t<int64_t, py::array::c_style | py::array::forcecast> seeds(seeds_obj);
+  py::array_t<double, py::array::c_style | py::array::forcecast> weights(weights_obj);
+  if (seeds.ndim() != 1 || weights.ndim() != 1 || seeds.shape(0) != weights.shape(0))
+    throw py::value_error("seeds and weights must be 1-D arrays of the same length");
+  const uint8_t* relay = nullptr;
+  py::array_t<uint8_t, py::array::c_style | py::array::forcecast> relay_arr;
+  if (!relay_obj.is_none()) {
+    relay_arr = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>(relay_obj);
+    if (relay_arr.ndim() != 1 || relay_arr.shape(0) != n) throw py::value_error("relay must have one flag per node");
+    relay = relay_arr.data();
+  }
+  const char ik = indices_obj.dtype().kind(), pk = probs_obj.dtype().kind();
+  const auto isz = indices_obj.itemsize(), psz = probs_obj.itemsize();
+  if (ik != 'i' || (isz != 4 && isz != 8)) throw py::type_error("indices must be int32 or int64");
+  if (pk != 'f' || (psz != 4 && psz != 8)) throw py::type_error("probs must be float32 or float64");
+  chnsw::PushResult res;
+  {
+    const int64_t* ip = indptr.data();
+    const void* idx = indices_obj.data();
+    const void* pr = probs_obj.data();
+    const int64_t* sd = seeds.data();
+    const double* wt = weights.data();
+    const int64_t ns = seeds.shape(0);
+    py::gil_scoped_release release;
+    try {
+      if (isz == 4 && psz == 4)
+        res = chnsw::ppr_push(n, ip, static_cast<const int32_t*>(idx), static_cast<const float*>(pr), nnz, relay, sd, wt,
+                              ns, damping, epsilon, max_pushes);
+      else if (isz == 4)
+        res = chnsw::ppr_push(n, ip, static_cast<const int32_t*>(idx), static_cast<const double*>(pr), nnz, relay, sd, wt,
+                              ns, damping, epsilon, max_pushes);
+      else if (psz == 4)
+        res = chnsw::ppr_push(n, ip, static_cast<const int64_t*>(idx), static_cast<const float*>(pr), nnz, relay, sd, wt,
+                              ns, damping, epsilon, max_pushes);
+      else
+        res = chnsw::ppr_push(n, ip, static_cast<const int64_t*>(idx), static_cast<const double*>(pr), nnz, relay, sd, wt,
+                              ns, damping, epsilon, max_pushes);
+    } catch (const std::invalid_argument& e) {
+      py::gil_scoped_acquire acquire;
+      throw py::value_error(e.what());
+    }
+  }
+  py::array_t<int64_t> nodes(static_cast<py::ssize_t>(res.nodes.size()));
+  py::array_t<double> mass(static_cast<py::ssize_t>(res.mass.size()));
+  std::copy(res.nodes.begin(), res.nodes.end(), nodes.mutable_data());
+  std::copy(res.mass.begin(), res.mass.end(), mass.mutable_data());
+  return py::make_tuple(nodes, mass, res.residual, res.pushes, res.edges);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_chnsw, m) {
@@ -302,6 +371,19 @@ PYBIND11_MODULE(_chnsw, m) {
       "'scalar'). An unsupported level falls back to the best supported one below it. Returns the\n"
       "level now in use. Raises ValueError for an unknown name. Takes effect for operations that\n"
       "start after the call.");
+
+  m.def("ppr_push", &ppr_push_impl, py::arg("indptr"), py::arg("indices"), py::arg("probs"), py::arg("seeds"),
+        py::arg("weights"), py::arg("damping") = 0.5, py::arg("epsilon") = 1e-6, py::arg("max_pushes") = 1000000,
+        py::arg("relay") = py::none(),
+        "Personalised PageRank by forward push (Andersen, Chung, Lang 2006) over a CSR out-adjacency.\n\n"
+        "indptr int64 (n + 1); indices int32/int64 and probs float32/float64 (nnz; each node's out-edge\n"
+        "probabilities sum to 1, or it has none: a dangling node restarts at the seeds); seeds int64 and\n"
+        "weights float64 (the reset distribution, normalised here); relay: optional uint8 flags of nodes\n"
+        "that hold no mass and pass the walk on without a restart chance. A node is pushed while its\n"
+        "residual >= epsilon * max(1, out-degree), at most max_pushes times.\n\n"
+        "Returns (nodes int64 ascending, mass float64, residual float, pushes int, edges int): the nodes\n"
+        "with mass, their mass, and the residual left, an upper bound on the L1 error of the mass.\n"
+        "Raises ValueError / TypeError for bad arguments or a malformed graph (checked as it is read).");
 
   py::class_<Index>(m, "CHNSW", kClassDoc)
       .def(py::init([](long long dim, const std::string& metric, long long M, long long ef_construction,

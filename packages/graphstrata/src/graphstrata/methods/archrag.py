@@ -46,6 +46,7 @@ from .base import (
     scored,
     spread_to_chunks,
 )
+from .ppr import DEFAULT_EPSILON
 from .propagation import named_chunks, propagate
 
 
@@ -74,6 +75,9 @@ class ArchRAG(Method):
         decompose: score a before/after question's clauses as queries of their own too
             (:func:`~graphstrata.methods.temporal.order_clauses`); a chunk keeps its best score. At
             most ``config.max_query_clauses`` clauses (the first ones) are scored.
+        ppr_epsilon: forward-push tolerance of the passage walk
+            (:func:`~graphstrata.methods.ppr.local_pagerank`): its work per query is bounded by
+            ``1 / ((1 − damping) · ppr_epsilon)`` pushes, whatever the corpus size.
         seed_top_n, seed_power, damping, max_df, title_weight, document_weight, named_weight:
             propagation settings
             (:func:`~graphstrata.methods.propagation.propagate`; chosen on the dev questions
@@ -99,6 +103,7 @@ class ArchRAG(Method):
         "named_weight": 1.0,
         "date_links": True,
         "decompose": True,
+        "ppr_epsilon": DEFAULT_EPSILON,
     }
     option_specs = {
         "k_per_layer": POSITIVE,
@@ -108,6 +113,7 @@ class ArchRAG(Method):
         "seed_top_n": POSITIVE,
         "seed_power": OptionSpec(gt=0.0),
         "damping": DAMPING,
+        "ppr_epsilon": OptionSpec("float", gt=0.0, le=1.0),
     }
 
     def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
@@ -175,6 +181,7 @@ class ArchRAG(Method):
                 named_rows=named,
                 named_weight=float(o["named_weight"]),
                 trace=trace,
+                epsilon=float(o["ppr_epsilon"]),
             )
         out = scored(rank(scores, k), lambda v: bounded(v, bound), context)
         if o["explain"]:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -49,7 +50,8 @@ import scipy.sparse as sp
 from ..extraction import TitleIndex
 from .temporal import DateIndex, document_date
 from .base import document_rows, entity_chunk_matrix, rank
-from .graph_ops import Transition, personalized_pagerank
+from .graph_ops import Transition
+from .ppr import DEFAULT_EPSILON, PushGraph, bipartite_push_graph, local_pagerank
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..state import EngineState as Engine
@@ -60,15 +62,30 @@ class PassageGraph:
     """The chunk-to-chunk walk of :mod:`~graphstrata.methods.propagation`.
 
     Attributes:
-        walk: column-stochastic ``(n_chunks, n_chunks)`` two-hop transition (chunk → entity or
-            title node → chunk) with the dangling mask of chunks that have no node.
+        push: the two-hop walk chunk → entity, title or document node → chunk as a bipartite
+            :class:`~graphstrata.methods.ppr.PushGraph` (chunks ``[0, n_chunks)``, then the
+            nodes as relays): what a query pushes on, in O(edges) memory.
         nodes: number of entity + document + title nodes kept (for ``inspect`` / tests).
         title_nodes: how many of them are title nodes.
     """
 
-    walk: Transition
+    push: PushGraph
     nodes: int
     title_nodes: int
+
+    @cached_property
+    def walk(self) -> Transition:
+        """The same walk as a column-stochastic ``(n_chunks, n_chunks)`` transition with the
+        dangling mask of chunks that have no node (for inspection and exact PageRank; queries
+        push on :attr:`push` instead — this matrix grows with the square of a node's chunks)."""
+        g = self.push
+        n = g.n_items
+        full = sp.csr_matrix((g.probs.astype(np.float64), g.indices, g.indptr), shape=(g.n_nodes, g.n_nodes))
+        to_node = full[:n, n:]
+        to_chunk = full[n:, :n]
+        matrix = (to_node @ to_chunk).T.tocsr()
+        dangling = np.diff(to_node.indptr) == 0
+        return Transition(matrix, dangling)
 
 
 def build_passage_graph(
@@ -105,14 +122,7 @@ def build_passage_graph(
                 title_nodes.append(sorted(members))
     blocks.append(_weighted(_membership(n, title_nodes), title_weight))
     incidence = sp.hstack(blocks, format="csr")
-    out_w = np.asarray(incidence.sum(axis=1)).ravel()
-    in_w = np.asarray(incidence.sum(axis=0)).ravel()
-    dangling = out_w <= 0
-    to_node = sp.diags(np.where(dangling, 0.0, 1.0 / np.maximum(out_w, 1e-300))) @ incidence
-    to_chunk = sp.diags(1.0 / np.maximum(in_w, 1e-300)) @ incidence.T
-    # row-stochastic chunk → chunk, transposed to the column-stochastic form PPR expects
-    matrix = (to_node @ to_chunk).T.tocsr()
-    return PassageGraph(Transition(matrix, dangling), incidence.shape[1], len(title_nodes))
+    return PassageGraph(bipartite_push_graph(incidence), incidence.shape[1], len(title_nodes))
 
 
 def _membership(n: int, groups: list[list[int]]) -> sp.csr_matrix:
@@ -202,6 +212,7 @@ def propagate(
     named_rows: Iterable[int] = (),
     named_weight: float = 0.0,
     trace: dict | None = None,
+    epsilon: float = DEFAULT_EPSILON,
 ) -> dict[int, float]:
     """Rank chunks by personalised PageRank seeded with their own query scores.
 
@@ -228,51 +239,59 @@ def propagate(
             ``"mass"`` (float64 ``(n_chunks,)`` PageRank probabilities summing to 1, or
             ``None`` when no walk ran) — what :mod:`~graphstrata.methods.explain` reports.
             The scores do not depend on it.
+        epsilon: forward-push tolerance (:func:`~graphstrata.methods.ppr.local_pagerank`):
+            the walk's work is bounded by ``1 / ((1 − damping) · epsilon)`` pushes whatever the
+            number of chunks, and its L1 error by the residual left.
 
     Returns:
         ``{chunk_row: score in [0, 1]}`` over the reached chunks and every row of ``scores``.
 
     Raises:
-        ValueError: ``seed_top_n < 1``, ``seed_power ≤ 0`` or ``damping`` outside [0, 1).
+        ValueError: ``seed_top_n < 1``, ``seed_power ≤ 0``, ``damping`` outside [0, 1) or
+            ``epsilon ≤ 0``.
     """
     if int(seed_top_n) < 1:
         raise ValueError(f"seed_top_n must be ≥ 1, got {seed_top_n}")
     if not float(seed_power) > 0:
         raise ValueError(f"seed_power must be > 0, got {seed_power}")
+    if not 0.0 <= float(damping) < 1.0:
+        raise ValueError(f"damping must be in [0, 1), got {damping}")
     if not scores:
         return {}
     graph = passage_graph(engine, max_df, title_weight, document_weight)
     n = len(engine.chunks)
-    # arrays over the scored rows: no per-query Python loop over every chunk
+    # arrays over the scored rows and the rows the walk reaches: nothing per query is O(n)
     rows = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
     seed_scores = np.maximum(np.fromiter(scores.values(), dtype=np.float64, count=len(scores)), 0.0)
-    reset = np.zeros(n, dtype=np.float64)
+    reset: dict[int, float] = {}
     for row, s in rank(scores, int(seed_top_n)):
-        reset[row] = max(float(s), 0.0) ** float(seed_power)
-    if named_weight > 0 and reset.max() > 0:
-        boost = float(named_weight) * float(reset.max())
+        reset[int(row)] = max(float(s), 0.0) ** float(seed_power)
+    top_reset = max(reset.values(), default=0.0)
+    if named_weight > 0 and top_reset > 0:
+        boost = float(named_weight) * top_reset
         for row in named_rows:
-            reset[row] += boost * max(float(scores.get(row, 0.0)), 0.0)
+            reset[int(row)] = reset.get(int(row), 0.0) + boost * max(float(scores.get(row, 0.0)), 0.0)
     tie = 1e-3  # weight of the seed score behind the walk's mass
-    out = np.zeros(n, dtype=np.float64)
-    out[rows] = tie * seed_scores
-    keep = np.zeros(n, dtype=bool)
-    keep[rows] = True
+    keys, vals = [rows], [tie * seed_scores]
+    total = float(sum(reset.values()))
     if trace is not None:
-        total = float(reset.sum())
-        trace["reset"] = reset / total if total > 0 else reset.copy()
+        dense_reset = np.zeros(n, dtype=np.float64)
+        if total > 0:
+            dense_reset[list(reset)] = np.fromiter(reset.values(), np.float64, len(reset)) / total
+        trace["reset"] = dense_reset
         trace["mass"] = None
-    if reset.sum() > 0:
-        mass = personalized_pagerank(
-            graph.walk, reset, damping=float(damping), tol=1e-8, max_iter=100
-        )
+    if total > 0:
+        walk = local_pagerank(graph.push, list(reset), list(reset.values()), damping=float(damping),
+                              epsilon=float(epsilon))
         if trace is not None:
-            trace["mass"] = mass
-        best = float(mass.max())
-        reached = mass > 1e-12 * best
-        out[reached] += mass[reached] / best
-        keep |= reached
+            trace["mass"] = walk.dense(n)
+        if len(walk.mass):
+            best = float(walk.mass.max())
+            reached = walk.mass > 1e-12 * best
+            keys.append(walk.nodes[reached])
+            vals.append(walk.mass[reached] / best)
     # mass / best ≤ 1 and each seed part ≤ tie × max(scores): divide by the sum of both
     top = 1.0 + tie * max(0.0, float(seed_scores.max()))
-    kept = np.flatnonzero(keep)
-    return dict(zip(kept.tolist(), np.minimum(out[kept] / top, 1.0).tolist(), strict=True))
+    kept, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+    summed = np.bincount(inverse, weights=np.concatenate(vals), minlength=len(kept))
+    return dict(zip(kept.tolist(), np.minimum(summed / top, 1.0).tolist(), strict=True))

@@ -1,0 +1,146 @@
+// Personalised PageRank by forward push (Andersen, Chung and Lang 2006, "Local graph
+// partitioning using PageRank vectors", FOCS): the work of one query is bounded by the seeds and
+// the tolerance, never by the size of the graph.
+//
+// The walk: from a node u, with probability `damping` step along one of u's out-edges (chosen
+// with the edge's probability), otherwise restart at a seed (chosen with its reset weight). A
+// node with no out-edge ("dangling") restarts at the seeds with probability `damping` too. A
+// *relay* node holds no mass: a walk entering it moves on at once along one of its out-edges,
+// without a restart chance, so a bipartite graph item -> relay -> item expresses the two-hop
+// walk item -> shared node -> item with one damping step per two hops (HippoRAG 2's passage
+// walk through entities).
+//
+// Push keeps an estimate x and a residual r with  pi = x + sum_u r_u * pi_u  (pi_u: the walk's
+// stationary distribution started at u), so the L1 error of x is exactly the residual left.
+// A node is pushed while r_u >= epsilon * max(1, out_degree(u)); each push moves
+// (1 - damping) * r_u >= (1 - damping) * epsilon into x, so at most 1 / ((1 - damping) * epsilon)
+// pushes and that many out-edge visits per unit of out-degree happen per query.
+//
+// Nothing here knows Python. The graph arrays are only read; every index is checked when it is
+// visited (a bad graph is an error, never an out-of-bounds read).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace chnsw {
+
+struct PushResult {
+  std::vector<int64_t> nodes;  // nodes with mass > 0, ascending
+  std::vector<double> mass;    // their estimated PageRank mass
+  double residual = 0.0;       // total residual left: an upper bound on the L1 error of `mass`
+  int64_t pushes = 0;          // nodes pushed
+  int64_t edges = 0;           // out-edges visited
+};
+
+/// Forward-push personalised PageRank over a graph given as CSR out-adjacency.
+///
+/// indptr: n + 1 offsets (int64); indices / probs: nnz targets and step probabilities (each
+/// node's out-edge probabilities sum to 1, or the node has none). relay: n flags or nullptr.
+/// seeds / weights: reset distribution (weights >= 0, normalised here; duplicates add).
+/// Throws std::invalid_argument on bad arguments or a malformed graph met during the push.
+template <typename Index, typename Prob>
+PushResult ppr_push(int64_t n, const int64_t* indptr, const Index* indices, const Prob* probs, int64_t nnz,
+                    const uint8_t* relay, const int64_t* seeds, const double* weights, int64_t n_seeds,
+                    double damping, double epsilon, int64_t max_pushes) {
+  if (!(damping >= 0.0 && damping < 1.0)) throw std::invalid_argument("damping must be in [0, 1)");
+  if (!(epsilon > 0.0) || !std::isfinite(epsilon)) throw std::invalid_argument("epsilon must be a positive number");
+  if (max_pushes < 0) throw std::invalid_argument("max_pushes must be >= 0");
+  PushResult out;
+  struct Slot {
+    double r = 0.0;
+    bool queued = false;
+  };
+  // reset distribution, normalised and merged
+  std::vector<std::pair<int64_t, double>> reset;
+  double total = 0.0;
+  {
+    std::unordered_map<int64_t, double> merged;
+    for (int64_t i = 0; i < n_seeds; ++i) {
+      const int64_t s = seeds[i];
+      const double w = weights[i];
+      if (s < 0 || s >= n) throw std::invalid_argument("seed " + std::to_string(s) + " is not a node of the graph");
+      if (!(w >= 0.0) || !std::isfinite(w)) throw std::invalid_argument("seed weights must be finite and >= 0");
+      if (w > 0.0) {
+        merged[s] += w;
+        total += w;
+      }
+    }
+    if (total <= 0.0) return out;
+    reset.reserve(merged.size());
+    for (const auto& kv : merged) reset.emplace_back(kv.first, kv.second / total);
+  }
+  auto degree = [&](int64_t u) -> int64_t {
+    const int64_t a = indptr[u], b = indptr[u + 1];
+    if (a < 0 || b < a || b > nnz) throw std::invalid_argument("malformed graph: bad indptr at node " + std::to_string(u));
+    return b - a;
+  };
+  auto threshold = [&](int64_t u) { return epsilon * static_cast<double>(std::max<int64_t>(1, degree(u))); };
+
+  std::unordered_map<int64_t, Slot> residual;
+  std::unordered_map<int64_t, double> x;
+  residual.reserve(1024);
+  x.reserve(1024);
+  std::deque<int64_t> queue;
+  auto add = [&](int64_t v, double amount) {
+    Slot& s = residual[v];
+    s.r += amount;
+    if (!s.queued && s.r >= threshold(v)) {
+      s.queued = true;
+      queue.push_back(v);
+    }
+  };
+  for (const auto& [s, w] : reset) add(s, w);
+
+  while (!queue.empty() && out.pushes < max_pushes) {
+    const int64_t u = queue.front();
+    queue.pop_front();
+    Slot& slot = residual[u];
+    slot.queued = false;
+    const double ru = slot.r;
+    if (ru < threshold(u)) continue;
+    slot.r = 0.0;
+    ++out.pushes;
+    const bool is_relay = relay != nullptr && relay[u] != 0;
+    double spread = ru;
+    if (!is_relay) {
+      x[u] += (1.0 - damping) * ru;
+      spread = damping * ru;
+    }
+    const int64_t a = indptr[u], b = indptr[u + 1];
+    if (a == b) {  // dangling: the walk restarts at the seeds
+      for (const auto& [s, w] : reset) add(s, spread * w);
+      continue;
+    }
+    for (int64_t e = a; e < b; ++e) {
+      const int64_t v = static_cast<int64_t>(indices[e]);
+      if (v < 0 || v >= n) throw std::invalid_argument("malformed graph: edge to node " + std::to_string(v));
+      const double p = static_cast<double>(probs[e]);
+      if (!(p >= 0.0)) throw std::invalid_argument("malformed graph: negative or NaN step probability");
+      ++out.edges;
+      if (p > 0.0) add(v, spread * p);
+    }
+  }
+  for (const auto& kv : residual) out.residual += kv.second.r;
+  std::vector<std::pair<int64_t, double>> kept;
+  kept.reserve(x.size());
+  for (const auto& kv : x)
+    if (kv.second > 0.0) kept.emplace_back(kv.first, kv.second);
+  std::sort(kept.begin(), kept.end());
+  out.nodes.reserve(kept.size());
+  out.mass.reserve(kept.size());
+  for (const auto& [node, mass] : kept) {
+    out.nodes.push_back(node);
+    out.mass.push_back(mass);
+  }
+  return out;
+}
+
+}  // namespace chnsw
