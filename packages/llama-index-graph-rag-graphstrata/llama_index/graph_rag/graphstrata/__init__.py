@@ -1,14 +1,14 @@
 """LlamaIndex index (``BaseIndex``) and query engine over a graphstrata graph-RAG engine."""
 
+from llama_index.graph_rag.graphstrata.base import (
+    GRAPHSTRATA_STRUCT_TYPE,
+    GraphStrataIndex,
+    GraphStrataIndexStruct,
+)
 from llama_index.graph_rag.graphstrata.conversion import (
     resolve_build_llm,
     resolve_embedder,
     to_graphstrata_documents,
-)
-from llama_index.graph_rag.graphstrata.index import (
-    GRAPHSTRATA_STRUCT_TYPE,
-    GraphStrataIndex,
-    GraphStrataIndexStruct,
 )
 from llama_index.graph_rag.graphstrata.query_engine import (
     METHOD_RESPONSE_MODE,

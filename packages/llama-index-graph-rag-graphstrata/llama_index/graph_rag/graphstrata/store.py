@@ -1,7 +1,7 @@
 """``GraphStrataStore``: the graphstrata engine as a member of a LlamaIndex ``StorageContext``.
 
 It is how ``storage_context.persist(persist_dir)`` writes the engine too (into
-``<persist_dir>/graphstrata/``); see :mod:`llama_index.graph_rag.graphstrata.index`.
+``<persist_dir>/graphstrata/``); see :mod:`llama_index.graph_rag.graphstrata.base`.
 """
 
 from __future__ import annotations
