@@ -12,17 +12,40 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, Field
 
+from langchain_graphstrata.contract import CallArguments
+from langchain_graphstrata.conversion import hits_to_documents
 from langchain_graphstrata.llms import to_graphstrata_llm
-from langchain_graphstrata.retrievers import GraphStrataRetriever, hit_to_document
 
 #: Keys of a dict input that hold the question, in the order they are looked up.
 QUESTION_KEYS: tuple[str, ...] = ("question", "input", "query")
+
+
+@runtime_checkable
+class AnswerRetriever(Protocol):
+    """What :class:`GraphStrataAnswerer` needs of its retriever: the settings and checks of a
+    :class:`~langchain_graphstrata.GraphStrataRetriever` (which has all of them) and its index.
+    """
+
+    method: str
+    llm: Any
+
+    @property
+    def graphstrata(self) -> Any:
+        """The ``graphstrata.GraphStrata`` to answer from."""
+        ...
+
+    def check_method(self, method: str) -> None:
+        """Raise ``ValueError`` unless ``method`` is one of the index's methods."""
+        ...
+
+    def call_arguments(self, kwargs: dict[str, Any]) -> CallArguments:
+        """One call's resolved retrieval arguments (raises ``ValueError`` for a bad one)."""
+        ...
 
 
 def _question(value: Any) -> str:
@@ -54,7 +77,7 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
     * ``"answer"``: the generated answer (``str``);
     * ``"context"``: the hits the answer was generated from, as LangChain ``Document``s
       (chunks first, then the method's graph context; metadata as
-      :func:`~langchain_graphstrata.retrievers.hit_to_document` writes it) — the key
+      :func:`~langchain_graphstrata.conversion.hit_to_document` writes it) — the key
       ``create_retrieval_chain`` uses for its documents;
     * ``"usage"``: the LLM calls and tokens this question spent, per stage and in total
       (``{"stages": {...}, "total": {"calls", "cached", "prompt_tokens",
@@ -85,8 +108,8 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    retriever: GraphStrataRetriever
-    """The retriever whose index and settings answer."""
+    retriever: AnswerRetriever
+    """The retriever whose index and settings answer (a :class:`GraphStrataRetriever`)."""
     llm: Any = Field(default=None, exclude=True, repr=False)
     """Chat model to answer with (None: the retriever's, else the index's attached LLM)."""
     answer_options: dict[str, Any] = Field(default_factory=dict)
@@ -106,7 +129,7 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
             if name in kwargs:
                 raise ValueError(f"{name}= applies to retrieval, not to GraphStrataAnswerer")
         method = kwargs.get("method", self.retriever.method)
-        self.retriever._check_method(method)
+        self.retriever.check_method(method)
         gen_names = set(_generation_options(method))
         bad = sorted(set(self.answer_options) - gen_names)
         if bad:
@@ -116,7 +139,7 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
                 "retriever's method_options)"
             )
         gen = {**self.answer_options, **{k: kwargs.pop(k) for k in list(kwargs) if k in gen_names}}
-        call = self.retriever._call_args(kwargs)  # method, k, filter, method options (checked)
+        call = self.retriever.call_arguments(kwargs)  # method, k, filter, method options (checked)
         core = {"method": call.method, "k": call.k, "llm": self._core_llm(), **call.options, **gen}
         if call.filter is not None:
             core["filters"] = call.filter
@@ -124,13 +147,7 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
 
     def _output(self, question: str, answer: Any, method: str) -> dict[str, Any]:
         method = getattr(answer, "method", None) or method
-        sources = getattr(self.retriever.graphstrata, "documents", None) or {}
-        context: list[Document] = []
-        for rank, hit in enumerate(answer.hits):
-            meta = None
-            if hit.kind != "chunk" and len(set(hit.document_ids)) == 1:
-                meta = getattr(sources.get(hit.document_ids[0]), "metadata", None)
-            context.append(hit_to_document(hit, method=method, rank=rank, source_metadata=meta))
+        context = hits_to_documents(answer.hits, method=method, engine=self.retriever.graphstrata)
         return {
             "question": question,
             "answer": answer.text,
@@ -169,10 +186,8 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
 
 def _generation_options(method: str) -> tuple[str, ...]:
     """Names of ``method``'s answer options (``graphstrata.generation.generation_options``)."""
-    try:
-        from graphstrata.generation import generation_options
-    except ImportError:  # pragma: no cover - a core that does not list them
-        return ("response_type", "max_context_tokens")
+    from graphstrata.generation import generation_options
+
     try:
         return tuple(generation_options(method))
     except ValueError:  # a method without an answer step: answer() says so

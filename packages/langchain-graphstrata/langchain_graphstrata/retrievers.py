@@ -14,10 +14,7 @@ is cut; unknown arguments raise.
 
 from __future__ import annotations
 
-import hashlib
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -32,282 +29,32 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from langchain_graphstrata.answer import GraphStrataAnswerer
+from langchain_graphstrata.contract import (
+    ARGUMENT_HINTS,
+    CALL_ARGUMENTS,
+    DEFAULT_CONTEXT_K,
+    LANGCHAIN_KWARGS,
+    SEARCH_KWARGS,
+    SEARCH_TYPES,
+    CallArguments,
+    check_filter,
+    check_method,
+    check_options,
+    check_search,
+    select_hits,
+)
+from langchain_graphstrata.conversion import (
+    RESERVED_METADATA_KEYS,
+    embedder_from_langchain,
+    hit_to_document,
+    hits_to_documents,
+    to_graphstrata_documents,
+)
+from langchain_graphstrata.llms import to_graphstrata_llm
+
 if TYPE_CHECKING:
     from graphstrata import GraphStrata, Hit
-    from graphstrata.models import Embedder
-
-    from langchain_graphstrata.answer import GraphStrataAnswerer
-
-#: Metadata keys the retriever writes on every returned Document (they win over a source
-#: document's own metadata keys of the same name).
-RESERVED_METADATA_KEYS: tuple[str, ...] = (
-    "kind",
-    "layer",
-    "method",
-    "score",
-    "raw_score",
-    "rank",
-    "chunk_ids",
-    "document_ids",
-)
-
-#: Search types, as for LangChain's ``VectorStoreRetriever`` (``"mmr"`` is not offered: a graph
-#: method's ranking is not a plain vector ranking to re-diversify).
-SEARCH_TYPES: tuple[str, ...] = ("similarity", "similarity_score_threshold")
-#: Keys ``search_kwargs`` accepts.
-SEARCH_KWARGS: tuple[str, ...] = ("k", "filter", "score_threshold")
-#: Keyword arguments ``invoke`` / ``ainvoke`` accept besides method options.
-CALL_ARGUMENTS: tuple[str, ...] = (
-    "k",
-    "filter",
-    "score_threshold",
-    "method",
-    "kinds",
-    "context_k",
-)
-DEFAULT_CONTEXT_K = 5
-
-# Keyword arguments LangChain itself may pass through ``invoke(**kwargs)``; never method options.
-_LANGCHAIN_KWARGS = frozenset({"verbose", "run_id", "run_name", "callbacks", "tags", "metadata"})
-
-# Names users bring from other retrievers, and what they are called here.
-_ARGUMENT_HINTS = {
-    "top_k": "k",
-    "similarity_top_k": "k",
-    "n_results": "k",
-    "filters": "search_kwargs={'filter': {...}}",
-    "filter": "search_kwargs={'filter': {...}}",
-    "score_threshold": "search_kwargs={'score_threshold': ...}",
-    "embedder": "embeddings",
-    "embedding": "embeddings",
-    "persist_dir": "index_dir",
-}
-
-
-def embedder_from_langchain(embeddings: Embeddings, *, id: str | None = None) -> Embedder:
-    """Wrap a LangChain :class:`~langchain_core.embeddings.Embeddings` as a graphstrata embedder.
-
-    Documents are embedded with ``embeddings.embed_documents`` and queries with
-    ``embeddings.embed_query`` (so asymmetric models keep their query prompt).
-
-    Args:
-        embeddings: any LangChain embeddings object.
-        id: identifier persisted with the index. Default:
-            ``"langchain:<ClassName>"``, plus ``":<model>"`` when the object has a ``model`` or
-            ``model_name`` string attribute. An index loaded later must be given embeddings with
-            the same id and dimension (graphstrata raises ``ValueError`` otherwise).
-
-    Returns:
-        A ``graphstrata.models.CallableEmbedder``; its dimension is probed with one
-        ``embed_documents`` call of one short text.
-    """
-    from graphstrata.models import CallableEmbedder
-
-    if not isinstance(embeddings, Embeddings):
-        raise TypeError(
-            f"embeddings must be a langchain_core.embeddings.Embeddings, "
-            f"got {type(embeddings).__name__}"
-        )
-    if id is None:
-        id = f"langchain:{type(embeddings).__name__}"
-        model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
-        if isinstance(model, str) and model:
-            id = f"{id}:{model}"
-    return CallableEmbedder(fn=embeddings.embed_documents, id=id, query_fn=embeddings.embed_query)
-
-
-def _method_registry() -> Mapping[str, Any] | None:
-    """The core's ``{name: Method class}`` registry, or ``None`` if this core has none."""
-    try:
-        from graphstrata.methods import METHODS
-    except ImportError:  # pragma: no cover - older/other core layouts
-        return None
-    return METHODS if isinstance(METHODS, Mapping) else None
-
-
-def _check_options(method: str, options: Mapping[str, Any], *, per_call: bool = False) -> None:
-    """Reject option names the method does not declare (when the core declares them)."""
-    registry = _method_registry()
-    cls = registry.get(method) if registry is not None else None
-    defaults = getattr(cls, "defaults", None)
-    if not isinstance(defaults, Mapping):
-        return  # the core will validate at query time
-    unknown = sorted(set(options) - set(defaults))
-    if unknown:
-        known = ", ".join(sorted(defaults)) or "none"
-        where = f"per-call arguments: {', '.join(CALL_ARGUMENTS)}; " if per_call else ""
-        raise ValueError(
-            f"unknown option(s) {unknown} for method {method!r}; {where}its options: {known}"
-        )
-
-
-def _check_filter(spec: Any) -> dict[str, Any] | None:
-    """Validate a metadata filter now (``None`` = no filter), so a bad one fails early."""
-    if spec is None:
-        return None
-    from graphstrata.filters import compile_filter
-
-    compile_filter(spec)  # ValueError naming the bad key / operator
-    return dict(spec)
-
-
-def _check_threshold(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-        math.isfinite(value) and 0.0 <= value <= 1.0
-    ):
-        raise ValueError(
-            f"score_threshold must be a number in [0, 1] (scores are the core's [0, 1] "
-            f"scores), got {value!r}"
-        )
-    return float(value)
-
-
-def _check_search(search_type: Any, threshold: Any) -> float | None:
-    """Validate a search type with its threshold; returns the threshold to apply."""
-    if search_type not in SEARCH_TYPES:
-        raise ValueError(
-            f"search_type {search_type!r} is not supported; supported: "
-            f"{', '.join(repr(s) for s in SEARCH_TYPES)}"
-        )
-    if search_type == "similarity_score_threshold":
-        if threshold is None:
-            raise ValueError(
-                "search_type='similarity_score_threshold' needs "
-                "search_kwargs={'score_threshold': <number in [0, 1]>}"
-            )
-        return _check_threshold(threshold)
-    if threshold is not None:
-        raise ValueError(
-            "score_threshold is only used with search_type='similarity_score_threshold' "
-            f"(this retriever's search_type is {search_type!r})"
-        )
-    return None
-
-
-def hit_to_document(
-    hit: Hit,
-    *,
-    method: str,
-    rank: int,
-    source_metadata: Mapping[str, Any] | None = None,
-) -> Document:
-    """Translate one graphstrata ``Hit`` into a LangChain ``Document``.
-
-    ``page_content`` is ``hit.text`` and ``id`` is ``hit.id`` (a chunk id
-    ``"<document_id>#<n>"`` for chunks). Metadata, from lowest to highest precedence:
-
-    * the source document's own metadata, flattened to the top level (so e.g. a ``"title"``
-      you indexed comes back as ``"title"``): for chunk hits always
-      (``hit.metadata["document_metadata"]``); for graph-context hits when they come from
-      exactly one document (``source_metadata``);
-    * the hit's method-specific extras (for chunks ``document_id``, ``chunk_index``,
-      ``start``, ``end``; ``title`` for communities, ...);
-    * ``document_id`` (the source document's id) and, for chunks, ``chunk_id`` (= ``id``),
-      whenever the hit has exactly one source document;
-    * the reserved keys (:data:`RESERVED_METADATA_KEYS`): ``kind`` (str), ``layer`` (int or
-      None), ``method`` (str), ``score`` (float in [0, 1], higher is better: the core's
-      normalised score), ``raw_score`` (the method's own score), ``rank`` (int, 0-based
-      position in the result list), ``chunk_ids`` (list[str]), ``document_ids`` (list[str]);
-    * ``source``: the source document's own ``"source"`` if it had one, else the
-      ``document_ids`` joined by ``", "`` (what LangChain prompts conventionally cite).
-    """
-    extras = dict(hit.metadata or {})
-    chunk_source = extras.pop("document_metadata", None)
-    metadata: dict[str, Any] = {}
-    if isinstance(chunk_source, Mapping):
-        metadata.update(chunk_source)
-    elif isinstance(source_metadata, Mapping):
-        metadata.update(source_metadata)
-    metadata.update(extras)
-    document_ids = list(dict.fromkeys(hit.document_ids))
-    if len(document_ids) == 1:
-        metadata["document_id"] = document_ids[0]
-    if hit.kind == "chunk":
-        metadata["chunk_id"] = hit.id
-    raw = extras.get("raw_score", hit.score)
-    metadata.update(
-        kind=hit.kind,
-        layer=hit.layer,
-        method=method,
-        score=float(hit.score),
-        raw_score=float(raw),
-        rank=rank,
-        chunk_ids=list(hit.chunk_ids),
-        document_ids=list(hit.document_ids),
-    )
-    metadata.setdefault("source", ", ".join(document_ids))
-    return Document(page_content=hit.text, metadata=metadata, id=hit.id)
-
-
-def _text_id(text: str) -> str:
-    """Deterministic id of a text without an id: 16 hex digits of its SHA-256."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def _to_graphstrata_documents(
-    documents: Iterable[Document],
-    id_key: str | None = None,
-    ids: Sequence[str] | None = None,
-) -> list[Any]:
-    """LangChain Documents → graphstrata Documents, with ids resolved and checked.
-
-    Id of each document, first found: ``ids[i]``; ``metadata[id_key]`` (when ``id_key``);
-    ``Document.id``; the SHA-256 of its text (``"-1"``, ``"-2"``, ... for repeats).
-    """
-    from graphstrata import Document as GSDocument
-
-    docs = list(documents)
-    if ids is not None:
-        if isinstance(ids, str):
-            raise ValueError("ids must be a list of strings, one per document, not one string")
-        ids = list(ids)
-        if len(ids) != len(docs):
-            raise ValueError(f"got {len(ids)} ids for {len(docs)} documents")
-    out: list[Any] = []
-    seen: set[str] = set()
-    for i, doc in enumerate(docs):
-        if not isinstance(doc, Document):
-            raise TypeError(f"documents[{i}] is a {type(doc).__name__}, not a LangChain Document")
-        if ids is not None:
-            if not isinstance(ids[i], str) or not ids[i]:
-                raise ValueError(f"ids[{i}] must be a non-empty string, got {ids[i]!r}")
-            doc_id = ids[i]
-        elif id_key is not None:
-            if id_key not in doc.metadata:
-                raise ValueError(f"documents[{i}] has no metadata key {id_key!r} (id_key)")
-            doc_id = str(doc.metadata[id_key])
-        elif doc.id is not None:
-            doc_id = str(doc.id)
-        else:
-            # Deterministic fallback so rebuilding the same corpus gives the same ids.
-            base = _text_id(doc.page_content)
-            doc_id, n = base, 1
-            while doc_id in seen:
-                doc_id, n = f"{base}-{n}", n + 1
-        if doc_id in seen:
-            raise ValueError(f"duplicate document id {doc_id!r} (documents[{i}])")
-        seen.add(doc_id)
-        out.append(GSDocument(id=doc_id, text=doc.page_content, metadata=dict(doc.metadata)))
-    return out
-
-
-@dataclass(frozen=True)
-class _Call:
-    """One query's resolved arguments."""
-
-    method: str
-    k: int
-    kinds: tuple[str, ...] | None
-    context_k: int
-    filter: dict[str, Any] | None
-    threshold: float | None
-    options: dict[str, Any]
-
-    def core_kwargs(self) -> dict[str, Any]:
-        kw: dict[str, Any] = {"method": self.method, "k": self.k, "kinds": self.kinds}
-        if self.filter is not None:
-            kw["filters"] = self.filter
-        return {**kw, **self.options}
 
 
 class GraphStrataRetriever(BaseRetriever):
@@ -465,8 +212,8 @@ class GraphStrataRetriever(BaseRetriever):
             self._gs = self.index
         else:
             self._gs = _load(Path(self.index_dir).expanduser(), self.embeddings, self.llm)  # type: ignore[arg-type]
-        self._check_method(self.method)
-        _check_options(self.method, self.method_options)
+        self.check_method(self.method)
+        check_options(self.method, self.method_options)
 
     @classmethod
     def _check_arguments(
@@ -475,7 +222,7 @@ class GraphStrataRetriever(BaseRetriever):
         """Validate constructor arguments that need no index; returns (data, filter, threshold)."""
         unknown = sorted(set(data) - set(cls.model_fields))
         if unknown:
-            hints = [f"{u!r} -> {_ARGUMENT_HINTS[u]}" for u in unknown if u in _ARGUMENT_HINTS]
+            hints = [f"{u!r} -> {ARGUMENT_HINTS[u]}" for u in unknown if u in ARGUMENT_HINTS]
             hint = f" (use {'; '.join(hints)})" if hints else ""
             known = ", ".join(n for n in cls.model_fields if n not in ("tags", "metadata"))
             raise ValueError(
@@ -506,8 +253,8 @@ class GraphStrataRetriever(BaseRetriever):
             data["kinds"] = check_kinds(data["kinds"])
         if "method_options" in data and not isinstance(data["method_options"], Mapping):
             raise ValueError("method_options must be a dict of method option names to values")
-        filter_ = _check_filter(search_kwargs.get("filter"))
-        threshold = _check_search(
+        filter_ = check_filter(search_kwargs.get("filter"))
+        threshold = check_search(
             data.get("search_type", "similarity"), search_kwargs.get("score_threshold")
         )
         return data, filter_, threshold
@@ -565,22 +312,15 @@ class GraphStrataRetriever(BaseRetriever):
         """
         from graphstrata import GraphStrata
 
-        from langchain_graphstrata.llms import to_graphstrata_llm
-
         for bad in ("index", "index_dir"):
             if bad in kwargs:
                 raise ValueError(f"from_documents builds its own index; do not pass {bad}=")
         # Fail before the (slow) build when an argument, the method or its options are wrong.
         kwargs, _, _ = cls._check_arguments(kwargs)
-        registry = _method_registry()
         method = kwargs.get("method", cls.model_fields["method"].default)
-        if registry is not None:
-            if method not in registry:
-                raise ValueError(
-                    f"unknown method {method!r}; known methods: {', '.join(registry)}"
-                )
-            _check_options(method, kwargs.get("method_options") or {})
-        gs_docs = _to_graphstrata_documents(documents, id_key)
+        check_method(method)
+        check_options(method, kwargs.get("method_options") or {})
+        gs_docs = to_graphstrata_documents(documents, id_key)
         if not gs_docs:
             raise ValueError("from_documents needs at least one Document")
         embedder = embedder_from_langchain(embeddings) if embeddings is not None else None
@@ -612,8 +352,6 @@ class GraphStrataRetriever(BaseRetriever):
                 else the LLM the index was built or loaded with.
             **answer_options: generation options (``response_type``, ``max_context_tokens``).
         """
-        from langchain_graphstrata.answer import GraphStrataAnswerer
-
         return GraphStrataAnswerer(retriever=self, llm=llm, answer_options=answer_options)
 
     # ------------------------------------------------------------------ lifecycle
@@ -645,7 +383,7 @@ class GraphStrataRetriever(BaseRetriever):
             TypeError: an item is not a LangChain ``Document``.
             OSError: persisting failed (the index is unchanged).
         """
-        gs_docs = _to_graphstrata_documents(documents, ids=ids)
+        gs_docs = to_graphstrata_documents(documents, ids=ids)
         if not gs_docs:
             return []
         self._gs.insert(gs_docs)
@@ -701,61 +439,56 @@ class GraphStrataRetriever(BaseRetriever):
 
     # ------------------------------------------------------------------ retrieval
 
-    def _check_method(self, method: str) -> None:
-        known = tuple(self._gs.methods)
-        if method not in known:
-            raise ValueError(f"unknown method {method!r}; known methods: {', '.join(known)}")
+    def check_method(self, method: str) -> None:
+        """Check that ``method`` is one of the index's methods.
 
-    def _call_args(self, kwargs: dict[str, Any]) -> _Call:
-        kwargs = {k: v for k, v in kwargs.items() if k not in _LANGCHAIN_KWARGS}
+        Raises:
+            ValueError: an unknown method (the message lists the known ones).
+        """
+        check_method(method, self._gs.methods)
+
+    def call_arguments(self, kwargs: dict[str, Any]) -> CallArguments:
+        """One call's arguments: the per-call keywords of ``invoke`` over this retriever's
+        settings (``k``, ``method``, ``kinds``, ``context_k``, ``filter``,
+        ``score_threshold``; any other keyword is a method option).
+
+        Raises:
+            ValueError: a bad ``k`` / ``context_k`` / ``kinds`` / ``filter`` /
+                ``score_threshold``, an unknown method, or an option the method does not
+                declare.
+        """
+        kwargs = {k: v for k, v in kwargs.items() if k not in LANGCHAIN_KWARGS}
         k = check_k(kwargs.pop("k", self.k))
         method = kwargs.pop("method", self.method)
         if method != self.method:
-            self._check_method(method)
+            self.check_method(method)
         kinds = check_kinds(kwargs.pop("kinds", self.kinds))
         context_k = check_k(kwargs.pop("context_k", self.context_k), "context_k")
-        filter_ = _check_filter(kwargs.pop("filter")) if "filter" in kwargs else self._filter
+        filter_ = check_filter(kwargs.pop("filter")) if "filter" in kwargs else self._filter
         if "score_threshold" in kwargs:
-            threshold = _check_search(self.search_type, kwargs.pop("score_threshold"))
+            threshold = check_search(self.search_type, kwargs.pop("score_threshold"))
         else:
             threshold = self._threshold
         options = {**self.method_options, **kwargs}
         if method != self.method:
             options = kwargs  # constructor options belong to the constructor's method
-        _check_options(method, options, per_call=True)
-        return _Call(method, k, kinds, context_k, filter_, threshold, options)
+        check_options(method, options, per_call=True)
+        return CallArguments(method, k, kinds, context_k, filter_, threshold, options)
 
-    def _to_documents(self, hits: Sequence[Hit], call: _Call) -> list[Document]:
-        chunks = [h for h in hits if h.kind == "chunk"][: call.k]
-        context = [h for h in hits if h.kind != "chunk"]
-        # Best first across kinds (stable: the core's order breaks ties), then the own cap.
-        context = sorted(context, key=lambda h: -float(h.score))[: call.context_k]
-        kept = [*chunks, *context]
-        if call.threshold is not None:
-            kept = [h for h in kept if float(h.score) >= call.threshold]
-        sources: Mapping[str, Any] = {}
-        if any(h.kind != "chunk" for h in kept):
-            sources = getattr(self._gs, "documents", None) or {}
-        out = []
-        for rank, h in enumerate(kept):
-            meta = None
-            if h.kind != "chunk" and len(set(h.document_ids)) == 1:
-                doc = sources.get(h.document_ids[0])
-                meta = getattr(doc, "metadata", None)
-            out.append(hit_to_document(h, method=call.method, rank=rank, source_metadata=meta))
-        return out
+    def _to_documents(self, hits: Sequence[Hit], call: CallArguments) -> list[Document]:
+        return hits_to_documents(select_hits(hits, call), method=call.method, engine=self._gs)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        call = self._call_args(kwargs)
+        call = self.call_arguments(kwargs)
         hits = self._gs.retrieve(query, **call.core_kwargs())
         return self._to_documents(hits, call)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        call = self._call_args(kwargs)
+        call = self.call_arguments(kwargs)
         hits = await self._gs.aretrieve(query, **call.core_kwargs())
         return self._to_documents(hits, call)
 
@@ -776,8 +509,6 @@ def _load(path: Path, embeddings: Embeddings | None, llm: Any = None) -> Any:
         )
     from graphstrata import GraphStrata
 
-    from langchain_graphstrata.llms import to_graphstrata_llm
-
     embedder = embedder_from_langchain(embeddings) if embeddings is not None else None
     core_llm = to_graphstrata_llm(llm)
     try:
@@ -797,11 +528,11 @@ def _load(path: Path, embeddings: Embeddings | None, llm: Any = None) -> Any:
 
 
 def _persisted_embedder_id(path: Path) -> str:
-    try:
-        from graphstrata.store import read_manifest
+    from graphstrata.store import read_manifest
 
+    try:
         return str(read_manifest(path)["embedder"]["id"])
-    except Exception:  # pragma: no cover - an older layout: the id is in the core's message
+    except Exception:  # pragma: no cover - an unreadable manifest: the id is in the core's message
         return "another embedder"
 
 

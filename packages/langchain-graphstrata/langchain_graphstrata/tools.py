@@ -14,6 +14,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from langchain_graphstrata.retrievers import GraphStrataRetriever
+
 DEFAULT_TOOL_NAME = "graphstrata_search"
 DEFAULT_TOOL_DESCRIPTION = (
     "Search the knowledge base (a graph-RAG index over the user's documents) and return the "
@@ -111,8 +113,6 @@ def create_graphstrata_tool(
         raise ValueError(f"max_chars must be None or a positive int, got {max_chars!r}")
     if document_prompt is None:
         # GraphStrataRetriever always sets metadata["source"]; other retrievers may not.
-        from langchain_graphstrata.retrievers import GraphStrataRetriever
-
         if isinstance(retriever, GraphStrataRetriever):
             document_prompt = DEFAULT_DOCUMENT_PROMPT
         else:

@@ -24,21 +24,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import fsspec
 from llama_index.core.base.base_query_engine import BaseQueryEngine
-from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.chat_engine.types import ChatMode
 from llama_index.core.data_structs.data_structs import IndexStruct
 from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
-from llama_index.core.embeddings.utils import resolve_embed_model
 from llama_index.core.indices.base import BaseIndex
 from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
 from llama_index.core.llms.utils import LLMType, resolve_llm
+from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TransformComponent
 from llama_index.core.settings import Settings
 from llama_index.core.storage.docstore.types import RefDocInfo
@@ -47,21 +46,32 @@ from llama_index.core.storage.index_store.types import (
     DEFAULT_PERSIST_FNAME as INDEX_STORE_FNAME,
 )
 from llama_index.core.storage.storage_context import StorageContext
-from llama_index.core.vector_stores.types import (
-    BasePydanticVectorStore,
-    VectorStoreQuery,
-    VectorStoreQueryResult,
+from llama_index.graph_rag.graphstrata.conversion import (
+    chunk_ids_by_document,
+    delete_documents,
+    documents_of_ref_doc,
+    resolve_build_llm,
+    resolve_embedder,
+    to_graphstrata_documents,
 )
 from llama_index.graph_rag.graphstrata.query_engine import (
     METHOD_RESPONSE_MODE,
     GraphStrataQueryEngine,
 )
+from llama_index.graph_rag.graphstrata.routing import (
+    method_engine_arguments,
+    route_chat_engine_arguments,
+    route_query_engine_arguments,
+)
+from llama_index.graph_rag.graphstrata.store import (
+    DEFAULT_ENGINE_DIRNAME,
+    GRAPHSTRATA_STORE_NAMESPACE,
+    GraphStrataStore,
+)
 from llama_index.retrievers.graphstrata import (
     DEFAULT_CONTEXT_K,
     DEFAULT_KINDS,
-    RETRIEVER_ARGUMENTS,
     GraphStrataRetriever,
-    embedder_from_llama_index,
     pack_document_metadata,
     to_graphstrata_llm,
     unknown_arguments_error,
@@ -73,134 +83,10 @@ logger = logging.getLogger(__name__)
 
 #: ``IndexStruct`` type tag of a GraphStrataIndex in an index store.
 GRAPHSTRATA_STRUCT_TYPE = "graphstrata"
-#: Namespace of the :class:`GraphStrataStore` in ``storage_context.vector_stores``.
-GRAPHSTRATA_STORE_NAMESPACE = "graphstrata"
-#: Sub-directory of a persist dir holding the engine.
-DEFAULT_ENGINE_DIRNAME = "graphstrata"
 
 _LLAMA_INDEX_EMBEDDER_PREFIX = "llama_index:"
 
 
-# --------------------------------------------------------------------------------------------
-# translation helpers
-# --------------------------------------------------------------------------------------------
-def to_graphstrata_documents(nodes: Sequence[BaseNode]) -> list[Any]:
-    """Map LlamaIndex documents / nodes to ``graphstrata.Document`` records.
-
-    A ``Document`` keeps its ``doc_id``; any other node is indexed as one document whose id
-    is its ``node_id`` and which remembers its ``ref_doc_id`` (so retrieved chunks link to
-    that document and ``delete_ref_doc(ref_doc_id)`` still removes it). Text is
-    ``get_content(MetadataMode.NONE)``. Metadata is the node's own, plus what a graphstrata
-    document has no field for (``excluded_llm_metadata_keys``,
-    ``excluded_embed_metadata_keys``, non-default templates, ``ref_doc_id``) under the
-    reserved key ``"__llama_index__"``, which retrieval strips again (see
-    ``llama_index.retrievers.graphstrata.pack_document_metadata``).
-
-    Raises:
-        ValueError: two inputs share an id, or metadata uses the reserved key.
-    """
-    from graphstrata import Document as GSDocument
-
-    out = []
-    seen: set = set()
-    for node in nodes:
-        ref_doc_id = None
-        if isinstance(node, Document):
-            doc_id = node.doc_id
-        else:
-            doc_id = node.node_id
-            if node.ref_doc_id is not None and node.ref_doc_id != doc_id:
-                ref_doc_id = node.ref_doc_id
-        metadata = pack_document_metadata(node, ref_doc_id=ref_doc_id)
-        if doc_id in seen:
-            raise ValueError(f"duplicate document id {doc_id!r} in one call")
-        seen.add(doc_id)
-        out.append(
-            GSDocument(
-                id=doc_id,
-                text=node.get_content(metadata_mode=MetadataMode.NONE),
-                metadata=metadata,
-            )
-        )
-    return out
-
-
-def documents_of_ref_doc(engine: Any, ref_doc_id: str) -> list[str]:
-    """Ids of the engine's documents that belong to the LlamaIndex document ``ref_doc_id``:
-    the document itself, and nodes inserted with ``ref_doc_id`` as their source."""
-    return [
-        doc_id
-        for doc_id, doc in engine.documents.items()
-        if doc_id == ref_doc_id
-        or unpack_document_metadata(doc.metadata)[1].get("ref_doc_id") == ref_doc_id
-    ]
-
-
-def delete_documents(engine: Any, ids: Sequence[str]) -> list[str]:
-    """Delete those of ``ids`` that are indexed, in one core ``delete``; return them.
-
-    The core's ``delete`` raises ``KeyError`` (deleting nothing) when any id is not indexed.
-    The ids are checked against the engine first; if a concurrent writer deleted some of
-    them in between, the ``KeyError`` is answered by deleting the ones still there (a
-    failed core delete changes nothing, so the index still sees one update). Unknown ids are
-    never an error here: callers decide whether to warn.
-
-    Raises:
-        ValueError: it would delete every document (from the core).
-    """
-    for _ in range(3):
-        known = [d for d in dict.fromkeys(ids) if d in engine.documents]
-        if not known:
-            return []
-        try:
-            engine.delete(known)
-        except KeyError:
-            continue  # some went away meanwhile: retry with the ones still indexed
-        return known
-    raise RuntimeError(f"documents {list(ids)!r} kept changing during delete")
-
-
-def resolve_embedder(embed_model: Any = None) -> Any:
-    """Pick the embedder for a new index.
-
-    Order: ``embed_model`` when given (any LlamaIndex embedding, or a string that
-    ``resolve_embed_model`` understands, or a graphstrata ``Embedder``); else
-    ``Settings.embed_model`` when the user set one; else ``None`` (the core's offline
-    default). ``Settings.embed_model`` is never *read* when unset, because reading it
-    resolves LlamaIndex's hosted default.
-    """
-    if embed_model is None:
-        embed_model = getattr(Settings, "_embed_model", None)
-        if embed_model is None:
-            return None
-    if hasattr(embed_model, "embed") and hasattr(embed_model, "dim"):
-        return embed_model  # already a graphstrata Embedder
-    if isinstance(embed_model, str):
-        embed_model = resolve_embed_model(embed_model)
-    return embedder_from_llama_index(embed_model)
-
-
-def resolve_build_llm(llm: Any = None, use_llm: bool = False) -> Any:
-    """Pick the LLM a new index is built with (the core's ``llm=``).
-
-    ``llm`` when given (a LlamaIndex ``LLM`` is wrapped in ``LlamaIndexLLM``; a graphstrata
-    ``LLM``, ``LLMClient`` or plain callable goes to the core as is); else ``Settings.llm``
-    when ``use_llm`` is true; else ``None``: the offline build. ``Settings.llm`` is never
-    read unless ``use_llm`` asks for it (its default resolves a hosted API).
-
-    Raises:
-        TypeError: ``use_llm`` is not a bool.
-    """
-    if not isinstance(use_llm, bool):
-        raise TypeError(f"use_llm must be True or False, got {use_llm!r}")
-    if llm is None and use_llm:
-        llm = Settings.llm
-    return to_graphstrata_llm(llm)
-
-
-# --------------------------------------------------------------------------------------------
-# storage-context integration
-# --------------------------------------------------------------------------------------------
 @dataclass
 class GraphStrataIndexStruct(IndexStruct):
     """What a LlamaIndex index store keeps of a GraphStrataIndex (a few bytes of JSON).
@@ -224,102 +110,7 @@ class GraphStrataIndexStruct(IndexStruct):
         return GRAPHSTRATA_STRUCT_TYPE
 
 
-class GraphStrataStore(BasePydanticVectorStore):
-    """The engine as a (read-only) member of a ``StorageContext``.
 
-    It exists so that ``storage_context.persist(persist_dir)`` also persists the engine: its
-    ``persist`` writes the engine directory ``<persist_dir>/<engine_dir>`` through
-    ``GraphStrata.persist`` (atomic directory swap) and writes no JSON file, so
-    ``StorageContext.from_defaults(persist_dir=...)`` never mistakes it for a
-    ``SimpleVectorStore``. Queried directly, it answers with chunk hits of ``method``.
-
-    Raises:
-        NotImplementedError: ``add`` (insert documents through ``GraphStrataIndex``).
-        ValueError: ``persist`` with a non-local fsspec filesystem.
-    """
-
-    stores_text: bool = True
-    is_embedding_query: bool = False
-    engine_dir: str = DEFAULT_ENGINE_DIRNAME
-    method: str = "hybrid"
-
-    _engine: Any = PrivateAttr()
-    _on_persist: Any = PrivateAttr(default=None)
-
-    def __init__(self, engine: Any, on_persist: Any = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._engine = engine
-        self._on_persist = on_persist
-
-    @classmethod
-    def class_name(cls) -> str:
-        """Serialisation name of the component."""
-        return "GraphStrataStore"
-
-    @property
-    def client(self) -> Any:
-        """The ``graphstrata.GraphStrata`` engine."""
-        return self._engine
-
-    def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
-        """Always raises ``NotImplementedError``: the engine embeds and indexes by itself."""
-        raise NotImplementedError(
-            "GraphStrataStore is written through GraphStrataIndex.insert / insert_nodes"
-        )
-
-    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
-        """Delete a document (and its chunks) from the engine, in one core update.
-
-        Like ``GraphStrataIndex.delete_ref_doc``, nodes inserted with ``ref_doc_id`` as their
-        source document go too. An unknown id deletes nothing (as ``SimpleVectorStore``).
-        """
-        delete_documents(self._engine, documents_of_ref_doc(self._engine, ref_doc_id))
-
-    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        """Top ``query.similarity_top_k`` chunks of ``query.query_str`` by ``self.method``.
-
-        ``query.filters`` (``MetadataFilters``) and ``query.doc_ids`` restrict the documents,
-        inside retrieval.
-        """
-        from llama_index.retrievers.graphstrata import hit_to_node, to_core_filters
-
-        if not query.query_str:
-            raise ValueError("GraphStrataStore needs query.query_str (it embeds queries itself)")
-        method = self.method if self.method in self._engine.methods else "dense"
-        parts = [f for f in (to_core_filters(query.filters),) if f is not None]
-        if query.doc_ids:
-            parts.append({"document_id": {"$in": list(query.doc_ids)}})
-        filters = None if not parts else parts[0] if len(parts) == 1 else {"$and": parts}
-        hits = self._engine.retrieve(
-            query.query_str, method=method, k=query.similarity_top_k, kinds=("chunk",),
-            filters=filters,
-        )
-        nws = [hit_to_node(h, method) for h in hits]
-        return VectorStoreQueryResult(
-            nodes=[n.node for n in nws],
-            similarities=[float(n.score or 0.0) for n in nws],
-            ids=[n.node.node_id for n in nws],
-        )
-
-    def persist(self, persist_path: str, fs: fsspec.AbstractFileSystem | None = None) -> None:
-        """Persist the engine to ``<dirname(persist_path)>/<engine_dir>`` (atomic), then let
-        the owning index record where (see :class:`GraphStrataIndexStruct`)."""
-        if fs is not None:
-            protocol = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
-            if not {"file", "local"} & set(protocol):
-                raise ValueError(
-                    "GraphStrataIndex persists to the local filesystem only, "
-                    f"got an fsspec filesystem with protocol {fs.protocol!r}"
-                )
-        persist_dir = Path(persist_path).parent
-        self._engine.persist(persist_dir / self.engine_dir)
-        if self._on_persist is not None:
-            self._on_persist(persist_dir)
-
-
-# --------------------------------------------------------------------------------------------
-# the index
-# --------------------------------------------------------------------------------------------
 #: Keyword arguments ``BaseIndex.__init__`` itself takes beyond ours.
 _BASE_INDEX_ARGUMENTS: tuple[str, ...] = ("objects",)
 #: Every keyword argument of ``GraphStrataIndex(...)`` / ``from_documents`` / ``load``.
@@ -778,7 +569,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
     @property
     def ref_doc_info(self) -> dict[str, RefDocInfo]:
         """``{document_id: RefDocInfo(node_ids=<its chunk ids>, metadata=<its metadata>)}``."""
-        chunks_of = _chunk_ids_by_document(self._engine)
+        chunks_of = chunk_ids_by_document(self._engine)
         return {
             doc_id: RefDocInfo(
                 node_ids=list(chunks_of.get(doc_id, [])),
@@ -871,21 +662,10 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
             ValueError: an argument neither of them takes (named), an argument
                 ``response_mode="method"`` does not take, or a bad retriever argument.
         """
-        from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
-
         if kwargs.get("response_mode") == METHOD_RESPONSE_MODE:
             return self._method_query_engine(llm, kwargs)
 
-        # callback_manager and verbose go to the query engine (it hands its callback manager on)
-        (retriever_kwargs, engine_kwargs), unknown = _partition_kwargs(
-            kwargs, _RETRIEVER_ONLY_ARGUMENTS, _query_engine_arguments()
-        )
-        if unknown:
-            raise unknown_arguments_error(
-                unknown,
-                ("llm", *_RETRIEVER_ONLY_ARGUMENTS, *_query_engine_arguments()),
-                "GraphStrataIndex.as_query_engine",
-            )
+        retriever_kwargs, engine_kwargs = route_query_engine_arguments(kwargs)
         retriever_kwargs.setdefault("callback_manager", self._callback_manager)
         retriever = self.as_retriever(**retriever_kwargs)
         resolved = (
@@ -894,14 +674,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         return RetrieverQueryEngine.from_args(retriever, llm=resolved, **engine_kwargs)
 
     def _method_query_engine(self, llm: Any, kwargs: dict[str, Any]) -> GraphStrataQueryEngine:
-        kwargs = {k: v for k, v in kwargs.items() if k != "response_mode"}
-        allowed = ("method", "similarity_top_k", "filters", "method_options", "callback_manager")
-        unknown = [name for name in kwargs if name not in allowed]
-        if unknown:
-            raise unknown_arguments_error(
-                unknown, ("llm", "response_mode", *allowed),
-                'GraphStrataIndex.as_query_engine(response_mode="method")',
-            )
+        kwargs = method_engine_arguments(kwargs)
         kwargs.setdefault("callback_manager", self._callback_manager)
         if llm is not None:
             if isinstance(llm, str) or is_llama_index_llm(llm):
@@ -937,90 +710,18 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         Raises:
             ValueError: an unknown chat mode or argument (named).
         """
-        import inspect
-
-        from llama_index.core.chat_engine import (
-            CondensePlusContextChatEngine,
-            CondenseQuestionChatEngine,
-            ContextChatEngine,
-            SimpleChatEngine,
-        )
-        from llama_index.core.chat_engine.types import ChatMode
-
-        mode = ChatMode(chat_mode)
-        chat_cls = {
-            ChatMode.CONDENSE_QUESTION: CondenseQuestionChatEngine,
-            ChatMode.CONTEXT: ContextChatEngine,
-            ChatMode.CONDENSE_PLUS_CONTEXT: CondensePlusContextChatEngine,
-            ChatMode.BEST: CondensePlusContextChatEngine,
-            ChatMode.SIMPLE: SimpleChatEngine,
-        }.get(mode)
-        if chat_cls is None:
-            raise ValueError(f"unsupported chat mode {chat_mode!r}")
-        chat_names = [
-            p.name
-            for p in inspect.signature(chat_cls.from_defaults).parameters.values()
-            if p.kind is not inspect.Parameter.VAR_KEYWORD
-            and p.name not in ("cls", "retriever", "query_engine", "llm")
-        ]
-        engine_names = _query_engine_arguments() if mode == ChatMode.CONDENSE_QUESTION else ()
-        retriever_names = _RETRIEVER_ONLY_ARGUMENTS if mode != ChatMode.SIMPLE else ()
-        (retriever_kwargs, chat_kwargs, engine_kwargs), unknown = _partition_kwargs(
-            kwargs, retriever_names, chat_names, engine_names
-        )
-        if unknown:
-            raise unknown_arguments_error(
-                unknown,
-                (*retriever_names, *chat_names, *engine_names),
-                f"GraphStrataIndex.as_chat_engine(chat_mode={mode.value!r})",
-            )
+        route = route_chat_engine_arguments(chat_mode, kwargs)
         resolved = (
             resolve_llm(llm, callback_manager=self._callback_manager) if llm else Settings.llm
         )
-        if mode == ChatMode.CONDENSE_QUESTION:
-            query_engine = self.as_query_engine(llm=resolved, **retriever_kwargs, **engine_kwargs)
-            return chat_cls.from_defaults(query_engine=query_engine, llm=resolved, **chat_kwargs)
-        if mode == ChatMode.SIMPLE:
-            return chat_cls.from_defaults(llm=resolved, **chat_kwargs)
-        retriever = self.as_retriever(**retriever_kwargs)
-        return chat_cls.from_defaults(retriever=retriever, llm=resolved, **chat_kwargs)
-
-
-#: :meth:`GraphStrataIndex.as_retriever` arguments that are not also query-engine options.
-_RETRIEVER_ONLY_ARGUMENTS: tuple[str, ...] = tuple(
-    a for a in RETRIEVER_ARGUMENTS if a not in ("callback_manager", "verbose")
-)
-
-
-def _query_engine_arguments() -> tuple[str, ...]:
-    """Named parameters of ``RetrieverQueryEngine.from_args`` (not ``retriever`` / ``llm``)."""
-    import inspect
-
-    from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
-
-    params = inspect.signature(RetrieverQueryEngine.from_args).parameters.values()
-    return tuple(
-        p.name
-        for p in params
-        if p.kind is not inspect.Parameter.VAR_KEYWORD and p.name not in ("retriever", "llm", "cls")
-    )
-
-
-def _partition_kwargs(
-    kwargs: Mapping[str, Any], *groups: Collection[str]
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Split ``kwargs`` by argument name: one dict per group of names (the first group that
-    names an argument takes it), and the names no group knows."""
-    parts: list[dict[str, Any]] = [{} for _ in groups]
-    unknown: list[str] = []
-    for name, value in kwargs.items():
-        for part, names in zip(parts, groups, strict=True):
-            if name in names:
-                part[name] = value
-                break
-        else:
-            unknown.append(name)
-    return parts, unknown
+        chat_cls = route.chat_cls
+        if route.mode == ChatMode.CONDENSE_QUESTION:
+            query_engine = self.as_query_engine(llm=resolved, **route.retriever, **route.query_engine)
+            return chat_cls.from_defaults(query_engine=query_engine, llm=resolved, **route.chat)
+        if route.mode == ChatMode.SIMPLE:
+            return chat_cls.from_defaults(llm=resolved, **route.chat)
+        retriever = self.as_retriever(**route.retriever)
+        return chat_cls.from_defaults(retriever=retriever, llm=resolved, **route.chat)
 
 
 def _load_engine(path: Path, embedder: Any, llm: Any) -> Any:
@@ -1035,18 +736,6 @@ def _load_engine(path: Path, embedder: Any, llm: Any) -> Any:
 def _embedder_id(engine: Any) -> str | None:
     embedder = getattr(engine, "embedder", None)
     return getattr(embedder, "id", None)
-
-
-def _chunk_ids_by_document(engine: Any) -> dict[str, list[str]]:
-    """Chunk ids per document, if the engine exposes its chunks (else an empty dict)."""
-    chunks = getattr(engine, "chunks", None)
-    if chunks is None:
-        return {}
-    values = chunks.values() if isinstance(chunks, Mapping) else chunks
-    out: dict[str, list[str]] = {}
-    for chunk in values:
-        out.setdefault(chunk.document_id, []).append(chunk.id)
-    return out
 
 
 # Let ``load_index_from_storage`` recognise the struct type (additive registration: these two

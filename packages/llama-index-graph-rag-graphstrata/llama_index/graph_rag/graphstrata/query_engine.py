@@ -27,17 +27,13 @@ from graphstrata.types import check_k
 METHOD_RESPONSE_MODE = "method"
 #: Chunk hits the answer step retrieves by default (``GraphStrata.answer``'s default ``k``).
 DEFAULT_ANSWER_TOP_K = 10
-# Answer options of GraphStrata.answer, if the core cannot list a method's own.
-_FALLBACK_GENERATION_OPTIONS: tuple[str, ...] = ("response_type", "max_context_tokens")
 
 
 def generation_options(method: str) -> tuple[str, ...]:
     """Names of ``method``'s answer options in ``GraphStrata.answer`` (not retrieval options):
     ``graphstrata.generation.generation_options``."""
-    try:
-        from graphstrata.generation import generation_options as core_options
-    except ImportError:  # pragma: no cover - a core that does not list them
-        return _FALLBACK_GENERATION_OPTIONS
+    from graphstrata.generation import generation_options as core_options
+
     try:
         return tuple(core_options(method))
     except ValueError:  # a method without an answer step: answer() says so at query time

@@ -34,20 +34,14 @@ from llama_index.core.schema import (
 )
 from llama_index.core.utils import get_tqdm_iterable
 
-#: Default window of the core (tokens of the embedder's tokenizer).
-DEFAULT_CHUNK_SIZE = 200
-DEFAULT_CHUNK_OVERLAP = 32
-
 
 def _core_chunk_defaults() -> tuple[int, int]:
-    """The core's default chunk size and overlap (``GraphStrataConfig``), if it has them."""
-    try:
-        from graphstrata import GraphStrataConfig
+    """The core's default chunk size and overlap (``GraphStrataConfig``), in tokens of the
+    embedder's tokenizer."""
+    from graphstrata import GraphStrataConfig
 
-        cfg = GraphStrataConfig()
-        return int(cfg.chunk_size), int(cfg.chunk_overlap)
-    except Exception:  # older core or no config object: the chunking module's defaults
-        return DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP
+    cfg = GraphStrataConfig()
+    return int(cfg.chunk_size), int(cfg.chunk_overlap)
 
 
 # --------------------------------------------------------------------------------------------

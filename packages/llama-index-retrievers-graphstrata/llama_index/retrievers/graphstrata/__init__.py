@@ -3,14 +3,16 @@
 from llama_index.retrievers.graphstrata.base import (
     DEFAULT_CONTEXT_K,
     DEFAULT_KINDS,
-    LLAMA_INDEX_METADATA_KEY,
-    PROVENANCE_KEYS,
     RETRIEVER_ARGUMENTS,
     GraphStrataRetriever,
+    unknown_arguments_error,
+)
+from llama_index.retrievers.graphstrata.conversion import (
+    LLAMA_INDEX_METADATA_KEY,
+    PROVENANCE_KEYS,
     embedder_from_llama_index,
     hit_to_node,
     pack_document_metadata,
-    unknown_arguments_error,
     unpack_document_metadata,
 )
 from llama_index.retrievers.graphstrata.filters import to_core_filters
