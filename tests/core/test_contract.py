@@ -56,5 +56,7 @@ def test_check_retrieve_args_names_the_callers_arguments() -> None:
         check_retrieve_args("hybrid", 3, options={"alpha": 2.0})
     req = check_retrieve_args("hybrid", 3, kinds="chunk", context_k=2, min_score=0, options={"alpha": 0.3})
     assert req.kinds == ("chunk",) and req.min_score == 0.0 and req.options == {"alpha": 0.3}
-    assert req.as_kwargs() == {"method": "hybrid", "k": 3, "kinds": ("chunk",), "filters": None,
-                               "context_k": 2, "min_score": 0.0, "alpha": 0.3}
+    # context_k only travels when context is asked for; unset filter / threshold not at all
+    assert req.as_kwargs() == {"method": "hybrid", "k": 3, "kinds": ("chunk",), "min_score": 0.0, "alpha": 0.3}
+    req = check_retrieve_args("dense", 2, kinds=None, context_k=4, filters={"year": 1})
+    assert req.as_kwargs() == {"method": "dense", "k": 2, "kinds": None, "filters": {"year": 1}, "context_k": 4}

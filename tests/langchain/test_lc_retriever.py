@@ -159,8 +159,9 @@ def test_method_options_reach_the_core(lc_gs: Any) -> None:
         {"method": "archrag", "k": 2, "kinds": ("chunk",), "alpha": 0.2},
     )
     r.invoke(QUERY, k=1, alpha=0.9, k_per_layer=2, kinds=None)
+    # graph context asked for: its cap travels to the core, which selects (issue 27)
     assert rec.calls[-1][1] == {
-        "method": "archrag", "k": 1, "kinds": None, "alpha": 0.9, "k_per_layer": 2,
+        "method": "archrag", "k": 1, "kinds": None, "context_k": 5, "alpha": 0.9, "k_per_layer": 2,
     }
     assert r.method_options == {"alpha": 0.2}
     # A per-call method does not inherit the constructor method's options.

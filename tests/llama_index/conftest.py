@@ -17,6 +17,8 @@ import pytest
 from llama_index.core import Settings
 from llama_index.core.llms import MockLLM
 
+from graphstrata.retrieval import select_hits
+
 # the hashing embedding of the LlamaIndex integration tests, loaded by file path (their
 # helper module is also run by subprocess scripts, so it lives there)
 _SUPPORT = (
@@ -75,18 +77,20 @@ class FakeEngine:
         self.hits = hits
         self.calls: list[tuple] = []
 
-    def retrieve(self, query, method="archrag", k=5, kinds=None, filters=None, **options):
+    def retrieve(self, query, method="archrag", k=5, kinds=None, filters=None, context_k=None, min_score=None,
+                 **options):
         if not query.strip():
             raise ValueError("query must be a non-empty string")
         self.calls.append(("retrieve", query, method, k, kinds, filters, options))
-        out = [h for h in self.hits if kinds is None or h.kind in kinds]
-        chunks = [h for h in out if h.kind == "chunk"][:k]
-        return chunks + [h for h in out if h.kind != "chunk"]
+        # the core's selection (graphstrata.retrieval.select_hits) over the scripted hits
+        chunks = [h for h in self.hits if h.kind == "chunk"][:k]
+        return select_hits(chunks, [h for h in self.hits if h.kind != "chunk"], kinds, context_k, min_score)
 
-    async def aretrieve(self, query, method="archrag", k=5, kinds=None, filters=None, **options):
+    async def aretrieve(self, query, method="archrag", k=5, kinds=None, filters=None, context_k=None,
+                        min_score=None, **options):
         self.calls.append(("aretrieve", query, method, k, kinds, filters, options))
         await asyncio.sleep(0)
-        return [h for h in self.retrieve(query, method, k, kinds, filters, **options)]
+        return self.retrieve(query, method, k, kinds, filters, context_k, min_score, **options)
 
 
 @pytest.fixture

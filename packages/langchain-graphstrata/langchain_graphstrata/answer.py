@@ -17,7 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, Field
 
-from langchain_graphstrata.contract import CallArguments
+from graphstrata.retrieval import RetrieveRequest
+
 from langchain_graphstrata.conversion import hits_to_documents
 from langchain_graphstrata.llms import to_graphstrata_llm
 
@@ -43,7 +44,7 @@ class AnswerRetriever(Protocol):
         """Raise ``ValueError`` unless ``method`` is one of the index's methods."""
         ...
 
-    def call_arguments(self, kwargs: dict[str, Any]) -> CallArguments:
+    def call_arguments(self, kwargs: dict[str, Any]) -> RetrieveRequest:
         """One call's resolved retrieval arguments (raises ``ValueError`` for a bad one)."""
         ...
 
@@ -141,8 +142,8 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
         gen = {**self.answer_options, **{k: kwargs.pop(k) for k in list(kwargs) if k in gen_names}}
         call = self.retriever.call_arguments(kwargs)  # method, k, filter, method options (checked)
         core = {"method": call.method, "k": call.k, "llm": self._core_llm(), **call.options, **gen}
-        if call.filter is not None:
-            core["filters"] = call.filter
+        if call.filters is not None:
+            core["filters"] = dict(call.filters)
         return question, core
 
     def _output(self, question: str, answer: Any, method: str) -> dict[str, Any]:
@@ -163,12 +164,7 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
 
     async def _aanswer(self, value: Any, **kwargs: Any) -> dict[str, Any]:
         question, core = self._arguments(value, dict(kwargs))
-        gs = self.retriever.graphstrata
-        aanswer = getattr(gs, "aanswer", None)
-        if callable(aanswer):
-            answer = await aanswer(question, **core)
-        else:  # pragma: no cover - a core without aanswer
-            answer = await asyncio.to_thread(gs.answer, question, **core)
+        answer = await self.retriever.graphstrata.aanswer(question, **core)
         return self._output(question, answer, core["method"])
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
@@ -178,7 +174,8 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
         )
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
-        """:meth:`invoke`, awaiting the core's ``aanswer`` (a worker thread; no ``asyncio.run``)."""
+        """:meth:`invoke`, awaiting the core's ``aanswer`` (its LLM calls on this event loop when
+        the model has an async API; no ``asyncio.run``)."""
         return await self._acall_with_config(
             lambda value: self._aanswer(value, **kwargs), input, config, run_type="chain"
         )

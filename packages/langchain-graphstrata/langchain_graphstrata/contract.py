@@ -1,22 +1,21 @@
-"""The adapter contract as this package applies it: what a retriever call may ask for, how
-each argument is checked, and which hits come back.
+"""LangChain's retriever arguments translated into the core's retrieval contract.
 
-``k`` is at most k chunk hits; graph context follows, best first, at most ``context_k``;
-``score_threshold`` drops hits scoring below it; ``filter`` is checked with the core's
-``graphstrata.filters``; method options are checked against the method's declared options.
-The retriever (:mod:`langchain_graphstrata.retrievers`) and the answer chain
-(:mod:`langchain_graphstrata.answer`) share these rules through this module only.
+The contract itself — ``k`` is at most k chunk hits; graph context follows, best first, at most
+``context_k``; a threshold drops hits scoring below it; ``filter`` applies before ``k`` is cut;
+method options are checked against the method — lives in the core
+(:mod:`graphstrata.retrieval`), which checks the arguments and selects the hits. What is
+LangChain's is here: the vector-store argument forms (``search_type``, ``search_kwargs``,
+``score_threshold``), the names of ``invoke``'s per-call arguments, and the hints for names users
+bring from other retrievers. The retriever (:mod:`langchain_graphstrata.retrievers`) and the
+answer chain (:mod:`langchain_graphstrata.answer`) share them through this module.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
-if TYPE_CHECKING:
-    from graphstrata import Hit
+from graphstrata.retrieval import RetrieveRequest, check_min_score, check_retrieve_args
 
 #: Search types, as for LangChain's ``VectorStoreRetriever`` (``"mmr"`` is not offered: a graph
 #: method's ranking is not a plain vector ranking to re-diversify).
@@ -53,75 +52,11 @@ ARGUMENT_HINTS = {
 }
 
 
-def check_method(method: str, known: Iterable[str] | None = None) -> None:
-    """Check that ``method`` is one of ``known`` (default: the core's registered methods).
-
-    Raises:
-        ValueError: an unknown method (the message lists the known ones).
-    """
-    if known is None:
-        from graphstrata.methods import METHODS
-
-        known = METHODS
-    known = tuple(known)
-    if method not in known:
-        raise ValueError(f"unknown method {method!r}; known methods: {', '.join(known)}")
-
-
-def check_options(method: str, options: Mapping[str, Any], *, per_call: bool = False) -> None:
-    """Reject option names the method does not declare (when the core declares them).
-
-    Raises:
-        ValueError: an option ``method`` does not declare (the message lists its options, and
-            the per-call arguments when ``per_call``).
-    """
-    from graphstrata.methods import METHODS
-
-    cls = METHODS.get(method)
-    defaults = getattr(cls, "defaults", None)
-    if not isinstance(defaults, Mapping):
-        return  # the core will validate at query time
-    unknown = sorted(set(options) - set(defaults))
-    if unknown:
-        known = ", ".join(sorted(defaults)) or "none"
-        where = f"per-call arguments: {', '.join(CALL_ARGUMENTS)}; " if per_call else ""
-        raise ValueError(
-            f"unknown option(s) {unknown} for method {method!r}; {where}its options: {known}"
-        )
-
-
-def check_filter(spec: Any) -> dict[str, Any] | None:
-    """Validate a metadata filter now (``None`` = no filter), so a bad one fails early.
-
-    Raises:
-        ValueError: a bad key or operator (from ``graphstrata.filters.compile_filter``).
-    """
-    if spec is None:
-        return None
-    from graphstrata.filters import compile_filter
-
-    compile_filter(spec)  # ValueError naming the bad key / operator
-    return dict(spec)
-
-
-def check_threshold(value: Any) -> float:
-    """A score threshold as a float.
-
-    Raises:
-        ValueError: ``value`` is not a number in [0, 1].
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-        math.isfinite(value) and 0.0 <= value <= 1.0
-    ):
-        raise ValueError(
-            f"score_threshold must be a number in [0, 1] (scores are the core's [0, 1] "
-            f"scores), got {value!r}"
-        )
-    return float(value)
-
-
 def check_search(search_type: Any, threshold: Any) -> float | None:
-    """Validate a search type with its threshold; returns the threshold to apply.
+    """LangChain's search type and threshold as the core's ``min_score``.
+
+    Returns:
+        The threshold to apply (``None`` for ``"similarity"``).
 
     Raises:
         ValueError: a search type not in :data:`SEARCH_TYPES`;
@@ -139,7 +74,7 @@ def check_search(search_type: Any, threshold: Any) -> float | None:
                 "search_type='similarity_score_threshold' needs "
                 "search_kwargs={'score_threshold': <number in [0, 1]>}"
             )
-        return check_threshold(threshold)
+        return check_min_score(threshold, "score_threshold")
     if threshold is not None:
         raise ValueError(
             "score_threshold is only used with search_type='similarity_score_threshold' "
@@ -148,35 +83,29 @@ def check_search(search_type: Any, threshold: Any) -> float | None:
     return None
 
 
-@dataclass(frozen=True)
-class CallArguments:
-    """One query's resolved arguments."""
+def request(
+    method: Any,
+    k: Any,
+    kinds: Any,
+    context_k: Any,
+    threshold: float | None,
+    filter: Any,
+    options: Mapping[str, Any] | None,
+    *,
+    per_call: bool = False,
+    k_name: str = "k",
+) -> RetrieveRequest:
+    """The core request of a LangChain call (:func:`graphstrata.retrieval.check_retrieve_args`,
+    the one argument check of every adapter), in this package's argument names
+    (``score_threshold``, ``search_kwargs['k']``, the per-call arguments of ``invoke``).
 
-    method: str
-    k: int
-    kinds: tuple[str, ...] | None
-    context_k: int
-    filter: dict[str, Any] | None
-    threshold: float | None
-    options: dict[str, Any]
-
-    def core_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of the core's ``retrieve`` / ``aretrieve`` for this call."""
-        kw: dict[str, Any] = {"method": self.method, "k": self.k, "kinds": self.kinds}
-        if self.filter is not None:
-            kw["filters"] = self.filter
-        return {**kw, **self.options}
-
-
-def select_hits(hits: Sequence[Hit], call: CallArguments) -> list[Hit]:
-    """The hits a call returns: at most ``call.k`` chunks (in the core's order), then at most
-    ``call.context_k`` graph-context hits, best score first; then, with a threshold, only
-    those scoring at least ``call.threshold``."""
-    chunks = [h for h in hits if h.kind == "chunk"][: call.k]
-    context = [h for h in hits if h.kind != "chunk"]
-    # Best first across kinds (stable: the core's order breaks ties), then the own cap.
-    context = sorted(context, key=lambda h: -float(h.score))[: call.context_k]
-    kept = [*chunks, *context]
-    if call.threshold is not None:
-        kept = [h for h in kept if float(h.score) >= call.threshold]
-    return kept
+    Raises:
+        ValueError: the first bad argument, named.
+    """
+    names = {"k": k_name, "min_score": "score_threshold"}
+    if per_call:
+        names["arguments"] = "per-call arguments"
+    return check_retrieve_args(
+        method, k, kinds, context_k, threshold, filter, options, names=names,
+        arguments=CALL_ARGUMENTS if per_call else (),
+    )

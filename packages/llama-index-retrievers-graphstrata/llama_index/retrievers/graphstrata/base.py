@@ -18,7 +18,7 @@ from llama_index.core.schema import IndexNode, NodeWithScore, QueryBundle
 from llama_index.retrievers.graphstrata.conversion import embedder_from_llama_index, hit_to_node
 from llama_index.retrievers.graphstrata.filters import to_core_filters
 
-from graphstrata.types import check_k, check_kinds
+from graphstrata.retrieval import check_retrieve_args
 
 #: Arguments a caller may mean when they pass a name this package does not take.
 _DID_YOU_MEAN = {
@@ -133,21 +133,18 @@ class GraphStrataRetriever(BaseRetriever):
                     "engine must be a graphstrata.GraphStrata engine "
                     f"(missing {attr!r} on {type(engine).__name__})"
                 )
-        known = tuple(engine.methods)
-        if method not in known:
-            raise ValueError(f"unknown method {method!r}; known methods: {list(known)}")
         if method_options is not None and not isinstance(method_options, Mapping):
             raise ValueError(
                 f"method_options must be a mapping of keyword options, got {method_options!r}"
             )
+        if context_k is None:  # the core reads None as "every context hit"; here it is a cap
+            raise ValueError("context_k must be a positive integer, got None")
         self._engine = engine
-        self._method = method
-        self._similarity_top_k = check_k(similarity_top_k, "similarity_top_k")
-        self._context_k = check_k(context_k, "context_k")
-        self._kinds = check_kinds(kinds)
-        self._filters = to_core_filters(filters)
-        self._method_options: dict[str, Any] = dict(method_options or {})
-        _check_method_options(method, self._method_options)
+        # the core checks every argument and, per query, selects the hits (graphstrata.retrieval)
+        self._request = check_retrieve_args(
+            method, similarity_top_k, kinds, context_k, None, to_core_filters(filters),
+            method_options or {}, names={"k": "similarity_top_k"},
+        )
         super().__init__(
             callback_manager=callback_manager,
             verbose=verbose,
@@ -194,62 +191,33 @@ class GraphStrataRetriever(BaseRetriever):
     @property
     def method(self) -> str:
         """The retrieval method name."""
-        return self._method
+        return self._request.method
 
     @property
     def similarity_top_k(self) -> int:
         """At most this many chunk nodes per query."""
-        return self._similarity_top_k
+        return self._request.k
 
     @property
     def context_k(self) -> int:
         """At most this many graph-context nodes per query (when ``kinds`` asks for them)."""
-        return self._context_k
+        return self._request.context_k
 
     @property
     def kinds(self) -> tuple[str, ...] | None:
         """Hit kinds asked of the core (``None``: chunks and every kind of context)."""
-        return self._kinds
+        return self._request.kinds
 
     @property
     def filters(self) -> dict[str, Any] | None:
         """The metadata filter in the core's form (``None``: no filter)."""
-        return self._filters
+        return None if self._request.filters is None else dict(self._request.filters)
 
     # -- retrieval --------------------------------------------------------------------------
-    def _hits_to_nodes(self, hits: Sequence[Any]) -> list[NodeWithScore]:
-        chunks = [h for h in hits if h.kind == "chunk"][: self._similarity_top_k]
-        context = [h for h in hits if h.kind != "chunk"]
-        # best first across kinds (stable: the core's kind order breaks ties)
-        context = sorted(context, key=lambda h: -float(h.score))[: self._context_k]
-        return [hit_to_node(hit, self._method) for hit in chunks + context]
-
-    def _core_kwargs(self) -> dict[str, Any]:
-        return {
-            "method": self._method,
-            "k": self._similarity_top_k,
-            "kinds": self._kinds,
-            "filters": self._filters,
-            **self._method_options,
-        }
-
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self._engine.retrieve(query_bundle.query_str, **self._core_kwargs())
-        return self._hits_to_nodes(hits)
+        hits = self._engine.retrieve(query_bundle.query_str, **self._request.as_kwargs())
+        return [hit_to_node(hit, self._request.method) for hit in hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = await self._engine.aretrieve(
-            query_bundle.query_str, **self._core_kwargs()
-        )
-        return self._hits_to_nodes(hits)
-
-
-def _check_method_options(method: str, options: Mapping[str, Any]) -> None:
-    """Check ``options`` against the core method's declared options (when it declares them)."""
-    if not options:
-        return
-    from graphstrata.methods import METHODS
-
-    cls = METHODS.get(method)
-    if cls is not None and callable(getattr(cls, "options", None)):
-        cls().options(options)
+        hits = await self._engine.aretrieve(query_bundle.query_str, **self._request.as_kwargs())
+        return [hit_to_node(hit, self._request.method) for hit in hits]

@@ -118,8 +118,6 @@ def to_core_filters(filters: Any) -> dict[str, Any] | None:
         ValueError: an unsupported operator or condition (named), a value the core refuses
             (``GT`` with a string, ``IN`` without a list, ...), or any other type.
     """
-    from graphstrata.filters import compile_filter
-
     if filters is None:
         return None
     if isinstance(filters, MetadataFilters):
@@ -133,6 +131,4 @@ def to_core_filters(filters: Any) -> dict[str, Any] | None:
             "filters must be a llama_index MetadataFilters, a MetadataFilter or a mapping "
             f"in graphstrata's filter form, got {type(filters).__name__}"
         )
-    if out is not None:
-        compile_filter(out)  # the core's own validation, now rather than at query time
-    return out
+    return out  # the core validates it (graphstrata.retrieval.check_retrieve_args)
