@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 
 from . import store
-from .config import GraphStrataConfig, check_query
+from .config import GraphStrataConfig, as_config, check_query
 from .filters import allowed_documents
-from .indexing import build_state, lexical_texts
+from .index import lexical_texts
+from .indexing import build_state
 from .loaders import load_documents
 from .methods import METHODS
 from .models import Embedder, default_embedder, embed_query, preset_for_id, resolve_embedder
@@ -165,7 +166,7 @@ class GraphStrata:
                 ``runner`` is not a runner; a RayRunner cannot serialise the embedder or LLM.
             graphstrata.llm.LLMError: an LLM call failed after its retries.
         """
-        cfg = _as_config(config)
+        cfg = as_config(config)
         docs = load_documents(documents, paths=paths)
         if persist_dir is not None:
             store.check_target(persist_dir)
@@ -247,7 +248,7 @@ class GraphStrata:
                 )
             return emb
 
-        state = store.load_state(path, embedder_for, _as_config)
+        state = store.load_state(path, embedder_for, as_config)
         if llm is not None:  # only once it is known to be an index: the cache lives in it
             state = dataclasses.replace(state, llm=_llm_client(llm, state.config, path))
         self = cls(state)
@@ -728,16 +729,3 @@ def _llm_client(llm: Any, config: GraphStrataConfig | None, persist_dir: str | P
         return llm
     cache = ResponseCache(Path(persist_dir) / CACHE_FILE) if persist_dir is not None else ResponseCache()
     return LLMClient(llm, cache=cache, concurrency=config.llm_concurrency if config else DEFAULT_CONCURRENCY)
-
-
-def _as_config(config: GraphStrataConfig | dict[str, Any] | None) -> GraphStrataConfig:
-    if config is None:
-        return GraphStrataConfig()
-    if isinstance(config, GraphStrataConfig):
-        return config
-    if isinstance(config, dict):
-        try:
-            return GraphStrataConfig(**config)
-        except Exception as exc:  # pydantic.ValidationError → one clear ValueError
-            raise ValueError(f"invalid config: {exc}") from exc
-    raise ValueError(f"config must be a GraphStrataConfig or dict, got {type(config).__name__}")

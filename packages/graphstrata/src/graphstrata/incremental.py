@@ -60,7 +60,7 @@ import numpy as np
 from .extraction import ChunkRecord, StatisticalExtractor, merge_records, split_sentences
 from .graph import KnowledgeGraph
 from .hierarchy import extractive_summary, knn_augment, leiden_clusters, rank_chunks
-from .index import ChunkIndex, stored_vectors
+from .index import ChunkIndex, lexical_texts, stored_vectors
 from .indexing import (
     Progress,
     _entity_vectors,
@@ -69,7 +69,6 @@ from .indexing import (
     chunk_stage,
     fit_summary_tfidf,
     hierarchy_config,
-    lexical_texts,
 )
 from .llm import usage_scope
 from .runner import current_runner

@@ -842,8 +842,7 @@ def load_state(
     """
     from .extraction import FrozenTfidf
     from .graph import KnowledgeGraph
-    from .index import BM25Index, ChunkIndex, LayeredIndex, layer_vectors
-    from .indexing import lexical_texts
+    from .index import BM25Index, ChunkIndex, LayeredIndex, layer_vectors, lexical_texts
     from .state import EngineState, check_integrity
 
     path = Path(directory)

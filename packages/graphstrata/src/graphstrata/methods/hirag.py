@@ -77,7 +77,8 @@ from .base import (
     scored,
     spread_to_chunks,
 )
-from .lightrag import _add_second_hop, count_tokens
+from .graph_ops import add_second_hop
+from .lightrag import count_tokens
 
 MODES = ("local", "global", "bridge", "hi")
 SUMMARY_PREFIX = "\u00a7hirag:"  # summary-entity node ids: "§hirag:L<layer>S<index>"
@@ -669,7 +670,7 @@ class HiRAG(Method):
         n = max(int(o["candidates"]), k)
         base = hybrid_scores(engine, query, qvec, n, float(o["alpha"]), extra_rows=extra)
         scores = dict(base)
-        added = {"second_hop": _add_second_hop(engine, scores, base, o)}  # weighted terms, for explain
+        added = {"second_hop": add_second_hop(engine, scores, base, o)}  # weighted terms, for explain
         for name, ev in evidence.items():
             if not ev:
                 continue
