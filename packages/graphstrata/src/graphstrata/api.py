@@ -460,7 +460,7 @@ class GraphStrata:
             OSError: persisting failed (the index is unchanged).
             graphstrata.llm.LLMError: an LLM call failed (LLM-built index).
         """
-        from .incremental import rebuild_state
+        from .indexing import rebuild_state
 
         with self._write_lock, use_runner(self.runner):
             state = self.state
@@ -479,7 +479,7 @@ class GraphStrata:
         self, state: EngineState, upserts: list[Document], deletes: Sequence[str], show_progress: bool
     ) -> None:
         """Build the next state incrementally, persist it if persisted, then swap it in."""
-        from .incremental import update_state
+        from .indexing import update_state
 
         self._check_llm(state)
         with use_runner(self.runner):

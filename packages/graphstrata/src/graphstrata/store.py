@@ -158,7 +158,7 @@ def write_sqlite(
     """Write all records into a new SQLite file at ``path`` (must not exist).
 
     ``chunk_records`` (``{chunk_id: ChunkRecord}``, schema 4) and ``frozen``
-    (``{name: FrozenTfidf}``) are what incremental updates need (:mod:`graphstrata.incremental`).
+    (``{name: FrozenTfidf}``) are what incremental updates need (:mod:`graphstrata.indexing.update`).
 
     Raises:
         ValueError: a record SQLite cannot store (e.g. a lone surrogate in a text), named.
