@@ -19,6 +19,10 @@ def chunk_stage(docs: Sequence[Document], config: GraphStrataConfig, embedder: E
     runner. Every document's size is checked here first, so an oversized one fails the stage
     before any work is sent out.
 
+    Returns:
+        The chunks of every document, in document order (token windows of
+        ``config.chunk_size`` tokens with ``config.chunk_overlap`` overlap).
+
     Raises:
         ValueError: a document over ``config.max_document_chars`` (named).
     """

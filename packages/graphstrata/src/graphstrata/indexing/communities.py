@@ -71,14 +71,20 @@ def cluster_communities(
     §1.4-1.5: level 1 from member entities and their relations, higher levels from the
     sub-communities' reports), embedded as the community vectors.
 
-    ``summary_tfidf`` is the summaries' TF-IDF model (:func:`fit_summary_tfidf`; fitted on
-    ``chunks`` when ``None``). ``neighbours``: the entities' k-NN from the build's entity index
-    (:meth:`~graphstrata.index.LayeredIndex.knn`), used when there are more than
-    :data:`~graphstrata.hierarchy.EXACT_KNN_MAX` entities.
+    ``entity_vecs`` are float32 ``(n_entities, dim)`` in ``kg.entity_ids`` order (rows
+    L2-normalised). ``summary_tfidf`` is the summaries' TF-IDF model
+    (:func:`fit_summary_tfidf`; fitted on ``chunks`` when ``None``). ``neighbours``: the
+    entities' k-NN from the build's entity index (:meth:`~graphstrata.index.LayeredIndex.knn`),
+    used when there are more than :data:`~graphstrata.hierarchy.EXACT_KNN_MAX` entities.
 
     Returns:
         ``(layers, layer_vectors)``: communities per layer (members and entity ids as ids,
-        chunk provenance ranked) and float32 ``(n_i, dim)`` vectors per layer.
+        chunk provenance ranked) and float32 ``(n_i, dim)`` vectors per layer; ``([], [])``
+        when the chunks have no vocabulary.
+
+    Raises:
+        ValueError: the embedder returned another shape (summary or report vectors).
+        graphstrata.llm.LLMError: an LLM report call failed after its retries.
     """
     if summary_tfidf is None:
         summary_tfidf = fit_summary_tfidf([c.text for c in chunks])

@@ -122,7 +122,9 @@ def update_state(
         with usage_scope() as ledger:
             new = _update(state, documents, list(upserts), gone_docs, show_progress)
             if new.llm is not None and new.communities:
-                Progress(show_progress).stage("HiRAG summary entities (LLM)", lambda: summary_entity_stage(new))
+                Progress(show_progress).stage(
+                    "HiRAG summary entities (LLM)", lambda: summary_entity_stage(new)
+                )
         update["last_update_usage"] = ledger.to_dict()
     update["last_update_seconds"] = round(time.perf_counter() - t0, 4)
     # the published state, constructed whole: the new records with the update's usage and time

@@ -91,6 +91,23 @@ class HierarchyUpdate:
     # -- one layer ------------------------------------------------------------------------
     def update_layer(self, level: int, below_removed: set[str], below_added: dict[str, str | None],
                      below_touched: set[str], below_provenance: set[str]):
+        """Repair layer ``level`` given what changed in the layer below.
+
+        Args:
+            level: the layer (1 = communities of entities).
+            below_removed: nodes of the layer below that are gone.
+            below_added: new nodes of the layer below → a sibling whose community they join
+                first (``None``: placed by :meth:`_assign`).
+            below_touched: nodes below whose content changed (a new summary and vector here).
+            below_provenance: nodes below whose chunks alone changed (provenance only).
+
+        Returns:
+            ``None`` when the layer would be empty (the update falls back to a full build),
+            else ``(communities, vectors, old_rows, removed, added, touched, provenance)``:
+            the layer's communities in row order, their float32 ``(n, dim)`` vectors, int64
+            ``(n,)`` rows in the previous layer (-1: a new or re-vectored node), and the
+            change sets the layer above reads as ``below_*``.
+        """
         old = self.state.communities[level - 1]
         old_vecs = self.state.vectors[f"layer_{level}"]
         comms = {c.id: c for c in old}  # copied on first edit (most communities are untouched)
