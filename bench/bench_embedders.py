@@ -71,7 +71,7 @@ def _index(name: str, preset: str, rebuild: bool):
 
 
 def main() -> None:
-    import graphstrata.incremental  # noqa: F401  (stats() imports it lazily: load it now, with the rest)
+    import graphstrata.indexing.update  # noqa: F401  (stats() imports it lazily: load it now, with the rest)
     import graphstrata.inspection  # noqa: F401
     from graphstrata.eval import evaluate, load_questions
 

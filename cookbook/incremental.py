@@ -2,7 +2,7 @@
 
 Shows that every change is persisted atomically before it becomes visible, that a new document
 is retrievable at once (by every method), that an upsert replaces a document's text, and that
-a deleted document no longer comes back. Updates are incremental (graphstrata.incremental): only
+a deleted document no longer comes back. Updates are incremental (graphstrata.indexing.update): only
 the new document is chunked, embedded and extracted, its entities merge into the graph, the
 communities it touches are repaired and re-summarised, and its vectors are added to the C-HNSW;
 ``inspect`` / ``gs.stats()["drift"]`` show how far the index moved since its last full build,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from graphstrata import Document, GraphStrata
+from graphstrata.indexing.hirag import hi_index
 from graphstrata.methods import METHODS
 from graphstrata.methods import explain as ex
-from graphstrata.methods.hirag import hi_index
 from graphstrata.models import embed_query
 from graphstrata.testing import HashEmbedder
 

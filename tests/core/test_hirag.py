@@ -4,15 +4,14 @@ import networkx as nx
 import numpy as np
 import pytest
 from graphstrata import GraphStrata
-from graphstrata.methods.hirag import (
+from graphstrata.indexing.hirag import (
     SUMMARY_PREFIX,
     HiIndexConfig,
-    bridge_path,
-    bridge_triples,
     cluster_sparsity,
     gmm_clusters,
     hi_index,
 )
+from graphstrata.methods.hirag import bridge_path, bridge_triples
 
 QUERY = "Where was Edmund Hillary born?"
 

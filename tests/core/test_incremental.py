@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import pytest
 from graphstrata import GraphStrata
-from graphstrata.incremental import SPLIT_FACTOR
+from graphstrata.indexing.update_communities import SPLIT_FACTOR
 from graphstrata.state import check_integrity
 
 CONFIG = {"min_communities": 3, "max_community_size": 8}

@@ -7,14 +7,13 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from graphstrata import extraction
+from graphstrata import indexing
 from graphstrata.extraction import StatisticalExtractor
+from graphstrata.indexing import llm_extract
+from graphstrata.indexing.llm_extract import AgragLLMExtractor, LLMExtractor
 from graphstrata.llm import LLMClient, estimate_tokens
-from graphstrata.llm import extract as llm_extract
-from graphstrata.llm.extract import (
-    AgragLLMExtractor,
+from graphstrata.llm.extraction_parsing import (
     EntityRecord,
-    LLMExtractor,
     LLMOutputWarning,
     RelationRecord,
     parse_extraction,
@@ -386,9 +385,9 @@ def test_plain_callable_llm_and_argument_checks():
         LLMExtractor(42)
 
 
-def test_extraction_module_reexports_the_llm_extractors():
-    assert extraction.LLMExtractor is LLMExtractor
-    assert extraction.AgragLLMExtractor is AgragLLMExtractor
+def test_indexing_package_exports_the_llm_extractors():
+    assert indexing.LLMExtractor is LLMExtractor
+    assert indexing.AgragLLMExtractor is AgragLLMExtractor
     assert llm_extract.STAGE_EXTRACT == "extract"
 
 
@@ -643,8 +642,8 @@ def test_extractor_without_examples_sends_the_short_prompt_and_reads_lists():
 
 def test_config_prompt_examples_reaches_the_extractor():
     from graphstrata import GraphStrataConfig
-    from graphstrata.indexing import _extractor
+    from graphstrata.indexing import extractor
 
     assert GraphStrataConfig().llm_prompt_examples is True
     config = GraphStrataConfig(llm_prompt_examples=False)
-    assert _extractor(config, LLMClient.of(ScriptedLLM()), False).examples is False
+    assert extractor(config, LLMClient.of(ScriptedLLM()), False).examples is False

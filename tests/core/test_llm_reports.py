@@ -11,25 +11,23 @@ import time
 import numpy as np
 import pytest
 from graphstrata import GraphStrata
-from graphstrata.llm import LLMClient, estimate_tokens
-from graphstrata.llm.reports import (
-    CommunityReport,
-    ReportContext,
-    community_reports,
-    format_report_context,
-    graph_context,
-    parse_community_report,
-    parse_summary_entity,
-    summary_entities,
-    summary_request,
-)
-from graphstrata.methods.hirag import (
+from graphstrata.indexing.hirag import (
     HiIndexConfig,
     build_hi_index,
     extractive_summariser,
     hi_index,
     llm_summariser,
 )
+from graphstrata.indexing.reports import (
+    ReportContext,
+    community_reports,
+    format_report_context,
+    graph_context,
+    summary_entities,
+    summary_request,
+)
+from graphstrata.llm import LLMClient, estimate_tokens
+from graphstrata.llm.report_parsing import CommunityReport, parse_community_report, parse_summary_entity
 from graphstrata.models import l2_normalise
 from graphstrata.testing import ScriptedLLM
 

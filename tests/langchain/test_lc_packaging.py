@@ -94,13 +94,13 @@ def test_readme_snippet_runs_as_pasted(index: int, tmp_path: Path) -> None:
 
 
 def test_readme_and_docstring_point_to_the_llm_extractor_that_exists() -> None:
-    """They name ``graphstrata.extraction.LLMExtractor`` (issue 13 made it exist) and no
+    """They name ``graphstrata.indexing.LLMExtractor`` (issue 13 made it exist) and no
     longer call it planned."""
-    from graphstrata.extraction import LLMExtractor  # noqa: F401 - it exists
+    from graphstrata.indexing import LLMExtractor  # noqa: F401 - it exists
     from langchain_graphstrata import GraphStrataTransformer
 
     readme = (PKG_DIR / "README.md").read_text(encoding="utf-8")
     doc = GraphStrataTransformer.__doc__ or ""
-    assert "graphstrata.extraction.LLMExtractor" in readme
-    assert "graphstrata.extraction.LLMExtractor" in doc
+    assert "graphstrata.indexing.LLMExtractor" in readme
+    assert "graphstrata.indexing.LLMExtractor" in doc
     assert "planned" not in readme and "planned" not in doc

@@ -46,9 +46,9 @@ class GraphStrataTransformer(BaseDocumentTransformer):
             ``graphstrata.Chunk`` records and returning ``graphstrata.Entity`` /
             ``graphstrata.Relation`` records; ``None`` uses the offline
             ``graphstrata.extraction.StatisticalExtractor()``, or, with ``llm``,
-            ``graphstrata.extraction.LLMExtractor``.
+            ``graphstrata.indexing.LLMExtractor``.
         llm: a LangChain chat model (wrapped in ``ChatModelLLM``; a ``graphstrata.llm.LLM``
-            is taken as is): extract with ``graphstrata.extraction.LLMExtractor`` (LightRAG's
+            is taken as is): extract with ``graphstrata.indexing.LLMExtractor`` (LightRAG's
             entity and relationship records: typed entities with descriptions, relations with
             descriptions, keywords and strength; one call per Document plus ``gleaning``
             passes). Give ``extractor`` or ``llm``, not both.
@@ -110,7 +110,7 @@ class GraphStrataTransformer(BaseDocumentTransformer):
     def _extractor(self) -> Any:
         if self.extractor is None:
             if self.llm is not None:
-                from graphstrata.extraction import LLMExtractor
+                from graphstrata.indexing import LLMExtractor
 
                 from langchain_graphstrata.llms import to_graphstrata_llm
 

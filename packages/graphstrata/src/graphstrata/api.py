@@ -2,7 +2,7 @@
 
 The facade holds one reference to an immutable :class:`~graphstrata.state.EngineState`.
 Readers take that reference once per call; writers (``insert`` / ``upsert`` / ``delete``) are
-serialised by a lock, build the next state incrementally (:mod:`graphstrata.incremental`; a
+serialised by a lock, build the next state incrementally (:mod:`graphstrata.indexing.update`; a
 full build runs the indexing stages of :mod:`graphstrata.indexing`), persist it when the index
 has a ``persist_dir``, and only then swap it in with one assignment — so memory and disk never disagree after a failed write, and
 a query never sees parts of two states.
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from . import retrieval, store
-from .config import GraphStrataConfig
-from .indexing import build_state, lexical_texts
+from .config import GraphStrataConfig, as_config
+from .indexing import build_state
 from .llm import run_in_worker_thread
 from .loaders import load_documents
 from .methods import METHODS
@@ -35,7 +35,7 @@ from .types import Document, Hit
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Answer", "GraphStrata", "lexical_texts"]
+__all__ = ["Answer", "GraphStrata"]
 
 
 class GraphStrata:
@@ -165,7 +165,7 @@ class GraphStrata:
                 ``runner`` is not a runner; a RayRunner cannot serialise the embedder or LLM.
             graphstrata.llm.LLMError: an LLM call failed after its retries.
         """
-        cfg = _as_config(config)
+        cfg = as_config(config)
         docs = load_documents(documents, paths=paths)
         if persist_dir is not None:
             store.check_target(persist_dir)
@@ -253,7 +253,7 @@ class GraphStrata:
                 )
             return emb
 
-        state = store.load_state(path, embedder_for, _as_config)
+        state = store.load_state(path, embedder_for, as_config)
         if llm is not None:  # only once it is known to be an index: the cache lives in it
             state = dataclasses.replace(state, llm=_llm_client(llm, state.config, path))
         self = cls(state)
@@ -372,7 +372,7 @@ class GraphStrata:
     def insert(
         self, documents: Iterable[Any] = (), show_progress: bool = False, paths: Iterable[str | Path] = ()
     ) -> list[str]:
-        """Add documents incrementally (:mod:`graphstrata.incremental`); an id already indexed
+        """Add documents incrementally (:mod:`graphstrata.indexing.update`); an id already indexed
         is an update.
 
         Only the new documents are chunked, embedded and extracted; their entities merge into
@@ -419,7 +419,7 @@ class GraphStrata:
         return self.insert(documents, show_progress=show_progress, paths=paths)
 
     def delete(self, document_ids: str | Iterable[str], show_progress: bool = False) -> int:
-        """Remove documents by id, incrementally (:mod:`graphstrata.incremental`).
+        """Remove documents by id, incrementally (:mod:`graphstrata.indexing.update`).
 
         Their chunks go; entities and relations that only they supported go, the others
         shrink (chunks, weights, descriptions); community members follow, empty communities
@@ -468,7 +468,7 @@ class GraphStrata:
             OSError: persisting failed (the index is unchanged).
             graphstrata.llm.LLMError: an LLM call failed (LLM-built index).
         """
-        from .incremental import rebuild_state
+        from .indexing import rebuild_state
 
         with self._write_lock, use_runner(self.runner):
             state = self.state
@@ -487,7 +487,7 @@ class GraphStrata:
         self, state: EngineState, upserts: list[Document], deletes: Sequence[str], show_progress: bool
     ) -> None:
         """Build the next state incrementally, persist it if persisted, then swap it in."""
-        from .incremental import update_state
+        from .indexing import update_state
 
         self._check_llm(state)
         with use_runner(self.runner):
@@ -661,16 +661,3 @@ def _llm_client(llm: Any, config: GraphStrataConfig | None, persist_dir: str | P
         return llm
     cache = ResponseCache(Path(persist_dir) / CACHE_FILE) if persist_dir is not None else ResponseCache()
     return LLMClient(llm, cache=cache, concurrency=config.llm_concurrency if config else DEFAULT_CONCURRENCY)
-
-
-def _as_config(config: GraphStrataConfig | dict[str, Any] | None) -> GraphStrataConfig:
-    if config is None:
-        return GraphStrataConfig()
-    if isinstance(config, GraphStrataConfig):
-        return config
-    if isinstance(config, dict):
-        try:
-            return GraphStrataConfig(**config)
-        except Exception as exc:  # pydantic.ValidationError → one clear ValueError
-            raise ValueError(f"invalid config: {exc}") from exc
-    raise ValueError(f"config must be a GraphStrataConfig or dict, got {type(config).__name__}")

@@ -417,12 +417,12 @@ def _cmd_index(args) -> int:
 
 def _dry_run(args, config: dict[str, Any] | None) -> int:
     """``index --dry-run``: the calls and tokens a build with an LLM would spend."""
-    from .api import _as_config
+    from .config import as_config
     from .indexing import estimate_llm_cost
     from .loaders import load_documents
     from .models import default_embedder
 
-    cfg = _as_config(config)
+    cfg = as_config(config)
     est = estimate_llm_cost(load_documents((), paths=args.paths), cfg, default_embedder())
     print(f"dry run: no LLM called; {est['chunks']} chunks")
     for line in _usage_lines({"stages": est["stages"], "total": est["total"]}, "  estimated LLM calls and tokens"):

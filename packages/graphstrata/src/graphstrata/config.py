@@ -140,6 +140,28 @@ class GraphStrataConfig(BaseModel):
         return self
 
 
+def as_config(config: GraphStrataConfig | dict[str, Any] | None) -> GraphStrataConfig:
+    """A :class:`GraphStrataConfig` from what a caller may pass as a config.
+
+    Args:
+        config: a config (returned as is), a dict of its fields, or ``None`` (the defaults).
+
+    Raises:
+        ValueError: ``config`` is of another type, or a dict with an unknown field or an
+            invalid value (pydantic's message, as one ``ValueError``).
+    """
+    if config is None:
+        return GraphStrataConfig()
+    if isinstance(config, GraphStrataConfig):
+        return config
+    if isinstance(config, dict):
+        try:
+            return GraphStrataConfig(**config)
+        except Exception as exc:  # pydantic.ValidationError → one clear ValueError
+            raise ValueError(f"invalid config: {exc}") from exc
+    raise ValueError(f"config must be a GraphStrataConfig or dict, got {type(config).__name__}")
+
+
 def _limit(config: Any, name: str, default: int) -> int:
     value = getattr(config, name, None) if config is not None else None
     if value is None and isinstance(config, dict):

@@ -746,5 +746,3 @@ def merge_records(
     ]
     return entities, relations
 
-
-from .llm.extract import AgragLLMExtractor, LLMExtractor  # noqa: E402, F401  (re-export; imports this module lazily)

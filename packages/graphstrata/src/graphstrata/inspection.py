@@ -103,7 +103,7 @@ def describe(records: Any, top: int = 10) -> dict[str, Any]:
         "top_entities": [{"id", "name", "type", "degree", "chunks"}], "entity_types":
         {type: count}, "build_seconds": {stage: s}, "build_usage": {...}, "llm": id | None,
         "drift": {...}}``; ``drift`` is how far incremental updates moved the index since its
-        last full build (:func:`graphstrata.incremental.drift_report`; ``{}`` for an index
+        last full build (:func:`graphstrata.indexing.update.drift_report`; ``{}`` for an index
         persisted before drift was recorded).
         ``members`` counts the nodes one layer below; ``entities`` all entities under a
         community; seconds are wall time; token costs as :attr:`GraphStrata.build_usage`.
@@ -156,7 +156,7 @@ def describe(records: Any, top: int = 10) -> dict[str, Any]:
 
 
 def _drift(records: Any) -> dict[str, Any]:
-    from .incremental import drift_report
+    from .indexing.update import drift_report
 
     drift = getattr(records, "drift", None)
     return drift_report(drift, len(records.documents), len(records.chunks)) if drift else {}

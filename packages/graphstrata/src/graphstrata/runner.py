@@ -1,7 +1,7 @@
 """Where the per-chunk indexing stages run: in this process, or on a cluster (issue 19).
 
 A build or an update is the same sequence of stages whatever runs it (:mod:`graphstrata.indexing`,
-:mod:`graphstrata.incremental`). The per-chunk stages are embarrassingly parallel and go through
+:mod:`graphstrata.indexing.update`). The per-chunk stages are embarrassingly parallel and go through
 the *active runner*:
 
 * chunking (:meth:`Runner.chunk`), embedding (:meth:`Runner.embed`) and statistical extraction

@@ -11,14 +11,17 @@ therefore always sees one whole state, the old or the new one, never a mixture (
 Nothing in a state is mutated after construction: the record lists and dicts are only read,
 and the vector arrays are made read-only. The one exception is the per-state cache of derived
 structures (:meth:`EngineState.derived`), which is filled lazily under a lock and belongs to
-this state alone, so a swap can never mix one state's derived structures with another's.
+this state alone, so a swap can never mix one state's derived structures with another's. A
+stage that derived a structure from the same records before the state existed (HiRAG's LLM
+summary entities, built from a provisional state) hands it to the constructor
+(``derived_seed``) instead of writing into a published state.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,7 +74,15 @@ class EngineState:
             :class:`~graphstrata.extraction.FrozenTfidf` models; persisted, refitted by
             ``rebuild``.
         drift: how far the state has moved since its last full build (:func:`new_drift`,
-            :func:`~graphstrata.incremental.drift_report`); persisted.
+            :func:`~graphstrata.indexing.update.drift_report`); persisted.
+        derived_seed: constructor-only (not a field): ``{key: structure}`` entered into the
+            derived cache before first use, under the keys :meth:`derived` would compute them
+            under (e.g. :func:`~graphstrata.indexing.hirag.hi_index_key`). Only for structures
+            derived from exactly this state's records — a build hands over what a stage
+            computed on a provisional state with the same records (the stage's result, or
+            that state's :meth:`derived_snapshot`); a later issue will hand over structures
+            loaded from disk. ``dataclasses.replace`` does not carry it: a
+            replaced state starts with an empty cache unless it is passed again.
     """
 
     config: GraphStrataConfig
@@ -93,12 +104,15 @@ class EngineState:
     records: Mapping[str, Any] | None = None
     frozen: Mapping[str, Any] = field(default_factory=dict)
     drift: Mapping[str, Any] = field(default_factory=dict)
+    derived_seed: InitVar[Mapping[str, Any] | None] = None
     _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     _derived_lock: Any = field(default_factory=threading.RLock, init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, derived_seed: Mapping[str, Any] | None) -> None:
         for v in self.vectors.values():
             v.setflags(write=False)
+        if derived_seed:
+            self._derived.update(derived_seed)
 
     def derived(self, key: str, build: Callable[[], Any]) -> Any:
         """Method-specific structures computed once per state, on first use.
@@ -107,7 +121,8 @@ class EngineState:
         graph, GMM summary layers, ...) builds it here. The cache belongs to this state: the
         next state (insert / delete) starts with an empty one, and nothing is persisted (it is
         derived from what is). A builder may itself call :meth:`derived` for a structure it
-        shares (the lock is reentrant); other threads wait until the build is done.
+        shares (the lock is reentrant); other threads wait until the build is done. A key
+        given in the constructor's ``derived_seed`` is found without building.
 
         Args:
             key: cache key, conventionally ``"<method>:<what>"``.
@@ -120,6 +135,12 @@ class EngineState:
             if key not in self._derived:
                 self._derived[key] = build()
             return self._derived[key]
+
+    def derived_snapshot(self) -> dict[str, Any]:
+        """A copy of the derived cache as it is now (``{key: structure}``): what a state with
+        the same records may be constructed with as its ``derived_seed``."""
+        with self._derived_lock:
+            return dict(self._derived)
 
     def document_ids_of(self, chunk_ids: Iterable[str]) -> list[str]:
         """Distinct document ids of ``chunk_ids`` (unknown ids skipped), in order."""
@@ -141,21 +162,25 @@ class EngineState:
         }
 
 
-def new_drift(documents: int, chunks: int, entities: int, communities: int) -> dict[str, Any]:
+def new_drift(
+    documents: int, chunks: int, entities: int, communities: int, stats_version: int = 1
+) -> dict[str, Any]:
     """The drift counters of a freshly (re)built state: the sizes at that build, no change since.
 
     Keys: ``built_documents``, ``built_chunks``, ``built_entities``, ``built_communities``
     (counts at the last full build), ``documents_added``, ``documents_removed``,
     ``chunks_added``, ``chunks_removed``, ``entities_added``, ``entities_removed``,
-    ``communities_reclustered`` (local re-clusterings, :mod:`graphstrata.incremental`),
+    ``communities_reclustered`` (local re-clusterings, :mod:`graphstrata.indexing.update`),
     ``communities_resummarised``, ``updates`` (incremental updates applied), ``stats_version``
-    (the version of the frozen statistics: +1 per full build of this index).
+    (the version of the frozen statistics: +1 per full build of this index; ``stats_version``,
+    1 for a new index).
     """
     return {
         "built_documents": documents, "built_chunks": chunks, "built_entities": entities,
         "built_communities": communities, "documents_added": 0, "documents_removed": 0,
         "chunks_added": 0, "chunks_removed": 0, "entities_added": 0, "entities_removed": 0,
-        "communities_reclustered": 0, "communities_resummarised": 0, "updates": 0, "stats_version": 1,
+        "communities_reclustered": 0, "communities_resummarised": 0, "updates": 0,
+        "stats_version": stats_version,
     }
 
 

@@ -158,7 +158,7 @@ def write_sqlite(
     """Write all records into a new SQLite file at ``path`` (must not exist).
 
     ``chunk_records`` (``{chunk_id: ChunkRecord}``, schema 4) and ``frozen``
-    (``{name: FrozenTfidf}``) are what incremental updates need (:mod:`graphstrata.incremental`).
+    (``{name: FrozenTfidf}``) are what incremental updates need (:mod:`graphstrata.indexing.update`).
 
     Raises:
         ValueError: a record SQLite cannot store (e.g. a lone surrogate in a text), named.
@@ -842,8 +842,7 @@ def load_state(
     """
     from .extraction import FrozenTfidf
     from .graph import KnowledgeGraph
-    from .index import BM25Index, ChunkIndex, LayeredIndex, layer_vectors
-    from .indexing import lexical_texts
+    from .index import BM25Index, ChunkIndex, LayeredIndex, layer_vectors, lexical_texts
     from .state import EngineState, check_integrity
 
     path = Path(directory)

@@ -6,7 +6,13 @@ prompts (DESIGN.md, "Where the core goes next").
 * :class:`LLMClient` — cache, retries (tenacity), bounded concurrency, :class:`Ledger`;
 * :class:`ResponseCache` — content-hash cache, ``DIR/llm-cache.sqlite`` in an index;
 * :mod:`graphstrata.llm.parsing` — forgiving JSON / record parsing;
+* :mod:`graphstrata.llm.extraction_parsing`, :mod:`graphstrata.llm.report_parsing` — the
+  extraction answers (entity / relationship records, triples) and the index-time summaries
+  (community reports, summary entities), read forgivingly;
 * :mod:`graphstrata.llm.prompts` — one module per paper's prompt family.
+
+The stages that send these prompts (LLM extraction, community reports, HiRAG summary
+entities) are indexing stages: :mod:`graphstrata.indexing`.
 """
 
 from .base import (

@@ -196,8 +196,7 @@ def chunk_signals(
 
     ``len(rows)`` dot products and, with ``bm25`` (else 0 and no terms), one BM25 scoring of
     the query (as the method's own)."""
-    from ..index import bm25_tokenize
-    from ..indexing import lexical_texts
+    from ..index import bm25_tokenize, lexical_texts
 
     rows = [int(r) for r in rows]
     if not rows:

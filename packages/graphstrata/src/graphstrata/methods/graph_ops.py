@@ -14,6 +14,8 @@ subgraph selection are useful to any method):
   or the authors' released-code rule (``mode="agrag_code_2025"``).
 * :func:`render_paths` — AGRAG's graph string: one ``"(s [SEP] p [SEP] o) [SEP_REC] …"`` string
   per connected component (spec §2.9), in a deterministic order.
+* :func:`add_second_hop` — second-hop chunk evidence seeded from the best hybrid chunks (the
+  entity one-hop expansion LightRAG and HiRAG add to their chunk scores).
 
 All functions are deterministic: ties are broken by node id (nodes must be mutually orderable,
 e.g. all ints or all strs).
@@ -23,10 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
+
+from .base import bridge_evidence, rank
 
 SEP = " [SEP] "
 SEP_REC = " [SEP_REC] "
@@ -368,3 +373,32 @@ def render_paths(
             paths.append(PathText(text, triples, edges, nodes, float(sc.get(nodes[0], 0.0))))
     paths.sort(key=lambda p: (-p.score, p.nodes[0]))
     return paths, sorted(passages, key=lambda n: (-float(sc.get(n, 0.0)), n))
+
+
+# -- second-hop chunk evidence ----------------------------------------------------------------
+def add_second_hop(engine, scores: dict[int, float], base: dict[int, float], o: Mapping[str, Any]) -> dict[int, float]:
+    """Add ``second_hop_weight`` × normalised :func:`~.base.bridge_evidence` seeded from the
+    top ``second_hop_seeds`` chunks of ``base`` (in place): the entity one-hop expansion run
+    from the best source chunk, as ArchRAG's chunk ranking does (LightRAG and HiRAG share it).
+
+    Args:
+        engine: the engine state.
+        scores: ``{chunk_row: score}``, added to in place.
+        base: ``{chunk_row: hybrid score}`` the seeds are taken from.
+        o: the method's options: ``second_hop_weight`` (0 adds nothing),
+            ``second_hop_seeds``, ``second_hop_max_df``.
+
+    Returns:
+        ``{chunk_row: the amount added}`` (empty when nothing was)."""
+    w = float(o["second_hop_weight"])
+    if w <= 0 or not base:
+        return {}
+    seeds = rank(base, int(o["second_hop_seeds"]))
+    ev = bridge_evidence(engine, seeds, int(o["second_hop_max_df"]))
+    added = {}
+    if ev:
+        top = max(ev.values())
+        for r, v in ev.items():
+            added[r] = w * v / top
+            scores[r] = scores.get(r, 0.0) + added[r]
+    return added

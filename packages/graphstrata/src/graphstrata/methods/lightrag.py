@@ -55,13 +55,13 @@ from .base import (
     Method,
     OptionSpec,
     Retrieval,
-    bridge_evidence,
     hybrid_scores,
     query_llm,
     rank,
     scored,
     spread_to_chunks,
 )
+from .graph_ops import add_second_hop
 
 #: ledger stage of the keyword-extraction call
 KEYWORDS_STAGE = "query:keywords"
@@ -334,27 +334,6 @@ def _incident_edges(kg, found: list[tuple[str, float, str]], degree: np.ndarray)
     return [((ids[lo[i]], ids[hi[i]]), float(s[i]), "local") for i in order.tolist()]
 
 
-def _add_second_hop(engine, scores: dict[int, float], base: dict[int, float], o) -> dict[int, float]:
-    """Add ``second_hop_weight`` × normalised :func:`~.base.bridge_evidence` seeded from the
-    top ``second_hop_seeds`` chunks of ``base`` (in place): the entity one-hop expansion run
-    from the best source chunk, as ArchRAG's chunk ranking does.
-
-    Returns:
-        ``{chunk_row: the amount added}`` (empty when nothing was)."""
-    w = float(o["second_hop_weight"])
-    if w <= 0 or not base:
-        return {}
-    seeds = rank(base, int(o["second_hop_seeds"]))
-    ev = bridge_evidence(engine, seeds, int(o["second_hop_max_df"]))
-    added = {}
-    if ev:
-        top = max(ev.values())
-        for r, v in ev.items():
-            added[r] = w * v / top
-            scores[r] = scores.get(r, 0.0) + added[r]
-    return added
-
-
 @dataclass
 class LightRAGContext:
     """The three context sections of one query (spec §2.5: Entities, Relationships, Sources).
@@ -613,7 +592,7 @@ class LightRAG(Method):
         scores = dict(base)
         for r, v in evidence.items():
             scores[r] = scores.get(r, 0.0) + v
-        hop = _add_second_hop(engine, scores, base, o)
+        hop = add_second_hop(engine, scores, base, o)
         # hybrid (≤ 1) + each evidence part and the second hop (≤ its weight)
         bound = 1.0 + sum(
             float(o[w])

@@ -255,7 +255,7 @@ class GraphStrataExtractor(TransformComponent):
         if self.llm is not None:
             from llama_index.retrievers.graphstrata.llm import to_graphstrata_llm
 
-            from graphstrata.extraction import LLMExtractor
+            from graphstrata.indexing import LLMExtractor
             from graphstrata.llm import LLMClient
 
             llm = to_graphstrata_llm(self.llm)

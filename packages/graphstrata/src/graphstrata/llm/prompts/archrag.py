@@ -6,7 +6,7 @@ code uses): one JSON object ``{"title", "summary", "rating", "rating_explanation
 ``[Data: Entities (ids)]`` grounding references: the report text is embedded as the community
 vector and shown to readers, where reference lists are noise, and small models garble them.
 
-The context (:func:`graphstrata.llm.reports.format_report_context`) is CSV tables headed
+The context (:func:`graphstrata.indexing.reports.format_report_context`) is CSV tables headed
 ``-----Reports-----``, ``-----Entities-----`` and ``-----Relationships-----``.
 """
 

@@ -3,7 +3,8 @@
 Our own wording; the output format is the spec's tuple record
 ``("entity"<|>NAME<|>TYPE<|>DESCRIPTION)``, records separated by ``##``, ended by
 ``<|COMPLETE|>`` (the extraction prompts' delimiters, so one parser,
-:func:`graphstrata.llm.extract.parse_extraction`, reads both). Two deliberate differences from the paper's prompt:
+:func:`graphstrata.llm.extraction_parsing.parse_extraction`, reads both). Two deliberate
+differences from the paper's prompt:
 
 * we ask for **one** summary entity per cluster (the paper: "at least one"): HiIndex keeps one
   summary node per cluster, and the parser keeps the first entity record when a model writes

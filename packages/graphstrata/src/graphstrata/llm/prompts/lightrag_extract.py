@@ -66,7 +66,7 @@ def short_extract_prompt(text: str, entity_types: Sequence[str], title: str | No
     """A short question for small local models (send with :data:`EXTRACT_SYSTEM_SHORT`): they
     copy the names of a few-shot example and do not keep the record format, but answer a plain
     question with a list (``The people in this text are A, B and C.`` or ``- NAME: ...``
-    bullets), which :func:`graphstrata.llm.extract.parse_extraction` reads as typed entities.
+    bullets), which :func:`graphstrata.llm.extraction_parsing.parse_extraction` reads as typed entities.
     No relationships are asked for."""
     # people first: the model repeats the list in its answer, whose first kind is the default type
     ordered = sorted(entity_types, key=lambda t: t != "person")

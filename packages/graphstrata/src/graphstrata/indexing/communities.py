@@ -1,0 +1,175 @@
+"""The clustering and summary stage: attributed community layers over the KG (ArchRAG
+Alg. 1, ``seed-archrag.md`` §1) with extractive summaries or LLM community reports
+(``seed-archrag.md`` §1.4–1.5), and the settings and TF-IDF model both the build and
+incremental re-clustering use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..config import GraphStrataConfig
+from ..extraction import FrozenTfidf, split_sentences
+from ..graph import KnowledgeGraph
+from ..hierarchy import (
+    HierarchyConfig,
+    Neighbours,
+    attributed_communities,
+    extractive_summaries,
+    rank_chunks,
+)
+from ..llm import LLMClient
+from ..llm.report_parsing import CommunityReport
+from ..models import Embedder
+from ..types import Chunk, Community
+from .progress import Progress
+from .reports import community_reports, graph_context
+
+
+def fit_summary_tfidf(texts: Sequence[str]) -> FrozenTfidf | None:
+    """The unigram TF-IDF model of extractive community summaries
+    (:func:`~graphstrata.hierarchy.extractive_summary`), fitted on the chunk texts and frozen
+    for incremental updates; ``None`` when the texts have no vocabulary."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True)
+    try:
+        vectorizer.fit(list(texts))
+    except ValueError:  # no vocabulary at all
+        return None
+    return FrozenTfidf.from_vectorizer(vectorizer, kind="summary")
+
+
+def hierarchy_config(config: GraphStrataConfig) -> HierarchyConfig:
+    """The :class:`~graphstrata.hierarchy.HierarchyConfig` a build configuration describes (used
+    by the build and by incremental re-clustering, so both cluster alike)."""
+    return HierarchyConfig(
+        max_community_size=config.max_community_size,
+        min_communities=config.min_communities,
+        max_layers=config.max_layers,
+        similarity_percentile=config.similarity_percentile,
+        max_knn=config.max_knn,
+        seed=config.seed,
+    )
+
+
+def cluster_communities(
+    kg: KnowledgeGraph,
+    chunks: Sequence[Chunk],
+    entity_vecs: np.ndarray,
+    config: GraphStrataConfig,
+    embedder: Embedder,
+    prog: Progress,
+    llm: LLMClient | None = None,
+    summary_tfidf: FrozenTfidf | None = None,
+    neighbours: Neighbours | None = None,
+) -> tuple[list[list[Community]], list[np.ndarray]]:
+    """Attributed community layers over the KG (ArchRAG Alg. 1) with extractive summaries, or
+    with an ``llm`` (and ``config.llm_community_reports``) LLM community reports (ArchRAG
+    §1.4-1.5: level 1 from member entities and their relations, higher levels from the
+    sub-communities' reports), embedded as the community vectors.
+
+    ``entity_vecs`` are float32 ``(n_entities, dim)`` in ``kg.entity_ids`` order (rows
+    L2-normalised). ``summary_tfidf`` is the summaries' TF-IDF model
+    (:func:`fit_summary_tfidf`; fitted on ``chunks`` when ``None``). ``neighbours``: the
+    entities' k-NN from the build's entity index (:meth:`~graphstrata.index.LayeredIndex.knn`),
+    used when there are more than :data:`~graphstrata.hierarchy.EXACT_KNN_MAX` entities.
+
+    Returns:
+        ``(layers, layer_vectors)``: communities per layer (members and entity ids as ids,
+        chunk provenance ranked) and float32 ``(n_i, dim)`` vectors per layer; ``([], [])``
+        when the chunks have no vocabulary.
+
+    Raises:
+        ValueError: the embedder returned another shape (summary or report vectors).
+        graphstrata.llm.LLMError: an LLM report call failed after its retries.
+    """
+    if summary_tfidf is None:
+        summary_tfidf = fit_summary_tfidf([c.text for c in chunks])
+    if summary_tfidf is None:
+        return [], []
+    vectorizer = summary_tfidf.vectorizer()
+    entities = [kg.entities[e] for e in kg.entity_ids]
+    # per node of the level below: entity rows and sentences
+    below_rows: list[list[int]] = [[i] for i in range(len(entities))]
+    below_sentences: list[list[str]] = [
+        [e.description[s:t] for s, t in split_sentences(e.description)] for e in entities
+    ]
+
+    use_reports = llm is not None and config.llm_community_reports
+    reports: dict[int, list[CommunityReport]] = {}  # level -> report per community (LLM only)
+
+    def summarise(level: int, clusters: list[list[int]]) -> list[tuple[str, str]]:
+        nonlocal below_rows, below_sentences
+        rows_next = [sorted({r for m in members for r in below_rows[m]}) for members in clusters]
+        out = extractive_summaries(
+            [
+                (
+                    [entities[r].name for r in rows],
+                    [entities[r].weight for r in rows],
+                    [s for m in members for s in below_sentences[m]],
+                )
+                for members, rows in zip(clusters, rows_next, strict=True)
+            ],
+            vectorizer,
+        )
+        sents_next = [[summary] if summary else [] for _, summary in out]
+        if use_reports:
+            level_reports = _llm_reports(llm, kg, level, clusters, rows_next, reports.get(level - 1), out)
+            reports[level] = level_reports
+            out = [(r.title, r.text()) for r in level_reports]
+            sents_next = [[r.text()] for r in level_reports]
+        below_rows, below_sentences = rows_next, sents_next
+        return out
+
+    edges = np.asarray([(kg.row[a], kg.row[b]) for a, b in kg.relations], dtype=np.int64).reshape(-1, 2)
+    hcfg = hierarchy_config(config)
+
+    def run():
+        return attributed_communities(
+            entity_vecs,
+            edges,
+            summarise,
+            (lambda texts: prog.embed(embedder, texts, "embedding communities"))
+            if config.community_vectors == "summary" or use_reports
+            else None,
+            hcfg,
+            neighbours=neighbours,
+        )
+
+    layers, layer_vecs = prog.stage("clustering communities", run)
+    # indices → ids, chunk provenance
+    below_ids = kg.entity_ids
+    for level, comms in enumerate(layers, 1):
+        for ci, c in enumerate(comms):
+            if level in reports:
+                c.rating = reports[level][ci].rating
+                c.findings = list(reports[level][ci].findings)
+            c.members = [below_ids[int(m)] for m in c.members]
+            c.entity_ids = [kg.entity_ids[int(e)] for e in c.entity_ids]
+            c.chunk_ids = rank_chunks([kg.entities[e].chunk_ids for e in c.entity_ids])
+        below_ids = [c.id for c in comms]
+    return layers, layer_vecs
+
+
+def _llm_reports(llm, kg, level, clusters, rows, below_reports, fallbacks) -> list[CommunityReport]:
+    """One LLM community report per cluster of ``level`` (ArchRAG §1.4-1.5).
+
+    The context of a community is its entities (name, type, description; ranked by degree in
+    the KG) and the relations among them; above layer 1 the member communities' reports take
+    their place when the raw context does not fit the budget
+    (:func:`~.reports.graph_context`). ``rows`` are the entity rows under each
+    cluster; ``fallbacks`` the extractive ``(title, summary)`` used where the model's output is
+    unreadable.
+    """
+    contexts = [
+        graph_context(
+            kg,
+            [kg.entity_ids[r] for r in rows_of],
+            [below_reports[int(m)] for m in members] if level > 1 else (),
+        )
+        for members, rows_of in zip(clusters, rows, strict=True)
+    ]
+    return community_reports(llm, contexts, fallbacks, stage=f"community_reports:layer_{level}")

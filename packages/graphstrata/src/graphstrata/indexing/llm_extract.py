@@ -1,0 +1,506 @@
+"""LLM extraction as an indexing stage: chunks → merged entity and relation records, behind
+the :class:`~graphstrata.llm.client.LLMClient` (cache, retries, bounded concurrency, ledger).
+
+* :class:`LLMExtractor`: LightRAG's joint entity + relationship extraction with gleaning and
+  summarise-on-merge (``seed-lightrag.md`` §1.4–1.7; HiRAG ``seed-hirag.md`` §2.2–2.4 uses
+  the same records and merge).
+* :class:`AgragLLMExtractor`: AGRAG's statistical (TF-IDF) entities plus LLM triples as
+  relations (``seed-agrag.md`` §1.3–1.5).
+
+Both have :meth:`StatisticalExtractor.extract`'s signature and output, so the build can swap
+them in (:func:`graphstrata.indexing.extract.extractor`). Entity ids are
+:func:`graphstrata.extraction.canonical` keys (lower-cased, whitespace-folded, leading article
+dropped), the same keys the statistical extractor uses.
+
+The answers are read by the forgiving parsers of :mod:`graphstrata.llm.extraction_parsing`
+(:func:`~graphstrata.llm.extraction_parsing.parse_extraction`,
+:func:`~graphstrata.llm.extraction_parsing.parse_triples`), which take what is valid, count
+what they skip, and never raise.
+
+Stages (ledger names): ``"extract"``, ``"extract:gleaning"`` (gleaning passes and the
+continue checks between them), ``"extract:summaries"``, ``"extract:triples"``.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..extraction import StatisticalExtractor, canonical, document_title
+from ..llm.base import LLMRequest, estimate_tokens
+from ..llm.client import LLMClient
+from ..llm.extraction_parsing import (
+    EntityRecord,
+    LLMOutputWarning,
+    RelationRecord,
+    parse_extraction,
+    parse_triples,
+)
+from ..llm.prompts import agrag as agrag_prompts
+from ..llm.prompts import lightrag_extract as lr_prompts
+from ..llm.prompts.lightrag_extract import DEFAULT_ENTITY_TYPES
+from ..types import Chunk, Entity, Relation
+
+STAGE_EXTRACT = "extract"
+STAGE_GLEANING = "extract:gleaning"
+STAGE_SUMMARIES = "extract:summaries"
+STAGE_TRIPLES = "extract:triples"
+
+#: summarise a merged description of at least this many tokens (spec §1.7: 500)
+DEFAULT_SUMMARY_TRIGGER_TOKENS = 500
+#: the longest summary asked for, in tokens (spec §1.7: ``max_tokens=500``)
+DEFAULT_SUMMARY_MAX_TOKENS = 500
+#: the most description tokens sent to one summary call (spec §1.7: input truncated to 32768)
+SUMMARY_INPUT_MAX_TOKENS = 32_768
+#: joins the distinct descriptions of a merged record (a parsed description holds no newline)
+DESCRIPTION_SEPARATOR = "\n"
+
+__all__ = [
+    "DEFAULT_SUMMARY_MAX_TOKENS",
+    "DEFAULT_SUMMARY_TRIGGER_TOKENS",
+    "DESCRIPTION_SEPARATOR",
+    "STAGE_EXTRACT",
+    "STAGE_GLEANING",
+    "STAGE_SUMMARIES",
+    "STAGE_TRIPLES",
+    "SUMMARY_INPUT_MAX_TOKENS",
+    "AgragLLMExtractor",
+    "LLMExtractor",
+]
+
+
+def _key(name: str) -> str:
+    """Canonical entity id of a surface form (:func:`graphstrata.extraction.canonical`)."""
+    return canonical(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# merge (spec §1.7)
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class _Acc:
+    """Mentions of one entity or one relation across chunks."""
+
+    names: Counter = field(default_factory=Counter)
+    types: Counter = field(default_factory=Counter)
+    descriptions: dict[str, None] = field(default_factory=dict)
+    keywords: dict[str, str] = field(default_factory=dict)
+    strength: dict[str, float] = field(default_factory=dict)  # chunk id -> strength in that chunk
+    chunks: dict[str, None] = field(default_factory=dict)
+
+    def mention(self, chunk_id: str, name: str = "", description: str = "") -> None:
+        if name:
+            self.names[name] += 1
+        if description:
+            self.descriptions.setdefault(description, None)
+        self.chunks.setdefault(chunk_id, None)
+
+    @staticmethod
+    def top(counter: Counter) -> str:
+        """Most frequent value, the first seen among ties; ``""`` when empty."""
+        return max(counter.items(), key=operator.itemgetter(1))[0] if counter else ""
+
+
+class _GraphBuilder:
+    """Merges parsed records across chunks into entities and undirected relations.
+
+    Entities by canonical key: name and type by majority (first seen on ties), distinct
+    descriptions joined in corpus order, chunk ids in corpus order, weight = number of chunks
+    that mention the entity. Relations by the sorted key pair: weight = sum over chunks of the
+    strength in that chunk (``within_chunk`` combines several records of one pair in one
+    chunk: ``max`` for LightRAG, where a gleaning pass repeating a record is not a new mention;
+    ``operator.add`` for AGRAG's distinct triples), keywords merged case-insensitively,
+    descriptions joined. Relation endpoints without an entity record become entities with type
+    ``""`` whose description is their relations' descriptions (spec §1.7, ``UNKNOWN`` type).
+    """
+
+    def __init__(self, chunk_pos: Mapping[str, int], within_chunk: Callable[[float, float], float] = max) -> None:
+        self.pos = chunk_pos
+        self.within_chunk = within_chunk
+        self.entities: dict[str, _Acc] = {}
+        self.relations: dict[tuple[str, str], _Acc] = {}
+        self.endpoints: dict[str, _Acc] = {}
+
+    def entity(self, record: EntityRecord, chunk_id: str) -> bool:
+        key = _key(record.name)
+        if not key:
+            return False
+        acc = self.entities.setdefault(key, _Acc())
+        acc.mention(chunk_id, record.name, record.description)
+        if record.type:
+            acc.types[record.type] += 1
+        return True
+
+    def relation(self, record: RelationRecord, chunk_id: str) -> bool:
+        a, b = _key(record.source), _key(record.target)
+        if not a or not b or a == b:
+            return False
+        pair = (a, b) if a < b else (b, a)
+        acc = self.relations.setdefault(pair, _Acc())
+        acc.mention(chunk_id, description=record.description)
+        for kw in re.split(r"[,;]", record.keywords):
+            if kw.strip():
+                acc.keywords.setdefault(kw.strip().lower(), kw.strip())
+        old = acc.strength.get(chunk_id)
+        acc.strength[chunk_id] = record.strength if old is None else self.within_chunk(old, record.strength)
+        for key, name in ((a, record.source), (b, record.target)):
+            self.endpoints.setdefault(key, _Acc()).mention(chunk_id, name, record.description)
+        return True
+
+    def _chunks(self, ids: Iterable[str]) -> list[str]:
+        return sorted(dict.fromkeys(ids), key=lambda c: self.pos.get(c, len(self.pos)))
+
+    def _entity(self, key: str, acc: _Acc) -> Entity:
+        chunks = self._chunks(acc.chunks)
+        return Entity(
+            id=key,
+            name=_Acc.top(acc.names) or key,
+            description=DESCRIPTION_SEPARATOR.join(acc.descriptions),
+            chunk_ids=chunks,
+            weight=float(len(chunks)),
+            type=_Acc.top(acc.types),
+        )
+
+    def build(self, existing: Iterable[Entity] = ()) -> tuple[list[Entity], list[Relation]]:
+        """``(entities sorted by id, relations sorted by (source, target))``.
+
+        ``existing`` entities (AGRAG's statistical ones) are kept as they are, except that the
+        chunks where a relation names them join their ``chunk_ids``; they take precedence over
+        records of the same key.
+        """
+        out = {e.id: e for e in existing}
+        for key, e in out.items():
+            if key in self.endpoints:
+                out[key] = replace(e, chunk_ids=self._chunks([*e.chunk_ids, *self.endpoints[key].chunks]))
+        for accs in (self.entities, self.endpoints):
+            for key, acc in accs.items():
+                if key not in out:
+                    out[key] = self._entity(key, acc)
+        relations = [
+            Relation(
+                source=a,
+                target=b,
+                description=DESCRIPTION_SEPARATOR.join(acc.descriptions),
+                weight=float(sum(acc.strength.values())),
+                chunk_ids=self._chunks(acc.chunks),
+                keywords=", ".join(acc.keywords.values()),
+            )
+            for (a, b), acc in sorted(self.relations.items())
+        ]
+        return [out[k] for k in sorted(out)], relations
+
+
+def _count_skipped(client: LLMClient, skipped: Mapping[str, int]) -> int:
+    """Count the skipped records of each stage in the client's ledger; returns the total."""
+    for stage, n in skipped.items():
+        if n:
+            client.skip(stage, n)
+    return sum(skipped.values())
+
+
+def _report(client: LLMClient, skipped: Mapping[str, int], what: str, note: str = "") -> None:
+    """:func:`_count_skipped`, then one :class:`LLMOutputWarning` when records were skipped
+    or there is a ``note``."""
+    total = _count_skipped(client, skipped)
+    parts = []
+    if total:
+        stages = ", ".join(f"{n} in {stage!r}" for stage, n in skipped.items() if n)
+        parts.append(f"skipped {total} unreadable record(s) of the LLM output ({stages})")
+    if note:
+        parts.append(note)
+    if parts:
+        warnings.warn(f"{what}: " + "; ".join(parts), LLMOutputWarning, stacklevel=3)
+
+
+def _chunk_positions(chunks: Sequence[Chunk]) -> dict[str, int]:
+    pos: dict[str, int] = {}
+    for i, c in enumerate(chunks):
+        pos.setdefault(c.id, i)
+    return pos
+
+
+# ---------------------------------------------------------------------------------------------
+# extractors
+# ---------------------------------------------------------------------------------------------
+class LLMExtractor:
+    """LightRAG / HiRAG LLM extraction (``seed-lightrag.md`` §1.4–1.7, ``seed-hirag.md``
+    §2.2–2.4): one joint entity + relationship prompt per chunk, ``gleaning`` more passes,
+    records merged across chunks, long descriptions summarised by the LLM.
+
+    Calls (all through ``client.map``: bounded concurrency, cached, counted per stage):
+
+    * ``"extract"``: one per chunk (:func:`~graphstrata.llm.prompts.lightrag_extract.extract_prompt`,
+      the document title shown as context when it has one);
+    * ``"extract:gleaning"``: per chunk and pass, the conversation so far (prompt, answers)
+      plus "some were missed, add them"; with ``gleaning > 1``, before each pass after the
+      first a YES/NO "still missing?" check, and chunks answering anything but yes stop
+      (spec §1.6). Gleaned records are merged with the chunk's first answer;
+    * ``"extract:summaries"``: one per merged entity or relation whose description reaches
+      ``summary_trigger_tokens`` (:func:`~graphstrata.llm.base.estimate_tokens`); an empty
+      summary keeps the joined descriptions (counted as one skipped record).
+
+    Merge (spec §1.7): entities by canonical name (ids as in ``StatisticalExtractor``): type by
+    majority vote (lower-case; first seen on ties; ``""`` when no record gave one), name = the
+    most frequent surface form, distinct descriptions joined with new lines in corpus order,
+    ``chunk_ids`` in corpus order, ``weight`` = number of chunks naming the entity. Relations
+    undirected (``source < target``): ``weight`` = sum over chunks of the strength (1–10; the
+    highest when one chunk's records repeat a pair), keywords merged, descriptions joined;
+    self-relations are skipped. Relationship endpoints that no entity record names are
+    created as entities with type ``""``, their relations' descriptions and chunks (the
+    reference code's choice, spec §1.7: ``UNKNOWN`` type).
+
+    Args:
+        llm: an :class:`~graphstrata.llm.client.LLMClient`, an LLM, or a callable
+            (:meth:`LLMClient.of`).
+        entity_types: the types the prompt offers (default the paper's
+            ``organization, person, geo, event``).
+        gleaning: extra passes per chunk (≥ 0; the paper's 1 gives 2 calls per chunk).
+        summary_trigger_tokens: summarise a merged description of at least this many tokens
+            (> 0; spec: 500).
+        summary_max_tokens: the longest summary asked for, in tokens (> 0; spec: 500).
+        language: language of descriptions and summaries.
+        show_progress: a progress bar per stage (stderr).
+        examples: the extraction prompt with its worked example (``False``: the short
+            question for small local models, :func:`~graphstrata.llm.prompts.lightrag_extract.
+            short_extract_prompt`, answered with typed entities and no relationships).
+
+    Raises:
+        TypeError: ``llm`` is not an LLM, callable or client.
+        ValueError: ``gleaning`` < 0, non-positive token limits, no entity types, or an empty
+            ``language``.
+    """
+
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        entity_types: Sequence[str] = DEFAULT_ENTITY_TYPES,
+        gleaning: int = 1,
+        summary_trigger_tokens: int = DEFAULT_SUMMARY_TRIGGER_TOKENS,
+        summary_max_tokens: int = DEFAULT_SUMMARY_MAX_TOKENS,
+        language: str = "English",
+        show_progress: bool = False,
+        examples: bool = True,
+    ) -> None:
+        if isinstance(entity_types, str):
+            entity_types = [entity_types]
+        types = [t.strip().lower() for t in entity_types if isinstance(t, str) and t.strip()]
+        if not types:
+            raise ValueError(f"entity_types must name at least one type, got {entity_types!r}")
+        for name, value, low in (
+            ("gleaning", gleaning, 0),
+            ("summary_trigger_tokens", summary_trigger_tokens, 1),
+            ("summary_max_tokens", summary_max_tokens, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if not isinstance(language, str) or not language.strip():
+            raise ValueError(f"language must be a non-empty string, got {language!r}")
+        self.client = LLMClient.of(llm)
+        self.entity_types = tuple(types)
+        self.gleaning = gleaning
+        self.summary_trigger_tokens = summary_trigger_tokens
+        self.summary_max_tokens = summary_max_tokens
+        self.language = language.strip()
+        self.show_progress = bool(show_progress)
+        self.examples = bool(examples)
+
+    def _map(self, prompts: Sequence[str], stage: str, system: str = lr_prompts.EXTRACT_SYSTEM) -> list[str]:
+        requests = [LLMRequest(p, system) for p in prompts]
+        return [r.text for r in self.client.map(requests, stage, self.show_progress)]
+
+    def _answers(self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None) -> list[list[str]]:
+        """Per chunk: the extraction answer, then one answer per gleaning pass it took."""
+        title_of = document_title
+        titles = titles or {}
+        prompts = [
+            lr_prompts.extract_prompt(
+                c.text, self.entity_types, self.language, title_of(titles.get(c.document_id)), self.examples
+            )
+            for c in chunks
+        ]
+        system = lr_prompts.EXTRACT_SYSTEM if self.examples else lr_prompts.EXTRACT_SYSTEM_SHORT
+        answers = [[a] for a in self._map(prompts, STAGE_EXTRACT, system)]
+        active = list(range(len(chunks)))
+
+        def ask(instruction: str) -> list[str]:
+            conversations = [lr_prompts.continued(prompts[i], answers[i], instruction) for i in active]
+            return self._map(conversations, STAGE_GLEANING)
+
+        for done in range(self.gleaning):
+            if done:  # spec §1.6: between passes, go on only where the model says entities are still missing
+                checks = ask(lr_prompts.CONTINUE_QUESTION)
+                active = [i for i, a in zip(active, checks, strict=True) if re.match(r"\W*yes\b", a, re.I)]
+            if not active:
+                break
+            for i, a in zip(active, ask(lr_prompts.GLEANING_INSTRUCTION), strict=True):
+                answers[i].append(a)
+        return answers
+
+    def _summarise(self, records: Sequence[Entity | Relation], names: Callable[[Any], str], skipped: Counter) -> None:
+        """Replace, in place, each description of at least ``summary_trigger_tokens`` tokens by
+        its LLM summary (stage ``"extract:summaries"``)."""
+        todo = [r for r in records if estimate_tokens(r.description) >= self.summary_trigger_tokens]
+        prompts = []
+        for r in todo:
+            parts, budget = [], SUMMARY_INPUT_MAX_TOKENS
+            for d in r.description.split(DESCRIPTION_SEPARATOR):
+                budget -= estimate_tokens(d)
+                if budget < 0 and parts:
+                    break
+                parts.append(d)
+            max_words = max(1, self.summary_max_tokens * 3 // 4)
+            prompts.append(lr_prompts.summary_prompt(names(r), parts, max_words, self.language))
+        for r, text in zip(todo, self._map(prompts, STAGE_SUMMARIES, lr_prompts.SUMMARY_SYSTEM), strict=True):
+            if text.strip():
+                r.description = text.strip()
+            else:
+                skipped[STAGE_SUMMARIES] += 1
+
+    def extract(
+        self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None
+    ) -> tuple[list[Entity], list[Relation]]:
+        """Extract, merge and summarise entities and relations of ``chunks``.
+
+        Args:
+            chunks: the corpus chunks, in corpus order (fixes the order of ``chunk_ids``).
+            titles: optional ``{document_id: title}``; a chunk's title is shown to the LLM.
+
+        Returns:
+            ``(entities, relations)``: entities sorted by id, relations by ``(source,
+            target)``; ``([], [])`` for no chunks.
+
+        Raises:
+            ValueError: no entity could be read from any chunk's answers (the message gives
+                the number of chunks and of skipped records).
+            LLMError: an LLM call failed after its retries (answers received are cached).
+
+        Skipped records are counted per stage in ``client.ledger`` and reported by one
+        :class:`LLMOutputWarning`.
+        """
+        chunks = list(chunks)
+        if not chunks:
+            return [], []
+        builder = _GraphBuilder(_chunk_positions(chunks), within_chunk=max)
+        skipped: Counter = Counter()
+        for chunk, answers in zip(chunks, self._answers(chunks, titles), strict=True):
+            for n, answer in enumerate(answers):
+                stage = STAGE_GLEANING if n else STAGE_EXTRACT
+                parsed = parse_extraction(answer, self.entity_types)
+                skipped[stage] += parsed.skipped
+                skipped[stage] += sum(not builder.entity(e, chunk.id) for e in parsed.entities)
+                skipped[stage] += sum(not builder.relation(r, chunk.id) for r in parsed.relations)
+        entities, relations = builder.build()
+        if not entities:
+            total = _count_skipped(self.client, skipped)
+            raise ValueError(
+                f"the LLM produced no entities from {len(chunks)} chunk(s) ({total} record(s) skipped as unreadable); "
+                f"check that the model ({self.client.id}) follows the extraction format"
+            )
+        names = {e.id: e.name for e in entities}
+        self._summarise(entities, lambda e: e.name, skipped)
+        self._summarise(relations, lambda r: f"{names[r.source]} and {names[r.target]}", skipped)
+        _report(self.client, skipped, f"LLM extraction over {len(chunks)} chunk(s)")
+        return entities, relations
+
+
+class AgragLLMExtractor:
+    """AGRAG graph construction (``seed-agrag.md`` §1.2–1.5): statistical (TF-IDF) entities,
+    LLM triples as relations.
+
+    ``statistical.extract`` gives the entities, kept as they are; its co-occurrence relations
+    are dropped: the relations are the triples the LLM extracts from each chunk (stage
+    ``"extract:triples"``, one JSON-mode call per chunk through ``client.map``, the chunk's
+    statistical entity names given as hints, spec §1.3). A triple ``(s, p, o)`` becomes the
+    undirected relation between ``canonical(s)`` and ``canonical(o)``: ``keywords`` = the
+    relation phrases, ``description`` = the sentences ``"s p o"``, ``weight`` = number of
+    distinct triples linking the pair (spec §1.5: parallel facts are kept), ``chunk_ids`` the
+    chunks they come from. Identical triples of one chunk count once; triples whose subject
+    and object are the same entity are skipped.
+
+    Triple endpoints that are not statistical entities become entities (the spec's choice,
+    §1.4 and §6.1 #3: entity nodes come from the triples): type ``""``, description = the
+    triples naming them, ``weight`` = number of chunks. A statistical entity named by a triple
+    of a chunk gains that chunk in ``chunk_ids`` (spec §1.5: passage edges link a chunk to the
+    entities of its own triples).
+
+    Args:
+        llm: an :class:`~graphstrata.llm.client.LLMClient`, an LLM, or a callable.
+        statistical: the entity extractor (default ``StatisticalExtractor()``; the build passes
+            ``StatisticalExtractor.from_config(config)``).
+        show_progress: a progress bar (stderr).
+
+    Raises:
+        TypeError: ``llm`` is not an LLM, callable or client.
+    """
+
+    def __init__(
+        self, llm: Any, statistical: StatisticalExtractor | None = None, *, show_progress: bool = False
+    ) -> None:
+        self.client = LLMClient.of(llm)
+        self.statistical = statistical if statistical is not None else StatisticalExtractor()
+        self.show_progress = bool(show_progress)
+
+    def extract(
+        self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None
+    ) -> tuple[list[Entity], list[Relation]]:
+        """Statistical entities of ``chunks`` plus LLM triples as relations.
+
+        Args:
+            chunks: the corpus chunks, in corpus order.
+            titles: optional ``{document_id: title}`` (passed to the statistical extractor).
+
+        Returns:
+            ``(entities, relations)``: entities sorted by id, relations by ``(source,
+            target)``; ``([], [])`` for no chunks.
+
+        Raises:
+            ValueError: the result has no entity at all (the message gives the number of chunks
+                and of skipped triples).
+            LLMError: an LLM call failed after its retries (answers received are cached).
+
+        Skipped triples are counted in ``client.ledger`` under ``"extract:triples"``; one
+        :class:`LLMOutputWarning` reports them, and also an answer set without any triple.
+        """
+        chunks = list(chunks)
+        if not chunks:
+            return [], []
+        stat_entities, _cooccurrence = self.statistical.extract(chunks, titles)
+        hints: dict[str, list[str]] = {c.id: [] for c in chunks}
+        for e in stat_entities:
+            for cid in e.chunk_ids:
+                if cid in hints:
+                    hints[cid].append(e.name)
+        requests = [
+            LLMRequest(agrag_prompts.triples_prompt(c.text, hints[c.id]), agrag_prompts.TRIPLES_SYSTEM, json_mode=True)
+            for c in chunks
+        ]
+        responses = self.client.map(requests, STAGE_TRIPLES, self.show_progress)
+        builder = _GraphBuilder(_chunk_positions(chunks), within_chunk=operator.add)
+        skipped = 0
+        for chunk, response in zip(chunks, responses, strict=True):
+            parsed = parse_triples(response.text)
+            skipped += parsed.skipped
+            seen: set[tuple[str, str, str]] = set()
+            for s, p, o in parsed.triples:
+                ident = (_key(s), p.lower(), _key(o))
+                if ident in seen:
+                    continue
+                seen.add(ident)
+                skipped += not builder.relation(RelationRecord(s, o, f"{s} {p} {o}", p, 1.0), chunk.id)
+        entities, relations = builder.build(stat_entities)
+        counts = {STAGE_TRIPLES: skipped}
+        if not entities:
+            total = _count_skipped(self.client, counts)
+            raise ValueError(
+                f"extraction produced no entities from {len(chunks)} chunk(s): no statistical entity and no "
+                f"readable triple ({total} triple(s) skipped as unreadable)"
+            )
+        note = "" if relations else f"the LLM ({self.client.id}) gave no usable triple for {len(chunks)} chunk(s)"
+        _report(self.client, counts, f"AGRAG triple extraction over {len(chunks)} chunk(s)", note)
+        return entities, relations

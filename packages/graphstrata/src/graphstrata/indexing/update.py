@@ -1,0 +1,445 @@
+"""Incremental insert and delete: the next engine state from the current one and a delta.
+
+:func:`update_state` applies new, changed and deleted documents to an
+:class:`~graphstrata.state.EngineState` without re-running the whole pipeline (issue 16):
+
+1. **Chunks.** Only the new documents are chunked and embedded; the deleted documents' chunks
+   drop out. Chunk rows are the surviving rows in their old order, then the new chunks.
+2. **Knowledge graph.** Statistically extracted graphs keep one
+   :class:`~graphstrata.extraction.ChunkRecord` per chunk, and the KG is their merge
+   (:func:`~graphstrata.extraction.merge_records`). New chunks are extracted with the TF-IDF
+   model frozen at the last full build; every entity a new or deleted chunk mentions is
+   re-merged from the records of its chunks (LightRAG's merge, ``seed-lightrag.md`` §3: union
+   of chunks, descriptions and weights; a delete shrinks them), so entities and relations that
+   only deleted chunks supported disappear. With an LLM extractor the graph is re-extracted
+   through the LLM client, whose response cache answers every unchanged chunk without a call,
+   and the changed entities are found by comparison.
+3. **Entity vectors.** New entities are embedded; an existing entity gets a new vector only
+   when its chunk set changed by more than :data:`ENTITY_VECTOR_DRIFT` (Jaccard distance of
+   old and new chunk sets) or its name changed, so hubs such as a year do not churn the index.
+4. **Communities**, bottom-up, layer by layer (ArchRAG's hierarchy, ``seed-archrag.md`` §1):
+   members that disappeared leave their community; a new entity joins the layer-1 community it
+   has the most relation weight to (its nearest community vector when it has no linked,
+   clustered neighbour); a community whose size exceeds
+   :data:`~.update_communities.SPLIT_FACTOR` ×
+   ``max_community_size``, or whose cohesion (mean cosine of members to their centroid) fell by
+   more than :data:`~.update_communities.COHESION_DROP`, is re-clustered locally with the build's procedure
+   (k-NN-augmented weighted Leiden with the size cap, graspologic-native) over its own
+   members; the parts join the parent of the original. Only touched communities — changed
+   members, or a member whose vector, name or description changed — get a new summary and
+   vector, and their parents follow, up to the top layer; a community whose members only
+   gained or lost chunks keeps its summary and vector and gets its chunk provenance
+   recomputed. Empty communities are removed (:class:`~.update_communities.HierarchyUpdate`).
+5. **Indexes.** The C-HNSW copies of the next state mark the vectors of removed or changed
+   rows deleted and ``add`` the new ones (:meth:`~graphstrata.index.LayeredIndex.updated`);
+   past :data:`~graphstrata.index.COMPACT_FRACTION` deleted nodes they are rebuilt from the live
+   vectors. BM25 keeps every chunk's tokens and re-indexes them (exact idf and lengths; bm25s
+   cannot update its score matrix) on the next state's first BM25 query, so a burst of inserts
+   pays it once.
+
+Method-specific derived structures (ArchRAG/AGRAG passage graphs, LightRAG relation index,
+HiRAG GMM layers, PPR graphs) live in the state's derived cache, which the next state starts
+empty: each is rebuilt from the new records on its first query (HiRAG's LLM summary entities
+eagerly, through the response cache: :func:`~.hirag.summary_entity_stage`, handed to the next
+state's constructor).
+
+The previous state is never modified, so concurrent queries read the old or the new state.
+Cases that do not fit the incremental path fall back to a full build over the new corpus
+(reusing chunk vectors): an index without entities or without community layers, or an update
+that empties a whole community layer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..extraction import ChunkRecord, StatisticalExtractor, merge_records
+from ..graph import KnowledgeGraph
+from ..index import ChunkIndex, lexical_texts, stored_vectors
+from ..llm import usage_scope
+from ..runner import current_runner
+from ..state import EngineState, new_drift
+from ..types import Chunk, Community, Document, Entity, Relation
+from .build import build_state
+from .chunks import chunk_stage
+from .communities import fit_summary_tfidf
+from .entities import entity_vectors
+from .extract import extractor
+from .hirag import summary_entity_stage
+from .progress import Progress
+from .update_communities import HierarchyUpdate
+
+ENTITY_VECTOR_DRIFT = 0.2
+"""An existing entity is re-embedded when the Jaccard distance between its old and new chunk
+sets exceeds this (or its name changed); otherwise its vector is kept."""
+
+
+def update_state(
+    state: EngineState,
+    upserts: Sequence[Document] = (),
+    deletes: Collection[str] = (),
+    show_progress: bool = False,
+) -> EngineState:
+    """The next state: ``upserts`` added (or replacing the documents with their ids) and the
+    ``deletes`` ids removed, incrementally (see the module docstring).
+
+    Args:
+        state: the current state (not modified).
+        upserts: new documents, or new versions of indexed ones (an updated document moves to
+            the end of the document order).
+        deletes: ids of indexed documents to remove.
+        show_progress: progress bars per stage (stderr).
+
+    Returns:
+        A new :class:`~graphstrata.state.EngineState` with ``generation + 1`` and updated
+        ``drift`` counters.
+
+    Raises:
+        KeyError: an id in ``deletes`` is not indexed (named).
+        ValueError: the update would leave no document or no text; embedder output of the
+            wrong shape; a document over ``config.max_document_chars``.
+        graphstrata.llm.LLMError: an LLM call failed after its retries.
+    """
+    unknown = [d for d in deletes if d not in state.documents]
+    if unknown:
+        raise KeyError(f"document id(s) not in the index: {unknown[:5]}")
+    gone_docs = set(deletes) | {d.id for d in upserts if d.id in state.documents}
+    documents = {i: d for i, d in state.documents.items() if i not in gone_docs}
+    for d in upserts:
+        documents[d.id] = d
+    if not documents:
+        raise ValueError("cannot delete every document: an index needs at least one")
+    t0 = time.perf_counter()
+    update: dict[str, Any] = {}
+    if build_llm(state) is None:
+        new = _update(state, documents, list(upserts), gone_docs, show_progress)
+    else:
+        with usage_scope() as ledger:
+            new = _update(state, documents, list(upserts), gone_docs, show_progress)
+            if new.llm is not None and new.communities:
+                Progress(show_progress).stage(
+                    "HiRAG summary entities (LLM)", lambda: summary_entity_stage(new)
+                )
+        update["last_update_usage"] = ledger.to_dict()
+    update["last_update_seconds"] = round(time.perf_counter() - t0, 4)
+    # the published state, constructed whole: the new records with the update's usage and time
+    # in its drift, and what was derived from those same records (the HiRAG index of the stage
+    # above, or of a fallback build) in its derived cache
+    return dataclasses.replace(new, drift={**new.drift, **update}, derived_seed=new.derived_snapshot())
+
+
+def rebuild_state(state: EngineState, show_progress: bool = False) -> EngineState:
+    """A full build over ``state``'s documents: every statistic refitted (TF-IDF models, the
+    whole hierarchy, both C-HNSW), chunk vectors reused; drift counters reset and the frozen
+    statistics' version incremented.
+
+    Raises:
+        ValueError: as :func:`~.build.build_state`.
+        graphstrata.llm.LLMError: an LLM call failed (LLM-built index).
+    """
+    return _full(state, list(state.documents.values()), show_progress)
+
+
+def build_llm(state: EngineState) -> Any:
+    """The LLM an update of ``state`` may use at index time: the attached one when the index
+    was built with an LLM, else ``None`` — an offline index with an LLM attached for answers
+    stays offline when it is updated (no surprise bill for re-extraction)."""
+    return state.llm if state.llm_id is not None else None
+
+
+def _full(state: EngineState, docs: list[Document], show_progress: bool) -> EngineState:
+    """A full build over ``docs`` that reuses ``state``'s chunk vectors and counts the frozen
+    statistics' version on (a rebuild, or the fallback of an update)."""
+    vecs = state.vectors["chunks"]
+    cached = {(c.id, c.text): vecs[i] for i, c in enumerate(state.chunks)}
+    new = build_state(
+        docs,
+        state.config,
+        state.embedder,
+        show_progress=show_progress,
+        cached_chunk_vectors=cached,
+        generation=state.generation + 1,
+        llm=build_llm(state),
+        stats_version=int(state.drift.get("stats_version", 1)) + 1,
+    )
+    if new.llm is not state.llm:  # keep the query-time LLM of an offline index attached
+        new = dataclasses.replace(new, llm=state.llm)
+    return new
+
+
+def _update(
+    state: EngineState,
+    documents: dict[str, Document],
+    upserts: list[Document],
+    gone_docs: set[str],
+    show_progress: bool,
+) -> EngineState:
+    if state.layered is None or not state.communities or not len(state.kg):
+        return _full(state, list(documents.values()), show_progress)
+    config, embedder = state.config, state.embedder
+    prog = Progress(show_progress)
+    # 1. chunks --------------------------------------------------------------------------
+    new_chunks = prog.stage("chunking", lambda: chunk_stage(upserts, config, embedder) if upserts else [])
+    keep_rows = np.asarray(
+        [i for i, c in enumerate(state.chunks) if c.document_id not in gone_docs], dtype=np.int64
+    )
+    removed_chunks = [c for c in state.chunks if c.document_id in gone_docs]
+    chunks: list[Chunk] = [state.chunks[i] for i in keep_rows.tolist()] + new_chunks
+    if not chunks:
+        raise ValueError("empty corpus: the documents contain no text")
+    chunk_row = {c.id: i for i, c in enumerate(chunks)}
+    new_vecs = prog.embed(embedder, [c.text for c in new_chunks], "embedding chunks")
+    chunk_vecs = np.vstack([state.vectors["chunks"][keep_rows], new_vecs]).astype(np.float32)
+
+    # 2. knowledge graph -----------------------------------------------------------------
+    titles = {d.id: d.metadata["title"] for d in documents.values() if d.metadata.get("title")}
+    ex = extractor(config, build_llm(state), show_progress)
+    records: dict[str, ChunkRecord] | None = None
+    frozen = dict(state.frozen)
+    if isinstance(ex, StatisticalExtractor):
+        old_records = state.records
+        if old_records is None or "extraction" not in frozen:  # an index persisted before schema 4
+            old_records, frozen = prog.stage(
+                "deriving extraction records", lambda: _derive_records(state, ex, frozen)
+            )
+        new_recs = prog.stage(
+            "extracting entities",
+            lambda: current_runner().chunk_records(ex, new_chunks, titles, frozen.get("extraction")),
+        )
+        records = {c.id: old_records[c.id] for c in chunks[: len(keep_rows)]}
+        records.update({r.chunk_id: r for r in new_recs})
+        kg_entities, relations, affected = prog.stage(
+            "merging entities",
+            lambda: _merge_delta(
+                state.kg, [old_records[c.id] for c in removed_chunks], new_recs, records, chunk_row,
+                ex.max_description_sentences,
+            ),
+        )
+        entity_order = sorted(kg_entities)  # merge_records' order, as in a build
+    else:
+        ents, rels = prog.stage("extracting entities", lambda: ex.extract(chunks, titles))
+        kg_entities, relations, affected = _diff(state.kg, ents, rels)
+        entity_order = [e.id for e in ents]
+    if not kg_entities:
+        return _full(state, list(documents.values()), show_progress)
+
+    # 3. entity rows and vectors (row order as a build gives it: the extractor's order) ----
+    old_kg = state.kg
+    old_ent_vecs = state.vectors["entities"]
+    entity_ids = list(entity_order)
+    kg = (
+        KnowledgeGraph.from_keyed([kg_entities[e] for e in entity_ids], relations)
+        if isinstance(relations, dict)
+        else KnowledgeGraph([kg_entities[e] for e in entity_ids], relations)
+    )
+    ent_old_rows = np.full(len(entity_ids), -1, np.int64)
+    for i, eid in enumerate(entity_ids):
+        row = old_kg.row.get(eid)
+        if row is not None and not (eid in affected and _needs_vector(old_kg.entities[eid], kg_entities[eid])):
+            ent_old_rows[i] = row
+    fresh = np.flatnonzero(ent_old_rows < 0)
+    entity_vecs = np.zeros((len(entity_ids), embedder.dim), np.float32)
+    entity_vecs[ent_old_rows >= 0] = old_ent_vecs[ent_old_rows[ent_old_rows >= 0]]
+    if len(fresh):
+        entity_vecs[fresh] = entity_vectors(
+            kg, chunk_row, chunk_vecs, config, embedder, prog, ids=[entity_ids[i] for i in fresh]
+        )
+    vec_of = {eid: entity_vecs[i] for i, eid in enumerate(entity_ids)}
+
+    # 4. communities ---------------------------------------------------------------------
+    delta_pairs = None
+    if records is not None:  # every relation of a new entity is named by a new chunk
+        delta_pairs = {p for r in new_recs for p in r.relations}
+    hier = HierarchyUpdate(state, kg, vec_of, frozen, prog, delta_pairs, llm=build_llm(state))
+    brand_new = [e for e in entity_ids if e not in old_kg.entities]
+    gone_entities = {e for e in old_kg.entities if e not in kg.entities}
+    below_removed = gone_entities
+    below_added: dict[str, str | None] = {e: None for e in brand_new}  # new node -> sibling
+    # content changes that need a new summary and vector: a new entity vector, name or
+    # description; a change of chunks or weight alone only refreshes the communities' provenance
+    below_touched = {
+        e for e in affected
+        if e in kg.entities and (
+            ent_old_rows[kg.row[e]] < 0
+            or kg.entities[e].description != old_kg.entities[e].description
+            or kg.entities[e].name != old_kg.entities[e].name
+        )
+    }
+    below_provenance = {e for e in affected if e in kg.entities and e not in below_touched}
+    old_rows: list[np.ndarray] = [ent_old_rows]
+    layers: list[list[Community]] = []
+    layer_vecs: list[np.ndarray] = []
+    for level in range(1, len(state.communities) + 1):
+        result = hier.update_layer(level, below_removed, below_added, below_touched, below_provenance)
+        if result is None:  # the layer would be empty
+            return _full(state, list(documents.values()), show_progress)
+        comms, vecs, rows, below_removed, below_added, below_touched, below_provenance = result
+        layers.append(comms)
+        layer_vecs.append(vecs)
+        old_rows.append(rows)
+
+    # 5. indexes -------------------------------------------------------------------------
+    layered = prog.stage(
+        "indexing layers (C-HNSW)",
+        lambda: state.layered.updated(
+            old_rows, [entity_vecs, *layer_vecs], M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
+        ),
+    )
+    chunk_old_rows = np.concatenate([keep_rows, np.full(len(new_chunks), -1, np.int64)])
+    chunk_index: ChunkIndex = prog.stage(
+        "indexing chunks (C-HNSW)",
+        lambda: state.chunk_index.updated(
+            chunk_old_rows, chunk_vecs, M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
+        ),
+    )
+    bm25 = prog.stage(
+        "indexing chunks (BM25)",
+        lambda: state.bm25.updated(keep_rows, lexical_texts(new_chunks, documents, config.use_titles)),
+    )
+    # the indexes' own copies, as a load of the persisted state reads them (schema 5)
+    vectors = stored_vectors(chunk_index, layered, state.embedder.dim)
+    drift = dict(state.drift) or new_drift(
+        len(state.documents), len(state.chunks), len(old_kg), sum(len(x) for x in state.communities)
+    )
+    for key, n in (
+        ("documents_added", len(upserts)),
+        ("documents_removed", len(gone_docs)),
+        ("chunks_added", len(new_chunks)),
+        ("chunks_removed", len(removed_chunks)),
+        ("entities_added", len(brand_new)),
+        ("entities_removed", len(gone_entities)),
+        ("communities_reclustered", hier.reclustered),
+        ("communities_resummarised", hier.resummarised),
+        ("updates", 1),
+    ):
+        drift[key] = int(drift.get(key, 0)) + int(n)
+    # the rest (config, embedder, build seconds and usage, LLM) carries over; the derived
+    # cache starts empty
+    return dataclasses.replace(
+        state,
+        documents=documents,
+        chunks=chunks,
+        chunk_row=chunk_row,
+        kg=kg,
+        communities=layers,
+        layered=layered,
+        chunk_index=chunk_index,
+        bm25=bm25,
+        vectors=vectors,
+        generation=state.generation + 1,
+        records=records,
+        frozen=frozen,
+        drift=drift,
+    )
+
+
+def _derive_records(
+    state: EngineState, extractor: StatisticalExtractor, frozen: dict[str, Any]
+) -> tuple[dict[str, ChunkRecord], dict[str, Any]]:
+    """Extraction records and frozen TF-IDF models of an index persisted before schema 4: the
+    extraction the build ran (fitted on the same chunks, so the same records)."""
+    titles = {d.id: d.metadata["title"] for d in state.documents.values() if d.metadata.get("title")}
+    tfidf, terms = extractor.fit([c.text for c in state.chunks])
+    recs = extractor.chunk_records(state.chunks, titles, None, terms=terms)
+    out = dict(frozen)
+    if tfidf is not None:
+        out["extraction"] = tfidf
+    if "summary" not in out:
+        summary = fit_summary_tfidf([c.text for c in state.chunks])
+        if summary is not None:
+            out["summary"] = summary
+    return {r.chunk_id: r for r in recs}, out
+
+
+def _merge_delta(
+    old_kg: KnowledgeGraph,
+    removed: Sequence[ChunkRecord],
+    added: Sequence[ChunkRecord],
+    records: Mapping[str, ChunkRecord],
+    chunk_row: Mapping[str, int],
+    max_sents: int,
+) -> tuple[dict[str, Entity], dict[tuple[str, str], Relation], set[str]]:
+    """Re-merge every entity the removed or added chunk records mention.
+
+    Returns:
+        ``(entities, relations, affected)``: all entities of the next KG by id, all its
+        relations, and the affected entity ids (present or gone).
+    """
+    affected: set[str] = set()
+    for rec in (*removed, *added):
+        affected.update(rec.entities)
+    chunk_ids: set[str] = set()
+    for key in affected:
+        old = old_kg.entities.get(key)
+        if old is not None:
+            chunk_ids.update(c for c in old.chunk_ids if c in records)
+    for rec in added:
+        chunk_ids.add(rec.chunk_id)
+    ordered = sorted(chunk_ids, key=chunk_row.__getitem__)
+    ents, rels = merge_records([records[c] for c in ordered], only=affected, max_description_sentences=max_sents)
+    entities = {e: old_kg.entities[e] for e in old_kg.entity_ids if e not in affected}
+    entities.update({e.id: e for e in ents})
+    # a relation depends only on the records naming its pair: only those pairs changed
+    changed_pairs = {p for rec in (*removed, *added) for p in rec.relations}
+    relations = dict(old_kg.relations)
+    for p in changed_pairs:
+        relations.pop(p, None)
+    for r in rels:
+        if (r.source, r.target) in changed_pairs:
+            relations[(r.source, r.target)] = r
+    return entities, relations, affected
+
+
+def _diff(
+    old_kg: KnowledgeGraph, ents: Sequence[Entity], rels: Sequence[Relation]
+) -> tuple[dict[str, Entity], list[Relation], set[str]]:
+    """The affected entity ids between an old KG and a freshly extracted one (LLM path): new,
+    gone, or changed in any field, or with a changed relation."""
+    new = {e.id: e for e in ents}
+    affected = {e for e in old_kg.entities if e not in new}
+    affected.update(e for e, x in new.items() if old_kg.entities.get(e) != x)
+    new_rels = {(min(r.source, r.target), max(r.source, r.target)): r for r in rels}
+    for key in set(new_rels) | set(old_kg.relations):
+        if new_rels.get(key) != old_kg.relations.get(key):
+            affected.update(key)
+    return new, list(rels), affected
+
+
+def _needs_vector(old: Entity, new: Entity) -> bool:
+    if old.name != new.name:
+        return True
+    a, b = set(old.chunk_ids), set(new.chunk_ids)
+    return len(a ^ b) > ENTITY_VECTOR_DRIFT * len(a | b)
+
+
+def drift_report(drift: Mapping[str, Any], documents: int, chunks: int) -> dict[str, Any]:
+    """How far an index has moved since its last full build, for ``inspect`` / ``stats()``.
+
+    Returns:
+        The counters (:func:`graphstrata.state.new_drift`) plus ``changed_documents_share``:
+        documents added or removed since the build over the documents at the build (a float;
+        ``rebuild()`` refits the frozen statistics when this grows large), and
+        ``documents_now`` / ``chunks_now``.
+    """
+    d = dict(drift)
+    base = max(int(d.get("built_documents", documents) or 0), 1)
+    d["changed_documents_share"] = round(
+        (int(d.get("documents_added", 0)) + int(d.get("documents_removed", 0))) / base, 4
+    )
+    d["documents_now"] = documents
+    d["chunks_now"] = chunks
+    return d
+
+
+__all__ = [
+    "ENTITY_VECTOR_DRIFT",
+    "build_llm",
+    "drift_report",
+    "rebuild_state",
+    "update_state",
+]
