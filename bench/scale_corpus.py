@@ -101,7 +101,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 LINUX_DOC_PACKAGE = "linux-doc-6.1"
 SHARD_DOCUMENTS = 5000
 CHUNK_SIZE = 200  # tokens: GraphStrataConfig.chunk_size's default (the fast preset keeps it)
