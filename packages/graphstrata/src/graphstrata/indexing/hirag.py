@@ -1,7 +1,7 @@
 """HiRAG's hierarchical index as an indexing stage (spec seed-hirag.md §2.5–2.7 HiIndex).
 
 HiRAG retrieval (:mod:`graphstrata.methods.hirag`) reads the index through :func:`hi_index`,
-built lazily once per engine state with ``engine.derived`` — or eagerly by a build with an LLM
+built lazily once per state with ``state.derived`` — or eagerly by a build with an LLM
 (:func:`summary_entity_stage`), whose state is constructed with it in its derived cache.
 :func:`build_hi_index` is a function of the state's records alone (the KG, the entity vectors,
 the embedder and, for LLM summaries, the state's LLM client).
@@ -75,7 +75,7 @@ SummariseFn = Callable[[int, list[SummaryCluster]], list[tuple[str, str]]]
 """``summarise_fn(layer, clusters) -> [(name, description), ...]``: the summary-entity seam of
 HiIndex (spec §2.5), called once per layer with all its non-singleton clusters, returning one
 ``(name, description)`` per cluster in order. Defaults: :func:`extractive_summariser` offline,
-:func:`llm_summariser` with the engine's LLM (see :func:`hi_index`)."""
+:func:`llm_summariser` with the state's LLM (see :func:`hi_index`)."""
 
 
 @dataclass(frozen=True)
@@ -93,9 +93,9 @@ class HiIndexConfig:
         leiden_max_cluster_size: Leiden leaf-community size cap (spec 10).
         seed: random seed of PCA / GMM / Leiden.
         summarise_fn: the summary-entity seam (see :data:`SummariseFn`); ``None`` = the
-            engine's LLM when it has one (:func:`llm_summariser`), else extractive.
+            state's LLM when it has one (:func:`llm_summariser`), else extractive.
         summary_vectors: a summary entity's vector: ``"centroid"`` (normalised mean of its
-            members' vectors), ``"embedding"`` (the engine's embedder on ``name + " " +
+            members' vectors), ``"embedding"`` (the state's embedder on ``name + " " +
             description``, spec §2.8) or ``"auto"`` (embedding when the summaries are not the
             extractive ones, whose text only lists member names).
 
@@ -284,32 +284,32 @@ def llm_summariser(
     return LLMSummariser(client, stage, meta_types, max_input_tokens)
 
 
-def _engine_llm(engine) -> LLMClient | None:
-    llm = getattr(engine, "llm", None)
+def _state_llm(state) -> LLMClient | None:
+    llm = getattr(state, "llm", None)
     return llm if isinstance(llm, LLMClient) else None
 
 
-def _summariser(engine, config: HiIndexConfig) -> SummariseFn:
-    """``config.summarise_fn``, else the LLM summariser of the engine's LLM, else extractive."""
+def _summariser(state, config: HiIndexConfig) -> SummariseFn:
+    """``config.summarise_fn``, else the LLM summariser of the state's LLM, else extractive."""
     if config.summarise_fn is not None:
         return config.summarise_fn
-    llm = _engine_llm(engine)
+    llm = _state_llm(state)
     return extractive_summariser if llm is None else llm_summariser(llm)
 
 
-def build_hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
-    """Build HiIndex over ``engine``'s KG (see the module docstring).
+def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
+    """Build HiIndex over ``state``'s KG (see the module docstring).
 
     A function of the state's records alone, so it can run on any state (or at index time):
 
     Args:
-        engine: an engine state, the facade, or any object with the records read: ``kg`` (the
+        state: an index state, the facade, or any object with the records read: ``kg`` (the
             :class:`~graphstrata.graph.KnowledgeGraph`), ``vectors["entities"]`` (float32
             ``(n_entities, dim)`` in ``kg.entity_ids`` order, L2-normalised), ``embedder``
             (embeds LLM summary entities) and optionally ``llm`` (an
             :class:`~graphstrata.llm.LLMClient` for the summaries).
         config: build parameters (defaults when ``None``); the summariser is
-            ``config.summarise_fn``, else :func:`llm_summariser` over ``engine.llm`` when that
+            ``config.summarise_fn``, else :func:`llm_summariser` over ``state.llm`` when that
             is an :class:`~graphstrata.llm.LLMClient`, else :func:`extractive_summariser`.
 
     Returns:
@@ -321,9 +321,9 @@ def build_hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
         LLMError: an LLM call of the LLM summariser failed after its retries.
     """
     config = config or HiIndexConfig()
-    kg = engine.kg
+    kg = state.kg
     n0 = len(kg)
-    ent_vecs = np.asarray(engine.vectors.get("entities", np.zeros((0, 1), np.float32)), np.float32)
+    ent_vecs = np.asarray(state.vectors.get("entities", np.zeros((0, 1), np.float32)), np.float32)
     node_ids = list(kg.entity_ids)
     layers = [0] * n0
     names: list[str] = []
@@ -345,7 +345,7 @@ def build_hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
     def node_description(i: int) -> str:
         return kg.entities[kg.entity_ids[i]].description if i < n0 else descriptions[i - n0]
 
-    summarise = _summariser(engine, config)
+    summarise = _summariser(state, config)
     embed = config.summary_vectors == "embedding" or (
         config.summary_vectors == "auto" and summarise is not extractive_summariser
     )
@@ -383,7 +383,7 @@ def build_hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
         summary_vecs = None
         if embed and todo:
             summary_vecs = l2_normalise(
-                np.asarray(engine.embedder.embed([f"{t} {d}".strip() for t, d in texts]), np.float32)
+                np.asarray(state.embedder.embed([f"{t} {d}".strip() for t, d in texts]), np.float32)
             )
         next_nodes, next_vecs, next_ents = [], [], []
         seen_single: set[int] = set()
@@ -478,16 +478,16 @@ def _leiden(graph: nx.Graph, node_ids: list[str], config: HiIndexConfig) -> list
     return sorted(groups.values(), key=lambda m: m[0])
 
 
-def hi_index_key(engine, config: HiIndexConfig | None = None) -> str:
-    """The key of ``engine``'s HiIndex for ``config`` in the state's derived cache
+def hi_index_key(state, config: HiIndexConfig | None = None) -> str:
+    """The key of ``state``'s HiIndex for ``config`` in the state's derived cache
     (:meth:`~graphstrata.state.EngineState.derived`): ``"hirag:index:<config repr>:<variant>"``,
     the variant ``extractive``, ``llm:<model id>`` (``config.summarise_fn`` unset and an
-    :class:`~graphstrata.llm.LLMClient` as ``engine.llm``) or ``custom`` (a
+    :class:`~graphstrata.llm.LLMClient` as ``state.llm``) or ``custom`` (a
     ``summarise_fn``), so the variants never share an index."""
     config = config or HiIndexConfig()
     variant = "extractive"
     if config.summarise_fn is None:
-        llm = _engine_llm(engine)
+        llm = _state_llm(state)
         if llm is not None:
             variant = f"llm:{llm.id}"
     else:
@@ -495,12 +495,12 @@ def hi_index_key(engine, config: HiIndexConfig | None = None) -> str:
     return f"hirag:index:{config!r}:{variant}"
 
 
-def hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
-    """The cached :class:`HiIndex` of ``engine`` for ``config`` (built on first use per
-    engine state, :meth:`~graphstrata.state.EngineState.derived`, under :func:`hi_index_key`).
+def hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
+    """The cached :class:`HiIndex` of ``state`` for ``config`` (built on first use per
+    state, :meth:`~graphstrata.state.EngineState.derived`, under :func:`hi_index_key`).
 
     With ``config.summarise_fn`` unset and an :class:`~graphstrata.llm.LLMClient` as
-    ``engine.llm``, the summary entities are the LLM's (stage ``"hirag_summaries"``; the
+    ``state.llm``, the summary entities are the LLM's (stage ``"hirag_summaries"``; the
     client's response cache makes rebuilding an unchanged layer free); the cache key names the
     variant (``extractive`` or ``llm:<model id>``), so the two never share an index.
 
@@ -508,7 +508,7 @@ def hi_index(engine, config: HiIndexConfig | None = None) -> HiIndex:
         LLMError: as :func:`build_hi_index`.
     """
     config = config or HiIndexConfig()
-    return engine.derived(hi_index_key(engine, config), lambda: build_hi_index(engine, config))
+    return state.derived(hi_index_key(state, config), lambda: build_hi_index(state, config))
 
 
 def summary_entity_stage(state) -> dict[str, HiIndex]:

@@ -4,7 +4,7 @@ The paper's method is not LLM-free (spec §0): triples come from an LLM at index
 filters the query's facts. This preset keeps AGRAG's retrieval pipeline (§2) over the core's
 statistical graph and replaces both LLM steps with the spec's offline variant (§6.3):
 
-**Graph** (built lazily per index state, ``engine.derived("agrag:graph")``, not persisted):
+**Graph** (built lazily per index state, ``state.derived("agrag:graph")``, not persisted):
 
 * entity nodes: the core's entities (TF-IDF 1–3-gram hints, capitalised spans, titles —
   :mod:`graphstrata.extraction`), passage nodes: the chunks;
@@ -27,7 +27,7 @@ statistical graph and replaces both LLM steps with the spec's offline variant (�
 2. Fact scores without embedding any relation text (§2.1, our composition):
    ``MS(q, f) = w·(cos(q, e_s) + cos(q, e_o))/2 + (1 − w)·max_{t ∈ chunks(f)} HS(t)`` with
    ``w = fact_entity_weight``. Top-``top_facts`` facts (k_F = 5).
-3. Fact filter (§2.2). With an LLM (the ``llm`` option, else the engine state's ``llm``):
+3. Fact filter (§2.2). With an LLM (the ``llm`` option, else the state's ``llm``):
    one call, stage ``"query:fact_filter"`` (:mod:`graphstrata.llm.prompts.agrag_query`), the
    returned facts snapped to the candidates; output the parser cannot read falls back to the
    offline rule for that query and is counted with ``LLMClient.skip``. Offline (§6.3 item 2):
@@ -241,10 +241,10 @@ def _sym(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int) -> sp.csr
     return (m + m.T).tocsr()
 
 
-def build_graph(engine) -> AgragGraph:
-    """Build the AGRAG graph from the engine's store (spec §1.4–§1.6, §6.3); O(store) time."""
-    kg = engine.kg
-    n_e, n_c = len(kg.entity_ids), len(engine.chunks)
+def build_graph(state) -> AgragGraph:
+    """Build the AGRAG graph from the state's store (spec §1.4–§1.6, §6.3); O(store) time."""
+    kg = state.kg
+    n_e, n_c = len(kg.entity_ids), len(state.chunks)
     n = n_e + n_c
     keys = list(kg.relations)
     src = np.fromiter((kg.row[a] for a, _ in keys), np.int64, len(keys))
@@ -256,7 +256,7 @@ def build_graph(engine) -> AgragGraph:
     cr_rows, cr_cols = [], []
     for i, r in enumerate(kg.relations.values()):
         for cid in r.chunk_ids:
-            row = engine.chunk_row.get(cid)
+            row = state.chunk_row.get(cid)
             if row is not None:
                 cr_rows.append(row)
                 cr_cols.append(i)
@@ -264,13 +264,13 @@ def build_graph(engine) -> AgragGraph:
         (np.ones(len(cr_rows)), (cr_rows, cr_cols)), shape=(n_c, len(keys))
     )
     # entity ↔ chunk (Contains edges)
-    entity_chunks = entity_chunk_matrix(engine)
+    entity_chunks = entity_chunk_matrix(state)
     ec = entity_chunks.tocoo()
     contains = _sym(ec.row.astype(np.int64), ec.col.astype(np.int64) + n_e, ec.data, n)
     contains.data[:] = 1.0
     titles = {
         kg.row[key]
-        for d in engine.documents.values()
+        for d in state.documents.values()
         if d.metadata.get("title") and (key := canonical(str(d.metadata["title"]))) in kg.row
     }
     is_title = np.zeros(n, bool)
@@ -280,20 +280,20 @@ def build_graph(engine) -> AgragGraph:
     title_contains = sp.csr_matrix(
         (tc.data[keep], (tc.row[keep], tc.col[keep])), shape=(n, n)
     )
-    synonym = _synonym_edges(engine, n)
+    synonym = _synonym_edges(state, n)
     return AgragGraph(
         n_e, n_c, keys, src, dst, wts, chunk_rel.tocsr(), fact, synonym, contains,
         title_contains, entity_chunks.tocsr(),
     )
 
 
-def _synonym_edges(engine, n: int) -> sp.csr_matrix:
+def _synonym_edges(state, n: int) -> sp.csr_matrix:
     """Entity pairs with cosine ≥ ``SYNONYM_THRESHOLD`` (≤ ``SYNONYM_K`` per entity, §1.6)."""
-    vecs = engine.vectors.get("entities")
-    layered = engine.layered
+    vecs = state.vectors.get("entities")
+    layered = state.layered
     if vecs is None or len(vecs) < 2 or layered is None:
         return sp.csr_matrix((n, n))
-    kg = engine.kg
+    kg = state.kg
     ok = np.fromiter(
         (sum(ch.isalnum() for ch in kg.entities[e].name) > 2 for e in kg.entity_ids),
         bool,
@@ -331,7 +331,7 @@ class AGRAG(Method):
         fact_filter: ``None`` (the LLM filter when the query has an LLM, else the offline
             rule) or a :class:`FactFilter` callable, which wins over both.
         llm: the :class:`~graphstrata.llm.LLMClient` of the fact filter (``None``: the
-            engine state's ``llm``; none there either: the offline rule).
+            state's ``llm``; none there either: the offline rule).
         damping: PPR follow-edge probability d (spec: 0.5).
         ppr_tol: PPR L1 tolerance (spec: 1e-7).
         passage_seed_weight: share of the PPR reset mass on passages, by HS (0–1; 0 = paper).
@@ -402,29 +402,29 @@ class AGRAG(Method):
         return o
 
     # -- query ---------------------------------------------------------------------------
-    def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
+    def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
-        g: AgragGraph = engine.derived("agrag:graph", lambda: build_graph(engine))
+        g: AgragGraph = state.derived("agrag:graph", lambda: build_graph(state))
         wkey = (float(o["fact_edge_weight"]), float(o["synonym_edge_weight"]),
                 float(o["passage_edge_weight"]), float(o["title_edge_weight"]))
-        walk = engine.derived(f"agrag:walk:{wkey}", lambda: g.walk(*wkey))
+        walk = state.derived(f"agrag:walk:{wkey}", lambda: g.walk(*wkey))
         n_e, n_c = g.n_entities, g.n_chunks
         scale = 0.5 if o["compat"] == "paper" else 1.0
 
         # 1. hybrid chunk scores
-        hs_map = hybrid_scores(engine, query, qvec, max(int(o["candidates"]), k), float(o["alpha"]))
+        hs_map = hybrid_scores(state, query, qvec, max(int(o["candidates"]), k), float(o["alpha"]))
         hs = np.zeros(n_c)
         if hs_map:
             hs[np.fromiter(hs_map, np.int64)] = np.fromiter(hs_map.values(), np.float64)
 
         # 2-4. facts, filter, anchors
-        ent_vecs = engine.vectors.get("entities")
+        ent_vecs = state.vectors.get("entities")
         ent_sim = (
             ent_vecs @ np.asarray(qvec, np.float32) if ent_vecs is not None and len(ent_vecs)
             else np.zeros(0, np.float32)
         ).astype(np.float64)
         ms = self._fact_scores(g, ent_sim, hs, float(o["fact_entity_weight"]))
-        facts = self._select_facts(engine, g, query, ms, o)
+        facts = self._select_facts(state, g, query, ms, o)
         anchors = sorted({int(r) for f in facts for r in (g.rel_src[f.index], g.rel_dst[f.index])})
 
         # 5-6. PPR
@@ -456,7 +456,7 @@ class AGRAG(Method):
             )
             sub = result.subgraph
             paths, passages = render_paths(
-                sub, lambda u, v: self._triples(engine, g, sub, u, v),
+                sub, lambda u, v: self._triples(state, g, sub, u, v),
                 is_passage=lambda v: v >= n_e, scores=scores,
             )
             path_rows = [v - n_e for v in passages][: int(o["max_path_passages"])]
@@ -482,17 +482,17 @@ class AGRAG(Method):
             fill = (r for r in range(n_c) if r not in taken)
             ranked.extend((r, 0.0) for _, r in zip(range(k - len(ranked)), fill, strict=False))
 
-        context = [self._fact_hit(engine, f) for f in facts]
+        context = [self._fact_hit(state, f) for f in facts]
         context.sort(key=lambda h: (-h.metadata["raw_score"], h.id))
         best_path = max((p.score for p in paths), default=0.0)
         for p in paths:
-            hit = self._path_hit(engine, g, sub, p, anchors, path_rows)
+            hit = self._path_hit(state, g, sub, p, anchors, path_rows)
             context.append(hit_scores(hit, p.score, relative(p.score, best_path)))
         # HS (≤ 1) + ppr_weight · minmax PPR (≤ ppr_weight) + path_weight
         bound = 1.0 + float(o["ppr_weight"]) + float(o["path_weight"])
         out = scored(ranked, lambda v: bounded(v, bound), context)
         if o["explain"]:
-            _explain(engine, g, query, qvec, out, hs_map, ent_sim, facts, anchors, reset, ppr, paths, path_rows,
+            _explain(state, g, query, qvec, out, hs_map, ent_sim, facts, anchors, reset, ppr, paths, path_rows,
                      rows, o)
         return out
 
@@ -511,17 +511,17 @@ class AGRAG(Method):
             np.maximum.at(chunk_part, sub.indices, vals)
         return w * ent_part + (1.0 - w) * chunk_part
 
-    def _select_facts(self, engine, g: AgragGraph, query: str, ms: np.ndarray, o) -> list[Fact]:
+    def _select_facts(self, state, g: AgragGraph, query: str, ms: np.ndarray, o) -> list[Fact]:
         kf = min(int(o["top_facts"]), len(ms))
         if kf <= 0:
             return []
         top = np.argpartition(-ms, kf - 1)[:kf]
         top = sorted(top.tolist(), key=lambda i: (-ms[i], i))
-        cands = [self._fact(engine, g, i, float(ms[i])) for i in top]
+        cands = [self._fact(state, g, i, float(ms[i])) for i in top]
         picked = None
         if o["fact_filter"] is not None:
             picked = o["fact_filter"](query, list(cands)) or []
-        elif (client := query_llm(engine, o)) is not None:
+        elif (client := query_llm(state, o)) is not None:
             picked = llm_fact_filter(client, query, cands, int(o["max_facts"]))
         if picked is None:  # offline rule (also the fallback for unreadable LLM output)
             best = cands[0].score
@@ -536,10 +536,10 @@ class AGRAG(Method):
         return kept[: int(o["max_facts"])]
 
     @staticmethod
-    def _fact(engine, g: AgragGraph, i: int, score: float) -> Fact:
+    def _fact(state, g: AgragGraph, i: int, score: float) -> Fact:
         a, b = g.rel_keys[i]
-        rel = engine.kg.relations[(a, b)]
-        ea, eb = engine.kg.entities[a], engine.kg.entities[b]
+        rel = state.kg.relations[(a, b)]
+        ea, eb = state.kg.entities[a], state.kg.entities[b]
         sentence = _shortest_sentence(rel.description)
         return Fact(i, a, b, ea.name, PREDICATE, eb.name, sentence, score, tuple(rel.chunk_ids))
 
@@ -594,20 +594,20 @@ class AGRAG(Method):
         return sub
 
     @staticmethod
-    def _triples(engine, g, sub, u, v) -> list[tuple[str, str, str]]:
+    def _triples(state, g, sub, u, v) -> list[tuple[str, str, str]]:
         data = sub.edges[u, v]
-        ents = engine.kg.entities
+        ents = state.kg.entities
         out = []
         if "fact" in data:
             a, b = g.rel_keys[data["fact"]]
             out.append((ents[a].name, PREDICATE, ents[b].name))
         if "synonym" in data:
-            a, b = engine.kg.entity_ids[u], engine.kg.entity_ids[v]
+            a, b = state.kg.entity_ids[u], state.kg.entity_ids[v]
             out.append((ents[a].name, SYNONYM, ents[b].name))
         return out
 
     @staticmethod
-    def _fact_hit(engine, f: Fact) -> Hit:
+    def _fact_hit(state, f: Fact) -> Hit:
         return Hit(
             id=f"{f.source}\u241f{f.target}",
             text=f"{f.subject} — {f.object}: {f.sentence}",
@@ -615,26 +615,26 @@ class AGRAG(Method):
             kind="relation",
             layer=0,
             chunk_ids=list(f.chunk_ids),
-            document_ids=engine.document_ids_of(f.chunk_ids),
+            document_ids=state.document_ids_of(f.chunk_ids),
             metadata={"source": f.subject, "target": f.object, "predicate": f.predicate,
                       "role": "anchor_fact", "raw_score": float(f.score)},
         )
 
     @staticmethod
-    def _path_hit(engine, g, sub, p, anchors, path_rows) -> Hit:
+    def _path_hit(state, g, sub, p, anchors, path_rows) -> Hit:
         n_e = g.n_entities
         chunk_ids: dict[str, None] = {}
         facts = []
         for (u, v), t in zip(p.edges, p.triples, strict=True):
             data = sub.edges[u, v]
             if "fact" in data and t[1] == PREDICATE:
-                rel = engine.kg.relations[g.rel_keys[data["fact"]]]
+                rel = state.kg.relations[g.rel_keys[data["fact"]]]
                 chunk_ids.update(dict.fromkeys(rel.chunk_ids))
                 facts.append({"triple": list(t), "sentence": _shortest_sentence(rel.description),
                               "chunk_ids": list(rel.chunk_ids)})
             else:
                 facts.append({"triple": list(t), "sentence": "", "chunk_ids": []})
-        ids = engine.kg.entity_ids
+        ids = state.kg.entity_ids
         comp = set(p.nodes)
         return Hit(
             id="agrag-path-" + hashlib.sha1(p.text.encode()).hexdigest()[:12],
@@ -643,27 +643,27 @@ class AGRAG(Method):
             kind="path",
             layer=None,
             chunk_ids=list(chunk_ids),
-            document_ids=engine.document_ids_of(chunk_ids),
+            document_ids=state.document_ids_of(chunk_ids),
             metadata={
                 "triples": [list(t) for t in p.triples],
                 "facts": facts,
                 "anchors": [ids[a] for a in anchors if a in comp],
                 "entities": [ids[v] for v in p.nodes if v < n_e],
-                "path_passages": [engine.chunks[r].id for r in path_rows if n_e + r in comp],
+                "path_passages": [state.chunks[r].id for r in path_rows if n_e + r in comp],
             },
         )
 
 
-def _path_entities(g: AgragGraph, engine, p) -> list[dict[str, Any]]:
+def _path_entities(g: AgragGraph, state, p) -> list[dict[str, Any]]:
     """The entity nodes of a rendered path in the order its triples visit them."""
     order: dict[int, None] = {}
     for u, v in p.edges:
         order.update(dict.fromkeys(x for x in (u, v) if 0 <= x < g.n_entities))
-    ids = engine.kg.entity_ids
-    return [ex.entity_ref(engine, ids[v]) for v in order]
+    ids = state.kg.entity_ids
+    return [ex.entity_ref(state, ids[v]) for v in order]
 
 
-def _explain(engine, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent_sim, facts, anchors, reset, ppr,
+def _explain(state, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent_sim, facts, anchors, reset, ppr,
              paths, path_rows, pool_rows, o) -> None:
     """Fill ``out.explain`` and the context hits' ``explain`` (:mod:`.explain`): a chunk's seed
     signals (HS, its share of the PageRank restart mass, the anchors that mention it and
@@ -672,7 +672,7 @@ def _explain(engine, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, en
     and endpoints; paths their entities, triples and best node's mass."""
     name = AGRAG.name
     n_e = g.n_entities
-    ids = engine.kg.entity_ids
+    ids = state.kg.entity_ids
     total = float(reset.sum())
     share = reset / total if total > 0 else reset
     anchor_ids = {ids[a]: a for a in anchors}
@@ -680,24 +680,24 @@ def _explain(engine, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, en
     rendered = []
     for p, h in zip(paths, path_hits, strict=True):
         triples = [list(t) for t in p.triples]
-        rp: dict[str, Any] = {"id": h.id, "entities": _path_entities(g, engine, p),
+        rp: dict[str, Any] = {"id": h.id, "entities": _path_entities(g, state, p),
                               "triples": triples[: ex.MAX_TRIPLES]}
         if len(triples) > ex.MAX_TRIPLES:
             rp["truncated"] = len(triples) - ex.MAX_TRIPLES
         rendered.append((p, h, rp))
     on_path_entities = {e["id"] for _, _, rp in rendered for e in rp["entities"]}
-    sims = {e: float(ent_sim[engine.kg.row[e]]) for e in set(anchor_ids) | on_path_entities}
+    sims = {e: float(ent_sim[state.kg.row[e]]) for e in set(anchor_ids) | on_path_entities}
     pp = ppr[n_e + np.asarray(pool_rows, np.int64)] if len(pool_rows) else np.zeros(0)
     lo, hi = (float(pp.min()), float(pp.max())) if len(pp) else (0.0, 0.0)
     in_pool = set(np.asarray(pool_rows).tolist())
     on_path = set(path_rows)
     w_ppr, w_path = float(o["ppr_weight"]), float(o["path_weight"])
     rows = [r for r, _ in out.chunks]
-    signals = ex.chunk_signals(engine, query, qvec, rows)
+    signals = ex.chunk_signals(state, query, qvec, rows)
     for r in rows:
-        cid = engine.chunks[r].id
-        here = ex.chunk_entity_ids(engine, r)
-        seeds = [ex.entity_ref(engine, e, value=float(share[anchor_ids[e]])) for e in here if e in anchor_ids]
+        cid = state.chunks[r].id
+        here = ex.chunk_entity_ids(state, r)
+        seeds = [ex.entity_ref(state, e, value=float(share[anchor_ids[e]])) for e in here if e in anchor_ids]
         stated = [{"id": f"{f.source}\u241f{f.target}", "triple": [f.subject, f.predicate, f.object],
                    "fact_score": float(f.score)} for f in facts if cid in f.chunk_ids]
         path = None
@@ -718,7 +718,7 @@ def _explain(engine, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, en
             lead,
             **ex.chunk_base(signals[r], hybrid=hs_map.get(r), ppr_reset=node_share if node_share > 0 else None,
                             entities=seeds[: ex.MAX_LISTED]),
-            matched_entities=ex.matched_in_chunk(engine, r, sims),
+            matched_entities=ex.matched_in_chunk(state, r, sims),
             facts=stated,
             reasoning_path=path,
             on_path=r in on_path,
@@ -731,8 +731,8 @@ def _explain(engine, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, en
             h.explain = ex.explanation(
                 name, "anchor fact: among the top facts by MS and kept by the fact filter", layer=0,
                 seeds={"fact_score": float(h.metadata["raw_score"]),
-                       "entities": [ex.entity_ref(engine, e, value=float(share[anchor_ids[e]])) for e in ends]},
-                matched_entities=[ex.entity_ref(engine, e, similarity=sims[e]) for e in ends],
+                       "entities": [ex.entity_ref(state, e, value=float(share[anchor_ids[e]])) for e in ends]},
+                matched_entities=[ex.entity_ref(state, e, similarity=sims[e]) for e in ends],
             )
     for p, h, rp in rendered:
         anchors_in = [e for e in h.metadata.get("anchors", []) if e in sims]
@@ -740,6 +740,6 @@ def _explain(engine, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, en
         h.explain = ex.explanation(
             name, f"reasoning path of the MCMI subgraph ({len(p.triples)} triple{'s' if len(p.triples) != 1 else ''})",
             reasoning_path=rp,
-            matched_entities=[ex.entity_ref(engine, e, similarity=sims[e]) for e in anchors_in[: ex.MAX_LISTED]],
+            matched_entities=[ex.entity_ref(state, e, similarity=sims[e]) for e in anchors_in[: ex.MAX_LISTED]],
             ppr_mass=float(ppr[best]) if best is not None and best >= 0 else None,
         )

@@ -116,9 +116,9 @@ class ArchRAG(Method):
         "ppr_epsilon": OptionSpec("float", gt=0.0, le=1.0),
     }
 
-    def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
+    def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
-        layered = engine.layered
+        layered = state.layered
         context = []
         entity_sources: list[tuple[float, list[str]]] = []
         community_sources: list[tuple[float, list[str]]] = []
@@ -128,31 +128,31 @@ class ArchRAG(Method):
             ks = [int(o["k_entities"])] + [int(o["k_per_layer"])] * (layered.num_layers - 1)
             per_layer = layered.search_all_layers(qvec, ks, ef_search=o["ef_search"])
             for row, sim in zip(*per_layer[0], strict=True):
-                hit = entity_hit(engine, int(row), float(sim))
+                hit = entity_hit(state, int(row), float(sim))
                 entity_scores[hit.id] = float(sim)
                 entity_sources.append((float(sim), hit.chunk_ids))
                 context.append(hit)
-            context.extend(relation_hits(engine, entity_scores))
+            context.extend(relation_hits(state, entity_scores))
             for layer in range(1, layered.num_layers):
                 for row, sim in zip(*per_layer[layer], strict=True):
-                    hit = community_hit(engine, layer, int(row), float(sim))
+                    hit = community_hit(state, layer, int(row), float(sim))
                     community_sims[hit.id] = float(sim)
                     community_sources.append((float(sim), hit.chunk_ids))
                     context.append(hit)
-        ent = spread_to_chunks(entity_sources, engine)
-        com = spread_to_chunks(community_sources, engine)
+        ent = spread_to_chunks(entity_sources, state)
+        com = spread_to_chunks(community_sources, state)
         n = max(int(o["candidates"]), k)
         named = (
-            named_chunks(engine, query, dates=bool(o["date_links"]))
+            named_chunks(state, query, dates=bool(o["date_links"]))
             if o["propagate"] and o["named_weight"]
             else []
         )
         extra = set(ent) | set(com) | set(named)
-        base = hybrid_scores(engine, query, qvec, n, float(o["alpha"]), extra_rows=extra)
+        base = hybrid_scores(state, query, qvec, n, float(o["alpha"]), extra_rows=extra)
         if o["decompose"]:
-            for clause in order_clauses(query, max_clauses=engine.config.max_query_clauses):
-                cvec = embed_query(engine.embedder, clause, engine.config.query_threads)
-                sub = hybrid_scores(engine, clause, cvec, n, float(o["alpha"]), extra_rows=extra)
+            for clause in order_clauses(query, max_clauses=state.config.max_query_clauses):
+                cvec = embed_query(state.embedder, clause, state.config.query_threads)
+                sub = hybrid_scores(state, clause, cvec, n, float(o["alpha"]), extra_rows=extra)
                 for r, v in sub.items():
                     base[r] = max(base.get(r, 0.0), v)
         scores = dict(base)
@@ -170,7 +170,7 @@ class ArchRAG(Method):
         if o["propagate"]:
             bound = 1.0  # propagate() returns scores in [0, 1]
             scores = propagate(
-                engine,
+                state,
                 scores,
                 seed_top_n=int(o["seed_top_n"]),
                 seed_power=float(o["seed_power"]),
@@ -185,11 +185,11 @@ class ArchRAG(Method):
             )
         out = scored(rank(scores, k), lambda v: bounded(v, bound), context)
         if o["explain"]:
-            _explain(engine, query, qvec, out, entity_scores, community_sims, base, added, set(named), trace, o)
+            _explain(state, query, qvec, out, entity_scores, community_sims, base, added, set(named), trace, o)
         return out
 
 
-def _explain(engine, query, qvec, out: Retrieval, entity_scores, community_sims, base, added, named, trace,
+def _explain(state, query, qvec, out: Retrieval, entity_scores, community_sims, base, added, named, trace,
              o) -> None:
     """Fill ``out.explain`` and the context hits' ``explain`` (:mod:`.explain`): chunks get their
     seed signals, the retrieved entities that mention them, the community path through the
@@ -198,8 +198,8 @@ def _explain(engine, query, qvec, out: Retrieval, entity_scores, community_sims,
     layer and community path."""
     name = ArchRAG.name
     rows = [r for r, _ in out.chunks]
-    signals = ex.chunk_signals(engine, query, qvec, rows)
-    by_id = ex.communities_by_id(engine)
+    signals = ex.chunk_signals(state, query, qvec, rows)
+    by_id = ex.communities_by_id(state)
     ranked_communities = sorted(community_sims, key=lambda c: (-community_sims[c], c))
     chunk_sets: dict[str, set[str]] = {}
     reset = mass = None
@@ -209,8 +209,8 @@ def _explain(engine, query, qvec, out: Retrieval, entity_scores, community_sims,
         if reset is not None:
             seeds = sorted(((int(r), float(reset[r])) for r in np.flatnonzero(reset > 0)), key=lambda x: (-x[1], x[0]))
     for r in rows:
-        cid = engine.chunks[r].id
-        matched = ex.matched_in_chunk(engine, r, entity_scores)
+        cid = state.chunks[r].id
+        matched = ex.matched_in_chunk(state, r, entity_scores)
         anchor = None
         for com in ranked_communities:
             if com not in chunk_sets:
@@ -228,7 +228,7 @@ def _explain(engine, query, qvec, out: Retrieval, entity_scores, community_sims,
         lead = None
         links = []
         if mass is not None:
-            links = ex.walk_links(engine, r, seeds, int(o["max_df"]), float(o["title_weight"]),
+            links = ex.walk_links(state, r, seeds, int(o["max_df"]), float(o["title_weight"]),
                                   float(o["document_weight"]))
             lead = "seeded the passage walk" if seed_share else "reached by passage propagation"
         out.explain[r] = ex.explanation(
@@ -236,7 +236,7 @@ def _explain(engine, query, qvec, out: Retrieval, entity_scores, community_sims,
             lead,
             **fields,
             matched_entities=matched,
-            community_path=ex.community_path(engine, anchor, community_sims) if anchor else [],
+            community_path=ex.community_path(state, anchor, community_sims) if anchor else [],
             ppr_mass=float(mass[r]) if mass is not None else None,
             linked_from=links,
             score_parts=ex.parts(
@@ -249,14 +249,14 @@ def _explain(engine, query, qvec, out: Retrieval, entity_scores, community_sims,
             hit.explain = ex.explanation(
                 name, "entity matched the query (C-HNSW layer 0)", layer=0,
                 similarity=entity_scores.get(hit.id),
-                community_path=ex.community_path(engine, hit.id, community_sims),
+                community_path=ex.community_path(state, hit.id, community_sims),
             )
         elif hit.kind == "relation":
             ends = [e for e in hit.id.split("\u241f") if e in entity_scores]
             hit.explain = ex.explanation(
                 name, "relation between two retrieved entities", layer=0,
                 similarity=hit.metadata.get("raw_score"),
-                matched_entities=[ex.entity_ref(engine, e, similarity=entity_scores[e]) for e in ends],
+                matched_entities=[ex.entity_ref(state, e, similarity=entity_scores[e]) for e in ends],
             )
         elif hit.kind == "community":
             c = by_id[hit.id]
@@ -265,6 +265,6 @@ def _explain(engine, query, qvec, out: Retrieval, entity_scores, community_sims,
             hit.explain = ex.explanation(
                 name, f"community matched the query at layer {c.layer} (C-HNSW)", layer=int(c.layer),
                 similarity=community_sims.get(hit.id),
-                community_path=ex.community_path(engine, hit.id, community_sims),
-                matched_entities=[ex.entity_ref(engine, e, similarity=inside[e]) for e in members],
+                community_path=ex.community_path(state, hit.id, community_sims),
+                matched_entities=[ex.entity_ref(state, e, similarity=inside[e]) for e in members],
             )

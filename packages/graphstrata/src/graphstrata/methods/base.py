@@ -22,7 +22,7 @@ from ..scores import cosine, unit, unit_ranking
 from ..types import Hit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..state import EngineState as Engine
+    from ..state import EngineState
 
 
 @dataclass
@@ -251,15 +251,15 @@ COMMON_SPECS: Mapping[str, OptionSpec] = {
 }
 
 
-def query_llm(engine: Any, options: Mapping[str, Any]) -> LLMClient | None:
+def query_llm(state: Any, options: Mapping[str, Any]) -> LLMClient | None:
     """The LLM a method's query-time LLM step uses: ``options["llm"]`` when given, else the
-    engine state's ``llm`` (``None`` when it has none), else ``None`` (the offline path).
+    state's ``llm`` (``None`` when it has none), else ``None`` (the offline path).
 
     A state ``llm`` that is not yet an :class:`~graphstrata.llm.LLMClient` is wrapped in one
     (:meth:`LLMClient.of`)."""
     client = options.get("llm")
     if client is None:
-        client = getattr(engine, "llm", None)
+        client = getattr(state, "llm", None)
     if client is None:
         return None
     return LLMClient.of(client)
@@ -323,15 +323,15 @@ class Method:
         return True
 
     def retrieve(
-        self, engine: Engine, query: str, qvec: np.ndarray, k: int, **options: Any
+        self, state: EngineState, query: str, qvec: np.ndarray, k: int, **options: Any
     ) -> Retrieval:  # pragma: no cover - abstract
         """Run the method for one query.
 
         Args:
-            engine: the :class:`~graphstrata.state.EngineState` of this query (read only; one
+            state: the :class:`~graphstrata.state.EngineState` of this query (read only; one
                 immutable state, so everything read from it is consistent).
             query: the question text.
-            qvec: float32 ``(dim,)`` L2-normalised query embedding (``None`` when the class
+            qvec: float32 ``(dim,)`` L2-normalised query embedding (``None`` when
                 :meth:`wants_query_vector` says it does not read it).
             k: number of chunks wanted (> 0); return at least ``min(k, n_chunks)``.
             **options: overrides of :attr:`defaults`; unknown names raise ``ValueError``
@@ -357,15 +357,15 @@ def minmax(values: np.ndarray) -> np.ndarray:
     return (values - lo) / (hi - lo)
 
 
-def dense_candidates(engine: Engine, qvec: np.ndarray, n: int) -> dict[int, float]:
+def dense_candidates(state: EngineState, qvec: np.ndarray, n: int) -> dict[int, float]:
     """Top-``n`` chunk rows by cosine similarity (C-HNSW): ``{row: similarity}``."""
-    rows, sims = engine.chunk_index.search(qvec, n)
+    rows, sims = state.chunk_index.search(qvec, n)
     return {int(r): float(s) for r, s in zip(rows, sims, strict=True)}
 
 
-def bm25_candidates(engine: Engine, query: str, n: int) -> tuple[dict[int, float], np.ndarray]:
+def bm25_candidates(state: EngineState, query: str, n: int) -> tuple[dict[int, float], np.ndarray]:
     """Top-``n`` chunk rows by BM25: ``({row: score}, all_scores)``; zero scores dropped."""
-    scores = engine.bm25.scores(query)
+    scores = state.bm25.scores(query)
     if len(scores) == 0:
         return {}, scores
     n = min(n, len(scores))
@@ -374,7 +374,7 @@ def bm25_candidates(engine: Engine, query: str, n: int) -> tuple[dict[int, float
 
 
 def hybrid_scores(
-    engine: Engine,
+    state: EngineState,
     query: str,
     qvec: np.ndarray,
     n: int,
@@ -391,18 +391,18 @@ def hybrid_scores(
     Returns:
         ``{chunk_row: fused score in [0, 1]}``.
     """
-    dense = dense_candidates(engine, qvec, n)
-    lexical, all_bm25 = bm25_candidates(engine, query, n)
+    dense = dense_candidates(state, qvec, n)
+    lexical, all_bm25 = bm25_candidates(state, query, n)
     rows = np.asarray(sorted(set(dense) | set(lexical) | set(extra_rows)), dtype=np.int64)
     if len(rows) == 0:
         return {}
-    cos = engine.chunk_index.similarity(qvec, rows)
+    cos = state.chunk_index.similarity(qvec, rows)
     bm = all_bm25[rows] if len(all_bm25) else np.zeros(len(rows), np.float32)
     fused = alpha * minmax(cos) + (1.0 - alpha) * minmax(bm)
     return {int(r): float(s) for r, s in zip(rows, fused, strict=True)}
 
 
-def entity_chunk_matrix(engine: Engine) -> sp.csr_matrix:
+def entity_chunk_matrix(state: EngineState) -> sp.csr_matrix:
     """Which chunks mention which entities, cached per index state.
 
     Returns:
@@ -413,30 +413,30 @@ def entity_chunk_matrix(engine: Engine) -> sp.csr_matrix:
 
     def build() -> sp.csr_matrix:
         rows, cols = [], []
-        for i, eid in enumerate(engine.kg.entity_ids):
-            for cid in engine.kg.entities[eid].chunk_ids:
-                row = engine.chunk_row.get(cid)
+        for i, eid in enumerate(state.kg.entity_ids):
+            for cid in state.kg.entities[eid].chunk_ids:
+                row = state.chunk_row.get(cid)
                 if row is not None:
                     rows.append(i)
                     cols.append(row)
-        shape = (len(engine.kg.entity_ids), len(engine.chunks))
+        shape = (len(state.kg.entity_ids), len(state.chunks))
         m = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
         m.data[:] = 1.0  # a chunk listed twice is still one mention
         return m
 
-    return engine.derived("base:entity_chunks", build)
+    return state.derived("base:entity_chunks", build)
 
 
-def document_rows(engine: Engine) -> dict[str, list[int]]:
+def document_rows(state: EngineState) -> dict[str, list[int]]:
     """``{document_id: [chunk row, ...]}`` (rows ascending), cached per index state."""
 
     def build() -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
-        for r, c in enumerate(engine.chunks):
+        for r, c in enumerate(state.chunks):
             out.setdefault(c.document_id, []).append(r)
         return out
 
-    return engine.derived("base:document_rows", build)
+    return state.derived("base:document_rows", build)
 
 
 def rank(scores: Mapping[int, float], limit: int) -> list[tuple[int, float]]:
@@ -462,11 +462,11 @@ def rank(scores: Mapping[int, float], limit: int) -> list[tuple[int, float]]:
     return list(zip(keys[order].tolist(), vals[order].tolist(), strict=True))
 
 
-def entity_hit(engine: Engine, row: int, similarity: float) -> Hit:
+def entity_hit(state: EngineState, row: int, similarity: float) -> Hit:
     """A ``kind="entity"`` hit for entity ``row`` (layer 0) at cosine ``similarity``: score
     ``max(0, cos)``, the cosine in ``metadata["raw_score"]``, the entity's ``type`` (``""``
     offline) in ``metadata["type"]``."""
-    e = engine.kg.entities[engine.kg.entity_ids[row]]
+    e = state.kg.entities[state.kg.entity_ids[row]]
     return Hit(
         id=e.id,
         text=f"{e.name}: {e.description}" if e.description else e.name,
@@ -474,12 +474,12 @@ def entity_hit(engine: Engine, row: int, similarity: float) -> Hit:
         kind="entity",
         layer=0,
         chunk_ids=list(e.chunk_ids),
-        document_ids=engine.document_ids_of(e.chunk_ids),
+        document_ids=state.document_ids_of(e.chunk_ids),
         metadata={"name": e.name, "type": e.type, "weight": e.weight, "raw_score": float(similarity)},
     )
 
 
-def relation_hits(engine: Engine, entity_scores: Mapping[str, float]) -> list[Hit]:
+def relation_hits(state: EngineState, entity_scores: Mapping[str, float]) -> list[Hit]:
     """Relations among the retrieved entities (ArchRAG R_0, spec A12: induced subgraph).
 
     Raw score = mean of the endpoint entities' cosine similarities (``entity_scores``), score
@@ -487,8 +487,8 @@ def relation_hits(engine: Engine, entity_scores: Mapping[str, float]) -> list[Hi
     offline).
     """
     hits = []
-    for r in engine.kg.induced_relations(entity_scores):
-        a, b = engine.kg.entities[r.source], engine.kg.entities[r.target]
+    for r in state.kg.induced_relations(entity_scores):
+        a, b = state.kg.entities[r.source], state.kg.entities[r.target]
         raw = (entity_scores[r.source] + entity_scores[r.target]) / 2.0
         hits.append(
             Hit(
@@ -498,7 +498,7 @@ def relation_hits(engine: Engine, entity_scores: Mapping[str, float]) -> list[Hi
                 kind="relation",
                 layer=0,
                 chunk_ids=list(r.chunk_ids),
-                document_ids=engine.document_ids_of(r.chunk_ids),
+                document_ids=state.document_ids_of(r.chunk_ids),
                 metadata={"source": a.name, "target": b.name, "weight": r.weight,
                           "keywords": r.keywords, "raw_score": float(raw)},
             )
@@ -507,11 +507,11 @@ def relation_hits(engine: Engine, entity_scores: Mapping[str, float]) -> list[Hi
     return hits
 
 
-def community_hit(engine: Engine, layer: int, row: int, similarity: float) -> Hit:
+def community_hit(state: EngineState, layer: int, row: int, similarity: float) -> Hit:
     """A ``kind="community"`` hit for community ``row`` of ``layer`` (≥ 1) at cosine
     ``similarity``: score ``max(0, cos)``, the cosine in ``metadata["raw_score"]``, the LLM
     report's rating (``None`` offline) in ``metadata["rating"]``."""
-    c = engine.communities[layer - 1][row]
+    c = state.communities[layer - 1][row]
     return Hit(
         id=c.id,
         text=f"{c.title}\n{c.summary}".strip(),
@@ -519,14 +519,14 @@ def community_hit(engine: Engine, layer: int, row: int, similarity: float) -> Hi
         kind="community",
         layer=layer,
         chunk_ids=list(c.chunk_ids),
-        document_ids=engine.document_ids_of(c.chunk_ids),
+        document_ids=state.document_ids_of(c.chunk_ids),
         metadata={"title": c.title, "size": len(c.entity_ids), "rating": c.rating,
                   "raw_score": float(similarity)},
     )
 
 
 def spread_to_chunks(
-    weighted_sources: Iterable[tuple[float, list[str]]], engine: Engine
+    weighted_sources: Iterable[tuple[float, list[str]]], state: EngineState
 ) -> dict[int, float]:
     """Graph evidence on chunks: each source (entity/community with similarity ``s`` and
     chunk list ``C``) adds ``s / sqrt(|C|)`` to every chunk of ``C`` (IDF-like damping, so a
@@ -541,14 +541,14 @@ def spread_to_chunks(
             continue
         w = float(score) / np.sqrt(len(chunk_ids))
         for cid in chunk_ids:
-            row = engine.chunk_row.get(cid)
+            row = state.chunk_row.get(cid)
             if row is not None:
                 out[row] = out.get(row, 0.0) + w
     return out
 
 
 def bridge_evidence(
-    engine: Engine, seeds: Iterable[tuple[int, float]], max_df: int
+    state: EngineState, seeds: Iterable[tuple[int, float]], max_df: int
 ) -> dict[int, float]:
     """Second-hop evidence (entity bridging, no LLM): chunks that share a rare entity with a
     seed chunk of another document.
@@ -561,13 +561,13 @@ def bridge_evidence(
     Returns:
         ``{chunk_row: evidence}`` (unnormalised).
     """
-    kg = engine.kg
+    kg = state.kg
     chunk_entities = kg.chunk_entities()
     out: dict[int, float] = {}
     for row, score in seeds:
         if score <= 0:
             continue
-        seed = engine.chunks[row]
+        seed = state.chunks[row]
         for eid in chunk_entities.get(seed.id, ()):
             chunk_ids = kg.entities[eid].chunk_ids
             df = len(chunk_ids)
@@ -575,7 +575,7 @@ def bridge_evidence(
                 continue
             w = float(score) / float(np.log2(1.0 + df))
             for cid in chunk_ids:
-                r = engine.chunk_row.get(cid)
-                if r is not None and engine.chunks[r].document_id != seed.document_id:
+                r = state.chunk_row.get(cid)
+                if r is not None and state.chunks[r].document_id != seed.document_id:
                     out[r] = out.get(r, 0.0) + w
     return out

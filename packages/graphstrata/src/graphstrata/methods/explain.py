@@ -90,7 +90,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..state import EngineState as Engine
+    from ..state import EngineState
 
 MAX_LISTED = 5
 """Most entries of a list field (matched entities, relations, via entities)."""
@@ -101,9 +101,9 @@ MAX_TRIPLES = 10
 # -- records ---------------------------------------------------------------------------------
 
 
-def entity_ref(engine: Engine, eid: str, **extra: Any) -> dict[str, Any]:
+def entity_ref(state: EngineState, eid: str, **extra: Any) -> dict[str, Any]:
     """``{"id", "name", **extra}`` of KG entity ``eid`` (numbers made plain floats)."""
-    e = engine.kg.entities.get(eid)
+    e = state.kg.entities.get(eid)
     return {"id": eid, "name": e.name if e is not None else eid, **_plain(extra)}
 
 
@@ -121,37 +121,37 @@ def _plain(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def communities_by_id(engine: Engine) -> dict[str, Any]:
+def communities_by_id(state: EngineState) -> dict[str, Any]:
     """``{community_id: Community}`` over every layer, cached per index state."""
-    return engine.derived(
-        "explain:communities", lambda: {c.id: c for layer in engine.communities for c in layer}
+    return state.derived(
+        "explain:communities", lambda: {c.id: c for layer in state.communities for c in layer}
     )
 
 
-def community_parents(engine: Engine) -> dict[str, str]:
+def community_parents(state: EngineState) -> dict[str, str]:
     """``{member id: parent community id}``: entity ids → their layer-1 community, community
     ids of layer ``i`` → their layer-``i + 1`` community (first parent when a member has
     several); cached per index state."""
 
     def build() -> dict[str, str]:
         out: dict[str, str] = {}
-        for layer in engine.communities:
+        for layer in state.communities:
             for c in layer:
                 for m in c.members:
                     out.setdefault(m, c.id)
         return out
 
-    return engine.derived("explain:community_parents", build)
+    return state.derived("explain:community_parents", build)
 
 
 def community_path(
-    engine: Engine, start: str, similarities: Mapping[str, float] | None = None
+    state: EngineState, start: str, similarities: Mapping[str, float] | None = None
 ) -> list[dict[str, Any]]:
     """The communities above ``start`` (an entity id or a community id, included when a
     community), top layer first: ``[{"id", "layer", "title", "similarity"?}, ...]``;
     ``similarity`` where ``similarities`` (the retrieved communities' cosines) has the id."""
-    by_id = communities_by_id(engine)
-    parents = community_parents(engine)
+    by_id = communities_by_id(state)
+    parents = community_parents(state)
     chain = [start] if start in by_id else []
     node, seen = start, {start}
     while node in parents and parents[node] not in seen:
@@ -169,28 +169,28 @@ def community_path(
     return out
 
 
-def chunk_entity_ids(engine: Engine, row: int) -> list[str]:
+def chunk_entity_ids(state: EngineState, row: int) -> list[str]:
     """Entity ids mentioning chunk ``row`` (KG order)."""
-    return engine.kg.chunk_entities().get(engine.chunks[row].id, [])
+    return state.kg.chunk_entities().get(state.chunks[row].id, [])
 
 
 def matched_in_chunk(
-    engine: Engine, row: int, similarities: Mapping[str, float], **extra: Mapping[str, Any]
+    state: EngineState, row: int, similarities: Mapping[str, float], **extra: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
     """The entities of ``similarities`` that mention chunk ``row``, most similar first (ties:
     id), at most :data:`MAX_LISTED`, as :func:`entity_ref` with ``similarity``; ``extra`` maps
     a field name to ``{entity_id: value}`` added where present."""
-    found = [e for e in chunk_entity_ids(engine, row) if e in similarities]
+    found = [e for e in chunk_entity_ids(state, row) if e in similarities]
     found.sort(key=lambda e: (-float(similarities[e]), e))
     out = []
     for e in found[:MAX_LISTED]:
         fields = {name: values[e] for name, values in extra.items() if e in values}
-        out.append(entity_ref(engine, e, similarity=float(similarities[e]), **fields))
+        out.append(entity_ref(state, e, similarity=float(similarities[e]), **fields))
     return out
 
 
 def chunk_signals(
-    engine: Engine, query: str, qvec: np.ndarray, rows: Sequence[int], bm25: bool = True
+    state: EngineState, query: str, qvec: np.ndarray, rows: Sequence[int], bm25: bool = True
 ) -> dict[int, dict[str, Any]]:
     """Per row: ``{"dense": cosine, "bm25": raw BM25, "terms": [query tokens it holds]}``.
 
@@ -201,12 +201,12 @@ def chunk_signals(
     rows = [int(r) for r in rows]
     if not rows:
         return {}
-    cos = engine.chunk_index.similarity(qvec, np.asarray(rows, np.int64))
+    cos = state.chunk_index.similarity(qvec, np.asarray(rows, np.int64))
     if not bm25:
         return {r: {"dense": float(c), "bm25": 0.0, "terms": []} for r, c in zip(rows, cos.tolist(), strict=True)}
-    bm = engine.bm25.scores(query)
+    bm = state.bm25.scores(query)
     q_terms = list(dict.fromkeys(bm25_tokenize(query)))
-    texts = lexical_texts([engine.chunks[r] for r in rows], engine.documents, engine.config.use_titles)
+    texts = lexical_texts([state.chunks[r] for r in rows], state.documents, state.config.use_titles)
     out = {}
     for r, c, text in zip(rows, cos.tolist(), texts, strict=True):
         have = set(bm25_tokenize(text))
@@ -231,28 +231,28 @@ def chunk_base(
     return {"seeds": s, "matched_terms": list(signals["terms"]) if "bm25" in use else []}
 
 
-def second_hop(engine: Engine, row: int, seed_rows: Iterable[int], max_df: int) -> dict[str, Any] | None:
+def second_hop(state: EngineState, row: int, seed_rows: Iterable[int], max_df: int) -> dict[str, Any] | None:
     """The bridge of :func:`~graphstrata.methods.base.bridge_evidence` to ``row`` from the
     first of ``seed_rows`` that has one: ``{"from": seed chunk id, "via": [entity refs]}``
     (shared entities of 2 … ``max_df`` chunks, rarest first), or ``None``."""
-    kg = engine.kg
-    mine = set(chunk_entity_ids(engine, row))
+    kg = state.kg
+    mine = set(chunk_entity_ids(state, row))
     for seed in seed_rows:
-        if seed == row or engine.chunks[seed].document_id == engine.chunks[row].document_id:
+        if seed == row or state.chunks[seed].document_id == state.chunks[row].document_id:
             continue
-        via = [e for e in mine.intersection(chunk_entity_ids(engine, seed))
+        via = [e for e in mine.intersection(chunk_entity_ids(state, seed))
                if 2 <= len(kg.entities[e].chunk_ids) <= max_df]
         if via:
             via.sort(key=lambda e: (len(kg.entities[e].chunk_ids), e))
             return {
-                "from": engine.chunks[seed].id,
-                "via": [entity_ref(engine, e) for e in via[:MAX_LISTED]],
+                "from": state.chunks[seed].id,
+                "via": [entity_ref(state, e) for e in via[:MAX_LISTED]],
             }
     return None
 
 
 def walk_links(
-    engine: Engine,
+    state: EngineState,
     row: int,
     seeds: Sequence[tuple[int, float]],
     max_df: int,
@@ -268,26 +268,26 @@ def walk_links(
     0``)."""
     from .propagation import title_index
 
-    kg = engine.kg
-    chunks = engine.chunks
-    mine = set(chunk_entity_ids(engine, row))
-    titles = title_index(engine) if title_weight > 0 else None
+    kg = state.kg
+    chunks = state.chunks
+    mine = set(chunk_entity_ids(state, row))
+    titles = title_index(state) if title_weight > 0 else None
     named_here = titles.find(chunks[row].text) if titles is not None else set()
     out = []
     for s, share in seeds:
         if s == row:
             continue
         link: dict[str, Any] = {"chunk_id": chunks[s].id, "ppr_reset": float(share)}
-        via = [e for e in mine.intersection(chunk_entity_ids(engine, s))
+        via = [e for e in mine.intersection(chunk_entity_ids(state, s))
                if 2 <= len(kg.entities[e].chunk_ids) <= max_df]
         if via:
             via.sort(key=lambda e: (len(kg.entities[e].chunk_ids), e))
-            link["via"] = [entity_ref(engine, e) for e in via[:MAX_LISTED]]
+            link["via"] = [entity_ref(state, e) for e in via[:MAX_LISTED]]
         doc_r, doc_s = chunks[row].document_id, chunks[s].document_id
         if titles is not None and doc_r != doc_s:
             named = doc_s if doc_s in named_here else (doc_r if doc_r in titles.find(chunks[s].text) else None)
             if named is not None:
-                doc = engine.documents.get(named)
+                doc = state.documents.get(named)
                 link["title"] = str(doc.metadata.get("title", named)) if doc is not None else named
         if document_weight > 0 and doc_r == doc_s:
             link["same_document"] = True

@@ -376,13 +376,13 @@ def render_paths(
 
 
 # -- second-hop chunk evidence ----------------------------------------------------------------
-def add_second_hop(engine, scores: dict[int, float], base: dict[int, float], o: Mapping[str, Any]) -> dict[int, float]:
+def add_second_hop(state, scores: dict[int, float], base: dict[int, float], o: Mapping[str, Any]) -> dict[int, float]:
     """Add ``second_hop_weight`` × normalised :func:`~.base.bridge_evidence` seeded from the
     top ``second_hop_seeds`` chunks of ``base`` (in place): the entity one-hop expansion run
     from the best source chunk, as ArchRAG's chunk ranking does (LightRAG and HiRAG share it).
 
     Args:
-        engine: the engine state.
+        state: the index state.
         scores: ``{chunk_row: score}``, added to in place.
         base: ``{chunk_row: hybrid score}`` the seeds are taken from.
         o: the method's options: ``second_hop_weight`` (0 adds nothing),
@@ -394,7 +394,7 @@ def add_second_hop(engine, scores: dict[int, float], base: dict[int, float], o: 
     if w <= 0 or not base:
         return {}
     seeds = rank(base, int(o["second_hop_seeds"]))
-    ev = bridge_evidence(engine, seeds, int(o["second_hop_max_df"]))
+    ev = bridge_evidence(state, seeds, int(o["second_hop_max_df"]))
     added = {}
     if ev:
         top = max(ev.values())

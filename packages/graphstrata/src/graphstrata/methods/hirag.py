@@ -2,7 +2,7 @@
 
 The index — summary-entity layers over the KG and Leiden communities over the multi-layer
 graph G_k — is built by the indexing stage :mod:`graphstrata.indexing.hirag`; retrieval reads
-it through :func:`~graphstrata.indexing.hirag.hi_index` (cached once per engine state).
+it through :func:`~graphstrata.indexing.hirag.hi_index` (cached once per state).
 
 **HiRetrieval** (:class:`HiRAG`, spec §3.1 Eqs. 12–16):
 
@@ -20,7 +20,7 @@ Chunks: candidates are the hybrid (dense + BM25) top-N plus the chunks of every 
 entity, community and bridge triple; score = hybrid score + weighted, hub-damped graph
 evidence (as in ArchRAG), so every mode returns ``k`` ranked chunks. Retrieval needs no LLM;
 the LLM step of HiIndex (summary entities) plugs in through ``HiIndexConfig.summarise_fn``, or
-is taken from the engine's LLM (:func:`~graphstrata.indexing.hirag.hi_index`). Community reports
+is taken from the state's LLM (:func:`~graphstrata.indexing.hirag.hi_index`). Community reports
 stay extractive.
 """
 
@@ -178,27 +178,27 @@ class HiRAG(Method):
         "index_config": OptionSpec(HiIndexConfig),
     }
 
-    def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
+    def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
         context: list[Hit] = []
         sources: dict[str, list[tuple[float, list[str]]]] = {
             "entity": [], "community": [], "bridge": []
         }
         hi = None
-        if len(engine.kg):
-            hi = hi_index(engine, o["index_config"])
-            context = self._hi_retrieve(engine, hi, qvec, o, sources)
+        if len(state.kg):
+            hi = hi_index(state, o["index_config"])
+            context = self._hi_retrieve(state, hi, qvec, o, sources)
         weights = {
             "entity": o["entity_weight"],
             "community": o["community_weight"],
             "bridge": o["bridge_weight"],
         }
-        evidence = {name: spread_to_chunks(src, engine) for name, src in sources.items()}
+        evidence = {name: spread_to_chunks(src, state) for name, src in sources.items()}
         extra = set().union(*evidence.values())
         n = max(int(o["candidates"]), k)
-        base = hybrid_scores(engine, query, qvec, n, float(o["alpha"]), extra_rows=extra)
+        base = hybrid_scores(state, query, qvec, n, float(o["alpha"]), extra_rows=extra)
         scores = dict(base)
-        added = {"second_hop": add_second_hop(engine, scores, base, o)}  # weighted terms, for explain
+        added = {"second_hop": add_second_hop(state, scores, base, o)}  # weighted terms, for explain
         for name, ev in evidence.items():
             if not ev:
                 continue
@@ -210,11 +210,11 @@ class HiRAG(Method):
         bound = 1.0 + sum(float(w) for w in weights.values()) + float(o["second_hop_weight"])
         out = scored(rank(scores, k), lambda v: bounded(v, bound), context)
         if o["explain"]:
-            _explain(engine, hi, query, qvec, out, base, added, o)
+            _explain(state, hi, query, qvec, out, base, added, o)
         return out
 
     # -- HiRetrieval -----------------------------------------------------------------------
-    def _hi_retrieve(self, engine, hi: HiIndex, qvec, o, sources) -> list[Hit]:
+    def _hi_retrieve(self, state, hi: HiIndex, qvec, o, sources) -> list[Hit]:
         mode = o["mode"]
         sims = hi.vectors @ np.asarray(qvec, np.float32)
         n = min(int(o["top_n"]), len(sims))
@@ -225,7 +225,7 @@ class HiRAG(Method):
         hits: list[Hit] = []
         if mode in ("local", "hi"):
             for i in local:
-                h = self._node_hit(engine, hi, i, float(sims[i]))
+                h = self._node_hit(state, hi, i, float(sims[i]))
                 sources["entity"].append((h.metadata["raw_score"], h.chunk_ids))
                 hits.append(h)
         if mode == "local":
@@ -242,7 +242,7 @@ class HiRAG(Method):
         used = 0
         limit = o["max_report_tokens"]
         for c in order:
-            h = self._community_hit(engine, hi, c, best[c])
+            h = self._community_hit(state, hi, c, best[c])
             t = count_tokens(h.text)
             if limit is not None and used + t > limit:
                 break
@@ -270,7 +270,7 @@ class HiRAG(Method):
         used = 0
         bridge_hits = []
         for u, v in triples:
-            h = self._triple_hit(engine, hi, u, v, sims)
+            h = self._triple_hit(state, hi, u, v, sims)
             t = count_tokens(h.text)
             if limit is not None and used + t > limit:
                 break
@@ -279,7 +279,7 @@ class HiRAG(Method):
             sources["bridge"].append((h.metadata["raw_score"], h.chunk_ids))
         if path:
             chunk_ids = list(dict.fromkeys(c for h in bridge_hits for c in h.chunk_ids))
-            names = [self._name(engine, hi, hi.node_row[p]) for p in path]
+            names = [self._name(state, hi, hi.node_row[p]) for p in path]
             score = float(np.mean([sims[i] for i in keys])) if keys else 0.0
             hits.append(
                 Hit(
@@ -289,7 +289,7 @@ class HiRAG(Method):
                     kind="path",
                     layer=None,
                     chunk_ids=chunk_ids,
-                    document_ids=engine.document_ids_of(chunk_ids),
+                    document_ids=state.document_ids_of(chunk_ids),
                     metadata={"nodes": list(path), "key_entities": key_ids, "raw_score": score},
                 )
             )
@@ -298,14 +298,14 @@ class HiRAG(Method):
         return _by_kind(hits)
 
     @staticmethod
-    def _name(engine, hi: HiIndex, i: int) -> str:
+    def _name(state, hi: HiIndex, i: int) -> str:
         if i < hi.n_entities:
-            return engine.kg.entities[hi.node_ids[i]].name
+            return state.kg.entities[hi.node_ids[i]].name
         return hi.names[i - hi.n_entities]
 
-    def _node_hit(self, engine, hi: HiIndex, i: int, score: float) -> Hit:
+    def _node_hit(self, state, hi: HiIndex, i: int, score: float) -> Hit:
         if i < hi.n_entities:
-            e = engine.kg.entities[hi.node_ids[i]]
+            e = state.kg.entities[hi.node_ids[i]]
             return Hit(
                 id=e.id,
                 text=f"{e.name}: {e.description}" if e.description else e.name,
@@ -313,7 +313,7 @@ class HiRAG(Method):
                 kind="entity",
                 layer=0,
                 chunk_ids=list(e.chunk_ids),
-                document_ids=engine.document_ids_of(e.chunk_ids),
+                document_ids=state.document_ids_of(e.chunk_ids),
                 metadata={"name": e.name, "weight": e.weight, "raw_score": score},
             )
         j = i - hi.n_entities
@@ -324,16 +324,16 @@ class HiRAG(Method):
             kind="entity",
             layer=int(hi.layer[i]),
             chunk_ids=list(hi.chunk_ids[j]),
-            document_ids=engine.document_ids_of(hi.chunk_ids[j]),
+            document_ids=state.document_ids_of(hi.chunk_ids[j]),
             metadata={"name": hi.names[j], "summary": True, "raw_score": score},
         )
 
-    def _community_hit(self, engine, hi: HiIndex, c: int, score: float) -> Hit:
-        kg = engine.kg
+    def _community_hit(self, state, hi: HiIndex, c: int, score: float) -> Hit:
+        kg = state.kg
         members = hi.communities[c]
         deg = hi.graph.degree
         top = sorted(members, key=lambda i: (-deg[hi.node_ids[i]], i))
-        title = ", ".join(self._name(engine, hi, i) for i in top[:3])
+        title = ", ".join(self._name(state, hi, i) for i in top[:3])
         sentences = []
         for i in top:
             if i >= hi.n_entities:
@@ -354,17 +354,17 @@ class HiRAG(Method):
             kind="community",
             layer=1,
             chunk_ids=chunk_ids,
-            document_ids=engine.document_ids_of(chunk_ids),
+            document_ids=state.document_ids_of(chunk_ids),
             metadata={"title": title, "size": len(members),
                       "members": [hi.node_ids[i] for i in members], "raw_score": float(score)},
         )
 
-    def _triple_hit(self, engine, hi: HiIndex, u: str, v: str, sims: np.ndarray) -> Hit:
-        kg = engine.kg
+    def _triple_hit(self, state, hi: HiIndex, u: str, v: str, sims: np.ndarray) -> Hit:
+        kg = state.kg
         iu, iv = hi.node_row[u], hi.node_row[v]
         score = float(sims[iu] + sims[iv]) / 2.0
         r = kg.relation(u, v) if iu < hi.n_entities and iv < hi.n_entities else None
-        nu, nv = self._name(engine, hi, iu), self._name(engine, hi, iv)
+        nu, nv = self._name(state, hi, iu), self._name(state, hi, iv)
         deg = hi.graph.degree[u] + hi.graph.degree[v]
         if r is not None:
             return Hit(
@@ -374,15 +374,15 @@ class HiRAG(Method):
                 kind="relation",
                 layer=0,
                 chunk_ids=list(r.chunk_ids),
-                document_ids=engine.document_ids_of(r.chunk_ids),
+                document_ids=state.document_ids_of(r.chunk_ids),
                 metadata={"source": nu, "target": nv, "weight": r.weight, "rank": deg,
                           "bridge": True, "raw_score": score},
             )
         lo, hi_node = (iu, iv) if hi.layer[iu] <= hi.layer[iv] else (iv, iu)
-        member, summary = self._name(engine, hi, lo), self._name(engine, hi, hi_node)
+        member, summary = self._name(state, hi, lo), self._name(state, hi, hi_node)
         chunk_ids = []
         if lo < hi.n_entities:
-            chunk_ids = list(engine.kg.entities[hi.node_ids[lo]].chunk_ids)
+            chunk_ids = list(state.kg.entities[hi.node_ids[lo]].chunk_ids)
         return Hit(
             id=f"{hi.node_ids[lo]}\u241f{hi.node_ids[hi_node]}",
             text=f"{member} — {summary}: {member} belongs to the summary entity '{summary}'.",
@@ -390,23 +390,23 @@ class HiRAG(Method):
             kind="relation",
             layer=int(hi.layer[hi_node]),
             chunk_ids=chunk_ids[:10],
-            document_ids=engine.document_ids_of(chunk_ids[:10]),
+            document_ids=state.document_ids_of(chunk_ids[:10]),
             metadata={"source": member, "target": summary, "weight": 1.0, "rank": deg,
                       "bridge": True, "inter_layer": True, "raw_score": score},
         )
 
 
-def _node_ref(engine, hi: HiIndex | None, node: str, **extra: Any) -> dict[str, Any]:
+def _node_ref(state, hi: HiIndex | None, node: str, **extra: Any) -> dict[str, Any]:
     """A HiIndex node as an explanation entity ref: a KG entity's :func:`.explain.entity_ref`,
     a summary entity's ``{"id", "name", "summary": True, "layer"}``."""
-    if hi is None or node in engine.kg.entities or node not in hi.node_row:
-        return ex.entity_ref(engine, node, **extra)
+    if hi is None or node in state.kg.entities or node not in hi.node_row:
+        return ex.entity_ref(state, node, **extra)
     i = hi.node_row[node]
     return {"id": node, "name": hi.names[i - hi.n_entities], "summary": True, "layer": int(hi.layer[i]),
             **{k: float(v) for k, v in extra.items()}}
 
 
-def _explain(engine, hi: HiIndex | None, query: str, qvec, out: Retrieval, base, added, o) -> None:
+def _explain(state, hi: HiIndex | None, query: str, qvec, out: Retrieval, base, added, o) -> None:
     """Fill ``out.explain`` and the context hits' ``explain`` (:mod:`.explain`), from the
     context hits themselves: a chunk's seed signals, the local entities (KG and summary) whose
     chunks include it, the best retrieved community holding it, the bridge path when a bridge
@@ -419,7 +419,7 @@ def _explain(engine, hi: HiIndex | None, query: str, qvec, out: Retrieval, base,
                          key=lambda h: (-h.metadata["raw_score"], h.id))
     bridges = [h for h in ctx if h.kind == "relation" and h.metadata.get("bridge")]
     path = next((h for h in ctx if h.kind == "path"), None)
-    path_entities = [_node_ref(engine, hi, n) for n in path.metadata["nodes"]] if path is not None else []
+    path_entities = [_node_ref(state, hi, n) for n in path.metadata["nodes"]] if path is not None else []
 
     def triple(h: Hit) -> list[str]:
         verb = "belongs to" if h.metadata.get("inter_layer") else "relates to"
@@ -435,12 +435,12 @@ def _explain(engine, hi: HiIndex | None, query: str, qvec, out: Retrieval, base,
         return rp
 
     rows = [r for r, _ in out.chunks]
-    signals = ex.chunk_signals(engine, query, qvec, rows)
+    signals = ex.chunk_signals(state, query, qvec, rows)
     hop_seeds = [r for r, _ in rank(base, int(o["second_hop_seeds"]))] if added.get("second_hop") else []
     for r in rows:
-        cid = engine.chunks[r].id
-        matched = ex.matched_in_chunk(engine, r, {e: s for e, s in local.items() if e in engine.kg.entities})
-        summaries = [_node_ref(engine, hi, h.id, similarity=local[h.id]) for h in local_hits
+        cid = state.chunks[r].id
+        matched = ex.matched_in_chunk(state, r, {e: s for e, s in local.items() if e in state.kg.entities})
+        summaries = [_node_ref(state, hi, h.id, similarity=local[h.id]) for h in local_hits
                      if h.metadata.get("summary") and cid in h.chunk_ids]
         matched = sorted(matched + summaries, key=lambda m: (-m["similarity"], m["id"]))[: ex.MAX_LISTED]
         com = next((h for h in communities if cid in h.chunk_ids), None)
@@ -452,7 +452,7 @@ def _explain(engine, hi: HiIndex | None, query: str, qvec, out: Retrieval, base,
             matched_entities=matched,
             community_path=[_community_ref(com)] if com is not None else [],
             reasoning_path=reasoning(triples) if triples else None,
-            second_hop=ex.second_hop(engine, r, hop_seeds, int(o["second_hop_max_df"]))
+            second_hop=ex.second_hop(state, r, hop_seeds, int(o["second_hop_max_df"]))
             if r in added.get("second_hop", {}) else None,
             score_parts=ex.parts(hybrid=base.get(r), **{part: v.get(r) for part, v in added.items()}),
         )
@@ -471,14 +471,14 @@ def _explain(engine, hi: HiIndex | None, query: str, qvec, out: Retrieval, base,
             h.explain = ex.explanation(
                 name, f"community of {len(members)} query-matched entit{'y' if len(members) == 1 else 'ies'}",
                 layer=h.layer, similarity=h.metadata["raw_score"], community_path=[_community_ref(h)],
-                matched_entities=[_node_ref(engine, hi, m, similarity=local[m]) for m in members[: ex.MAX_LISTED]],
+                matched_entities=[_node_ref(state, hi, m, similarity=local[m]) for m in members[: ex.MAX_LISTED]],
             )
         elif h.kind == "relation":
             ends = h.id.split("\u241f")
             h.explain = ex.explanation(
                 name, "bridge triple on the shortest path between key entities", layer=h.layer,
                 similarity=h.metadata["raw_score"],
-                matched_entities=[_node_ref(engine, hi, e) for e in ends],
+                matched_entities=[_node_ref(state, hi, e) for e in ends],
                 reasoning_path=reasoning([triple(h)]),
             )
         elif h.kind == "path":
@@ -486,7 +486,7 @@ def _explain(engine, hi: HiIndex | None, query: str, qvec, out: Retrieval, base,
             h.explain = ex.explanation(
                 name, f"shortest path through {len(keys)} key entities of the retrieved communities",
                 similarity=h.metadata["raw_score"],
-                matched_entities=[_node_ref(engine, hi, e) for e in keys[: ex.MAX_LISTED]],
+                matched_entities=[_node_ref(state, hi, e) for e in keys[: ex.MAX_LISTED]],
                 reasoning_path=reasoning([triple(b) for b in bridges]),
             )
 

@@ -2,7 +2,7 @@
 
 1. **Keywords** (spec §2.2 step 1, §2.3). The paper asks an LLM for high-level (themes) and
    low-level (specific entities) keywords; so do we when the query has an LLM (the ``llm``
-   option, else the engine state's ``llm``): one call, stage ``"query:keywords"``
+   option, else the state's ``llm``): one call, stage ``"query:keywords"``
    (:mod:`graphstrata.llm.prompts.lightrag_query`); output the parser cannot read falls back
    to the offline keywords for that query and is counted with ``LLMClient.skip``. Offline,
    :func:`offline_keywords` matches the query's word n-grams against the corpus vocabulary
@@ -27,7 +27,7 @@ Relation vectors (spec §1.8: keywords + endpoints + description, one vector per
 never embedded: a relation's vector is the normalised combination
 ``(1 − w)·mean(endpoint entity vectors) + w·mean(source chunk vectors)`` (``w`` =
 ``relation_chunk_weight``) and its cosine to a query is computed from the entity and chunk
-similarities through two sparse matrices (``engine.derived("lightrag:relations:<w>")``), so
+similarities through two sparse matrices (``state.derived("lightrag:relations:<w>")``), so
 no relation matrix is materialised.
 """
 
@@ -172,7 +172,7 @@ def llm_keywords(client: LLMClient, query: str) -> tuple[list[str], list[str]] |
     return out
 
 
-def _keywords(engine, query: str, fn: KeywordsFn | None, client: LLMClient | None = None) -> Keywords:
+def _keywords(state, query: str, fn: KeywordsFn | None, client: LLMClient | None = None) -> Keywords:
     """The query's keywords: ``fn`` when given, else the LLM when there is one (offline
     fallback on unreadable output), else :func:`offline_keywords`."""
     if fn is not None:
@@ -182,14 +182,14 @@ def _keywords(engine, query: str, fn: KeywordsFn | None, client: LLMClient | Non
     else:
         out = None
     if out is None:
-        return offline_keywords(query, engine.kg.entities)
+        return offline_keywords(query, state.kg.entities)
     if isinstance(out, dict):  # the spec's JSON shape
         high, low = out.get("high_level_keywords", []), out.get("low_level_keywords", [])
     else:
         high, low = out
     high = [str(x) for x in high if str(x).strip()]
     low = [str(x) for x in low if str(x).strip()]
-    matched = list(dict.fromkeys(canonical(x) for x in low if canonical(x) in engine.kg.entities))
+    matched = list(dict.fromkeys(canonical(x) for x in low if canonical(x) in state.kg.entities))
     return Keywords(high_level=high, low_level=low, matched=matched, source=source)
 
 
@@ -229,13 +229,13 @@ class RelationIndex:
         return (v / self.norms).astype(np.float32)
 
 
-def relation_index(engine, weight: float) -> RelationIndex:
+def relation_index(state, weight: float) -> RelationIndex:
     """Build (or fetch the cached) :class:`RelationIndex` for chunk weight ``weight``."""
 
     def build() -> RelationIndex:
-        kg = engine.kg
+        kg = state.kg
         keys = list(kg.relations)
-        n_chunks = len(engine.chunks)
+        n_chunks = len(state.chunks)
         adj = kg.adjacency()
         degree = np.diff(adj.indptr).astype(np.float32)
         if not keys:
@@ -247,7 +247,7 @@ def relation_index(engine, weight: float) -> RelationIndex:
         rows, cols, vals = [], [], []
         for i, key in enumerate(keys):
             cids = [
-                engine.chunk_row[c] for c in kg.relations[key].chunk_ids if c in engine.chunk_row
+                state.chunk_row[c] for c in kg.relations[key].chunk_ids if c in state.chunk_row
             ]
             if cids:
                 rows.extend([i] * len(cids))
@@ -260,8 +260,8 @@ def relation_index(engine, weight: float) -> RelationIndex:
             ),
             shape=(len(keys), n_chunks),
         )
-        ents = engine.vectors["entities"]
-        chunks = engine.vectors["chunks"]
+        ents = state.vectors["entities"]
+        chunks = state.vectors["chunks"]
         norms = np.empty(len(keys), np.float32)
         step = 8192
         for s in range(0, len(keys), step):
@@ -273,7 +273,7 @@ def relation_index(engine, weight: float) -> RelationIndex:
         norms = np.maximum(norms, 1e-6)
         return RelationIndex(keys, src, dst, chunk_mean, norms, weight, degree)
 
-    return engine.derived(f"lightrag:relations:{float(weight):g}", build)
+    return state.derived(f"lightrag:relations:{float(weight):g}", build)
 
 
 # -- context -----------------------------------------------------------------------------------
@@ -290,7 +290,7 @@ def count_tokens(text: str) -> int:
     return len(_TOKEN_RE.findall(text))
 
 
-def _budget(items: list, text: Callable[[Any], str], engine, limit: int | None) -> list:
+def _budget(items: list, text: Callable[[Any], str], state, limit: int | None) -> list:
     """Greedy truncation by list order: stop at the first item that overflows (spec §7.7).
 
     ``text(item)`` gives the item's text; tokens are counted only up to the cut."""
@@ -367,7 +367,7 @@ class LightRAG(Method):
             ``fn(query) -> (high_level, low_level)`` (or the spec's JSON dict), which wins
             over both.
         llm: the :class:`~graphstrata.llm.LLMClient` of the keyword step (``None``: the
-            engine state's ``llm``; none there either: offline keywords).
+            state's ``llm``; none there either: offline keywords).
         top_k: entities searched by the low-level keywords and relations by the high-level
             keywords (spec default 60).
         min_similarity: cosine floor of both searches (spec 0.2).
@@ -444,27 +444,27 @@ class LightRAG(Method):
     }
 
     # -- the two paths -------------------------------------------------------------------
-    def context(self, engine, query: str, qvec: np.ndarray, **options: Any) -> LightRAGContext:
+    def context(self, state, query: str, qvec: np.ndarray, **options: Any) -> LightRAGContext:
         """Build the Entities / Relationships / Sources sections for ``query``.
 
         Returns:
             A :class:`LightRAGContext` (what the answer prompt of spec §2.6 consumes).
         """
         o = self.options(options)
-        return self._context(engine, query, qvec, o)[0]
+        return self._context(state, query, qvec, o)[0]
 
-    def _context(self, engine, query, qvec, o):
-        kg = engine.kg
-        client = query_llm(engine, o) if o["keywords_fn"] is None else None
-        kw = _keywords(engine, query, o["keywords_fn"], client)
+    def _context(self, state, query, qvec, o):
+        kg = state.kg
+        client = query_llm(state, o) if o["keywords_fn"] is None else None
+        kw = _keywords(state, query, o["keywords_fn"], client)
         mode = o["mode"]
         top_k = int(o["top_k"])
         floor = float(o["min_similarity"])
-        ents_vec = engine.vectors.get("entities")
+        ents_vec = state.vectors.get("entities")
         empty = LightRAGContext(kw, [], [], [])
         if not len(kg) or ents_vec is None or len(ents_vec) == 0:
             return empty, {}
-        rel_index = relation_index(engine, float(o["relation_chunk_weight"]))
+        rel_index = relation_index(state, float(o["relation_chunk_weight"]))
         degree = rel_index.degree
 
         kv = o["keyword_vectors"]
@@ -472,7 +472,7 @@ class LightRAG(Method):
         def vec(words: list[str]) -> np.ndarray:
             if not words or kv == "query" or (kv == "auto" and kw.source == "offline"):
                 return qvec
-            return np.asarray(engine.embedder.embed([", ".join(words)])[0], np.float32)
+            return np.asarray(state.embedder.embed([", ".join(words)])[0], np.float32)
 
         sims_of: dict[int, np.ndarray] = {}
 
@@ -519,19 +519,19 @@ class LightRAG(Method):
         if mode in ("global", "hybrid"):
             hvec = vec(kw.high_level or [query])
             esim = entity_sims(hvec)
-            csim = engine.vectors["chunks"] @ hvec
+            csim = state.vectors["chunks"] @ hvec
             rsim = rel_index.similarity(esim, csim)
             found = [(rel_index.keys[i], float(rsim[i]), "global") for i in top(rsim, top_k)]
             for key, s, _ in found:
                 evidence_src["relation"].append((s, kg.relations[key].chunk_ids))
-            kept = _budget(rel_order(found), lambda x: rel_text(x[0]), engine, rel_limit)
+            kept = _budget(rel_order(found), lambda x: rel_text(x[0]), state, rel_limit)
             ends: dict[str, float] = {}
             for key, s, _ in kept:
                 relations.setdefault(key, (s, "global"))
                 for eid in key:
                     ends[eid] = max(ends.get(eid, 0.0), s)
             hop = ent_order([(e, s, "global") for e, s in ends.items()])
-            hop = _budget(hop, lambda x: ent_text(x[0]), engine, ent_limit)
+            hop = _budget(hop, lambda x: ent_text(x[0]), state, ent_limit)
             for eid, s, p in hop:
                 entities.setdefault(eid, (s, p))
                 evidence_src["hop"].append((s, kg.entities[eid].chunk_ids))
@@ -546,9 +546,9 @@ class LightRAG(Method):
             found_e = ent_order([(e, s, "local") for e, s in sims.items()])
             for eid, s, _ in found_e:
                 evidence_src["entity"].append((s, kg.entities[eid].chunk_ids))
-            kept_e = _budget(found_e, lambda x: ent_text(x[0]), engine, ent_limit)
+            kept_e = _budget(found_e, lambda x: ent_text(x[0]), state, ent_limit)
             hop_r = _budget(
-                _incident_edges(kg, found_e, degree), lambda x: rel_text(x[0]), engine, rel_limit
+                _incident_edges(kg, found_e, degree), lambda x: rel_text(x[0]), state, rel_limit
             )
             for key, s, _ in hop_r:
                 evidence_src["hop"].append((s, kg.relations[key].chunk_ids))
@@ -565,7 +565,7 @@ class LightRAG(Method):
         }
         evidence: dict[int, float] = {}
         for part, srcs in evidence_src.items():
-            ev = spread_to_chunks(srcs, engine)
+            ev = spread_to_chunks(srcs, state)
             if not ev:
                 continue
             top_ev = max(ev.values())
@@ -576,7 +576,7 @@ class LightRAG(Method):
         sources = []
         used = 0
         for row, v in ranked:
-            t = count_tokens(engine.chunks[row].text)
+            t = count_tokens(state.chunks[row].text)
             if limit is not None and used + t > limit:
                 break
             used += t
@@ -584,28 +584,28 @@ class LightRAG(Method):
         return LightRAGContext(kw, ent_list, rel_list, sources), dict(sources)
 
     # -- retrieval -----------------------------------------------------------------------
-    def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
+    def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
-        ctx, evidence = self._context(engine, query, qvec, o)
+        ctx, evidence = self._context(state, query, qvec, o)
         n = max(int(o["candidates"]), k)
-        base = hybrid_scores(engine, query, qvec, n, float(o["alpha"]), extra_rows=evidence)
+        base = hybrid_scores(state, query, qvec, n, float(o["alpha"]), extra_rows=evidence)
         scores = dict(base)
         for r, v in evidence.items():
             scores[r] = scores.get(r, 0.0) + v
-        hop = add_second_hop(engine, scores, base, o)
+        hop = add_second_hop(state, scores, base, o)
         # hybrid (≤ 1) + each evidence part and the second hop (≤ its weight)
         bound = 1.0 + sum(
             float(o[w])
             for w in ("entity_weight", "relation_weight", "hop_weight", "second_hop_weight")
         )
-        out = scored(rank(scores, k), lambda v: bounded(v, bound), self._hits(engine, ctx))
+        out = scored(rank(scores, k), lambda v: bounded(v, bound), self._hits(state, ctx))
         if o["explain"]:
-            _explain(engine, query, qvec, out, ctx, base, evidence, hop, o)
+            _explain(state, query, qvec, out, ctx, base, evidence, hop, o)
         return out
 
     @staticmethod
-    def _hits(engine, ctx: LightRAGContext) -> list[Hit]:
-        kg = engine.kg
+    def _hits(state, ctx: LightRAGContext) -> list[Hit]:
+        kg = state.kg
         adj = kg.adjacency()
         degree = np.diff(adj.indptr)
         hits: list[Hit] = []
@@ -625,7 +625,7 @@ class LightRAG(Method):
                     kind="entity",
                     layer=0,
                     chunk_ids=list(e.chunk_ids),
-                    document_ids=engine.document_ids_of(e.chunk_ids),
+                    document_ids=state.document_ids_of(e.chunk_ids),
                     metadata={"name": e.name, "type": e.type, "weight": e.weight, "similarity": sim,
                               "rank": int(degree[kg.row[eid]]), "path": path,
                               "raw_score": float(degree[kg.row[eid]])},
@@ -643,7 +643,7 @@ class LightRAG(Method):
                     kind="relation",
                     layer=0,
                     chunk_ids=list(r.chunk_ids),
-                    document_ids=engine.document_ids_of(r.chunk_ids),
+                    document_ids=state.document_ids_of(r.chunk_ids),
                     metadata={"source": a.name, "target": b.name, "weight": r.weight,
                               "keywords": r.keywords, "similarity": sim, "rank": d, "path": path,
                               "raw_score": float(d)},
@@ -662,25 +662,25 @@ _RELATION_PATHS = {
 }
 
 
-def _explain(engine, query: str, qvec, out: Retrieval, ctx: LightRAGContext, base, evidence, hop, o) -> None:
+def _explain(state, query: str, qvec, out: Retrieval, ctx: LightRAGContext, base, evidence, hop, o) -> None:
     """Fill ``out.explain`` and the context hits' ``explain`` (:mod:`.explain`): a chunk's seed
     signals and the query's keywords (the entities a keyword names exactly are its entity
     seeds), the context entities and relations that come from it, whether it made the Sources
     section, its second hop and score terms; entity / relation hits their path and cosine."""
     name = LightRAG.name
-    kg = engine.kg
+    kg = state.kg
     kw = ctx.keywords
     keywords = {"low_level": list(kw.low_level), "high_level": list(kw.high_level), "source": kw.source}
     sims = {e: s for e, s, _ in ctx.entities}
     paths = {e: p for e, _, p in ctx.entities}
     named = set(kw.matched)
     rows = [r for r, _ in out.chunks]
-    signals = ex.chunk_signals(engine, query, qvec, rows)
+    signals = ex.chunk_signals(state, query, qvec, rows)
     hop_seeds = [r for r, _ in rank(base, int(o["second_hop_seeds"]))] if hop else []
     for r in rows:
-        cid = engine.chunks[r].id
-        here = ex.chunk_entity_ids(engine, r)
-        seeds = [ex.entity_ref(engine, e, value=1.0) for e in here if e in named][: ex.MAX_LISTED]
+        cid = state.chunks[r].id
+        here = ex.chunk_entity_ids(state, r)
+        seeds = [ex.entity_ref(state, e, value=1.0) for e in here if e in named][: ex.MAX_LISTED]
         rels = [
             {"id": kg.relations[key].id, "source": key[0], "target": key[1], "path": p}
             for key, _, p in ctx.relations
@@ -690,10 +690,10 @@ def _explain(engine, query: str, qvec, out: Retrieval, ctx: LightRAGContext, bas
             name,
             None,
             **ex.chunk_base(signals[r], hybrid=base.get(r), entities=seeds, keywords=keywords),
-            matched_entities=ex.matched_in_chunk(engine, r, sims, path=paths),
+            matched_entities=ex.matched_in_chunk(state, r, sims, path=paths),
             matched_relations=rels,
             in_sources=r in evidence,
-            second_hop=ex.second_hop(engine, r, hop_seeds, int(o["second_hop_max_df"])) if r in hop else None,
+            second_hop=ex.second_hop(state, r, hop_seeds, int(o["second_hop_max_df"])) if r in hop else None,
             score_parts=ex.parts(hybrid=base.get(r), graph=evidence.get(r), second_hop=hop.get(r)),
         )
     for h in out.context:
@@ -708,7 +708,7 @@ def _explain(engine, query: str, qvec, out: Retrieval, ctx: LightRAGContext, bas
             ends = h.id.split("\u241f")
             h.explain = ex.explanation(
                 name, _RELATION_PATHS.get(path), layer=0, similarity=h.metadata.get("similarity"), path=path,
-                matched_entities=[ex.entity_ref(engine, e, **({"path": paths[e]} if e in paths else {}))
+                matched_entities=[ex.entity_ref(state, e, **({"path": paths[e]} if e in paths else {}))
                                   for e in ends],
                 seeds={"keywords": keywords},
             )

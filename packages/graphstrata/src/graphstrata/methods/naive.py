@@ -30,11 +30,11 @@ class Dense(Method):
     name = "dense"
     defaults: dict[str, Any] = {}
 
-    def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
+    def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
-        out = scored(rank(dense_candidates(engine, qvec, k), k), cosine)
+        out = scored(rank(dense_candidates(state, qvec, k), k), cosine)
         if o["explain"]:
-            out.explain = _explain(self.name, engine, query, qvec, out, ("dense",))
+            out.explain = _explain(self.name, state, query, qvec, out, ("dense",))
         return out
 
 
@@ -57,18 +57,18 @@ class BM25(Method):
         """Only ``explain`` reads the query vector (a chunk's dense cosine in its reason)."""
         return bool(options.get("explain", False))
 
-    def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
+    def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
-        scores, _ = bm25_candidates(engine, query, k)
+        scores, _ = bm25_candidates(state, query, k)
         ranked = rank(scores, k)
         if len(ranked) < k:
             taken = set(scores)
-            fill = (r for r in range(len(engine.chunks)) if r not in taken)
+            fill = (r for r in range(len(state.chunks)) if r not in taken)
             ranked.extend((r, 0.0) for _, r in zip(range(k - len(ranked)), fill, strict=False))
-        bound = engine.bm25.max_score(query)
+        bound = state.bm25.max_score(query)
         out = scored(ranked, lambda s: bounded(s, bound))
         if o["explain"]:
-            out.explain = _explain(self.name, engine, query, qvec, out, ("bm25",))
+            out.explain = _explain(self.name, state, query, qvec, out, ("bm25",))
         return out
 
 
@@ -84,22 +84,22 @@ class Hybrid(Method):
     defaults = {"alpha": 0.5, "candidates": 100}
     option_specs = {"alpha": UNIT}
 
-    def retrieve(self, engine, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
+    def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
         n = max(int(o["candidates"]), k)
-        out = scored(rank(hybrid_scores(engine, query, qvec, n, float(o["alpha"])), k), unit)
+        out = scored(rank(hybrid_scores(state, query, qvec, n, float(o["alpha"])), k), unit)
         if o["explain"]:
-            out.explain = _explain(self.name, engine, query, qvec, out, ("dense", "bm25"), hybrid=True)
+            out.explain = _explain(self.name, state, query, qvec, out, ("dense", "bm25"), hybrid=True)
         return out
 
 
 def _explain(
-    method: str, engine, query: str, qvec: np.ndarray, out: Retrieval, use: tuple[str, ...], hybrid: bool = False
+    method: str, state, query: str, qvec: np.ndarray, out: Retrieval, use: tuple[str, ...], hybrid: bool = False
 ) -> dict[int, dict[str, Any]]:
     """Per returned row: the ``use`` seed signals (dense cosine, raw BM25 and the query terms
     the chunk holds) and, for the hybrid, the fused score (:mod:`.explain`)."""
     rows = [r for r, _ in out.chunks]
-    signals = ex.chunk_signals(engine, query, qvec, rows, bm25="bm25" in use)
+    signals = ex.chunk_signals(state, query, qvec, rows, bm25="bm25" in use)
     result = {}
     for r in rows:
         extra = {"hybrid": out.raw_scores.get(r)} if hybrid else {}

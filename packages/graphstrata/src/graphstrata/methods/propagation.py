@@ -5,7 +5,7 @@ Seeding a random walk with the chunks' own query scores (dense + BM25, sharpened
 flow through shared entities reaches those linked passages (HippoRAG 2, Gutiérrez et al. 2025,
 §3: passage nodes seeded by their dense scores; spec seed-agrag.md §2.4 for the PPR itself).
 
-The graph (built once per index state, ``engine.derived("propagation:graph:…")``, not
+The graph (built once per index state, ``state.derived("propagation:graph:…")``, not
 persisted) is bipartite, chunks × nodes:
 
 * every entity mentioned by 2 … ``max_df`` chunks, edge weight ``1 / log2(1 + df)`` (IDF-like:
@@ -54,7 +54,7 @@ from .graph_ops import Transition
 from .ppr import DEFAULT_EPSILON, PushGraph, bipartite_push_graph, local_pagerank
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..state import EngineState as Engine
+    from ..state import EngineState
 
 
 @dataclass
@@ -89,12 +89,12 @@ class PassageGraph:
 
 
 def build_passage_graph(
-    engine: Engine, max_df: int = 50, title_weight: float = 2.0, document_weight: float = 0.0
+    state: EngineState, max_df: int = 50, title_weight: float = 2.0, document_weight: float = 0.0
 ) -> PassageGraph:
     """Build the chunk–node incidence and its two-hop walk.
 
     Args:
-        engine: the index.
+        state: the index.
         max_df: entities / titles in more chunks than this are dropped (hubs); a document node
             joins all its chunks.
         title_weight: multiplier of title-node edges relative to entity edges (≥ 0; 0 turns
@@ -102,11 +102,11 @@ def build_passage_graph(
         document_weight: multiplier of document-node edges (≥ 0; 0 turns them off).
 
     Returns:
-        A :class:`PassageGraph` over ``len(engine.chunks)`` chunks.
+        A :class:`PassageGraph` over ``len(state.chunks)`` chunks.
     """
-    n = len(engine.chunks)
-    by_doc = document_rows(engine)
-    mentions = entity_chunk_matrix(engine)
+    n = len(state.chunks)
+    by_doc = document_rows(state)
+    mentions = entity_chunk_matrix(state)
     df = np.diff(mentions.indptr)
     blocks = [
         _weighted(mentions[(df >= 2) & (df <= max_df)].T.tocsr(), 1.0),
@@ -114,8 +114,8 @@ def build_passage_graph(
     ]
     title_nodes = []
     if title_weight > 0:
-        texts = [c.text for c in engine.chunks]
-        for doc_id, naming in title_index(engine).mentions(texts).items():
+        texts = [c.text for c in state.chunks]
+        for doc_id, naming in title_index(state).mentions(texts).items():
             own = set(by_doc.get(doc_id, ()))
             members = own | set(naming)
             if members != own and 2 <= len(members) <= max_df:  # named outside its document
@@ -141,44 +141,44 @@ def _weighted(incidence: sp.csr_matrix, weight: float) -> sp.csr_matrix:
 
 
 def passage_graph(
-    engine: Engine, max_df: int = 50, title_weight: float = 2.0, document_weight: float = 0.0
+    state: EngineState, max_df: int = 50, title_weight: float = 2.0, document_weight: float = 0.0
 ) -> PassageGraph:
-    """The cached :func:`build_passage_graph` of ``engine`` for these settings."""
+    """The cached :func:`build_passage_graph` of ``state`` for these settings."""
     key = f"propagation:graph:{int(max_df)}:{float(title_weight):g}:{float(document_weight):g}"
-    return engine.derived(
+    return state.derived(
         key,
-        lambda: build_passage_graph(engine, int(max_df), float(title_weight), float(document_weight)),
+        lambda: build_passage_graph(state, int(max_df), float(title_weight), float(document_weight)),
     )
 
 
-def title_index(engine: Engine) -> TitleIndex:
-    """The cached :class:`~graphstrata.extraction.TitleIndex` of the engine's document titles
+def title_index(state: EngineState) -> TitleIndex:
+    """The cached :class:`~graphstrata.extraction.TitleIndex` of the state's document titles
     (empty when ``config.use_titles`` is off)."""
 
     def build() -> TitleIndex:
-        if not engine.config.use_titles:
+        if not state.config.use_titles:
             return TitleIndex({})
-        return TitleIndex({d.id: d.metadata.get("title") for d in engine.documents.values()})
+        return TitleIndex({d.id: d.metadata.get("title") for d in state.documents.values()})
 
-    return engine.derived("propagation:titles", build)
+    return state.derived("propagation:titles", build)
 
 
-def date_index(engine: Engine) -> DateIndex:
-    """The cached :class:`~graphstrata.methods.temporal.DateIndex` of the engine's dated documents
+def date_index(state: EngineState) -> DateIndex:
+    """The cached :class:`~graphstrata.methods.temporal.DateIndex` of the state's dated documents
     (:func:`~graphstrata.methods.temporal.document_date`)."""
 
     def build() -> DateIndex:
         dates = {}
-        for d in engine.documents.values():
+        for d in state.documents.values():
             day = document_date(d.text, d.metadata)
             if day is not None:
                 dates[d.id] = day
         return DateIndex(dates)
 
-    return engine.derived("propagation:dates", build)
+    return state.derived("propagation:dates", build)
 
 
-def named_chunks(engine: Engine, query: str, titles: bool = True, dates: bool = True) -> list[int]:
+def named_chunks(state: EngineState, query: str, titles: bool = True, dates: bool = True) -> list[int]:
     """Rows of the chunks of every document the query names.
 
     Query-to-node linking (HippoRAG's step, restricted to precise links):
@@ -191,17 +191,17 @@ def named_chunks(engine: Engine, query: str, titles: bool = True, dates: bool = 
     """
     docs: set[str] = set()
     if titles:
-        docs |= title_index(engine).find(query)
+        docs |= title_index(state).find(query)
     if dates:
-        docs |= date_index(engine).find(query)
+        docs |= date_index(state).find(query)
     if not docs:
         return []
-    rows = document_rows(engine)
+    rows = document_rows(state)
     return sorted(r for d in docs for r in rows.get(d, ()))
 
 
 def propagate(
-    engine: Engine,
+    state: EngineState,
     scores: Mapping[int, float],
     seed_top_n: int = 10,
     seed_power: float = 6.0,
@@ -226,7 +226,7 @@ def propagate(
     1 (without it the best scored up to 1.001) and the order is unchanged.
 
     Args:
-        engine: the index.
+        state: the index.
         scores: ``{chunk_row: score ≥ 0}``, e.g. :func:`~graphstrata.methods.base.hybrid_scores`.
         seed_top_n: number of seed chunks (≥ 1).
         seed_power: sharpening exponent (> 0).
@@ -258,8 +258,8 @@ def propagate(
         raise ValueError(f"damping must be in [0, 1), got {damping}")
     if not scores:
         return {}
-    graph = passage_graph(engine, max_df, title_weight, document_weight)
-    n = len(engine.chunks)
+    graph = passage_graph(state, max_df, title_weight, document_weight)
+    n = len(state.chunks)
     # arrays over the scored rows and the rows the walk reaches: nothing per query is O(n)
     rows = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
     seed_scores = np.maximum(np.fromiter(scores.values(), dtype=np.float64, count=len(scores)), 0.0)
