@@ -161,3 +161,30 @@ def test_no_import_cycle_among_modules() -> None:
 def test_no_private_name_imported_from_another_module() -> None:
     _, private = _edges()
     assert not private, "\n".join(private)
+
+
+def _layout_block() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Layout", 1)[1]
+    return section.split("```", 2)[1].strip("\n").splitlines()
+
+
+def test_readme_layout_matches_the_tree() -> None:
+    """Every path the README's Layout names exists, and every module and package of the core
+    is named there."""
+    core = ROOT / "packages" / "graphstrata" / "src" / "graphstrata"
+    named: set[str] = set()
+    for line in _layout_block():
+        nested = line.startswith("  ")
+        for token in line.split():
+            if not (token.endswith("/") or token.endswith(".py")):
+                continue
+            path = (core / token) if nested else (ROOT / token)
+            assert path.exists(), f"README Layout names {token!r}, which does not exist ({path})"
+            if nested:
+                named.add(token.rstrip("/"))
+    modules = {p.name for p in core.glob("*.py") if p.name != "__init__.py"}
+    modules |= {p.name for p in core.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    missing = sorted(m for m in modules if m.removesuffix(".py") not in {n.removesuffix(".py") for n in named}
+                     and m not in named)
+    assert not missing, f"core modules missing from the README Layout: {missing}"
