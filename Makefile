@@ -57,6 +57,7 @@ bench: install
 	$(BIN)/python bench/bench_limits.py
 	$(BIN)/python bench/bench_incremental.py --json .bench_out/incremental.json
 	$(BIN)/python bench/bench_distributed.py --json .bench_out/distributed.json
+	$(BIN)/python bench/bench_scale.py --json .bench_out/scale.json
 
 lint: install
 	$(PIP) install -q ruff
