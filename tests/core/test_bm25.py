@@ -86,3 +86,19 @@ def test_empty_corpora_and_queries_score_zero():
     bm = BM25Index([LAKE, ""])
     assert bm.scores("the of").tolist() == [0, 0]  # a query of stop words only
     assert bm.scores("winter")[0] > 0 and bm.scores("winter")[1] == 0
+
+
+@pytest.mark.parametrize("query", ["Paris bridge bank", "bank bank founder", "nothing matches qqq", ""])
+def test_top_equals_the_best_of_every_score(query):
+    """BM25Index.top reads only the query terms' postings, and gives the same rows and scores as
+    sorting the full score array (best first, ties by row)."""
+    texts = [f"The bank {i % 7} financed bridge {i % 5} in Paris." if i % 3 else f"Founder {i} of the bank."
+             for i in range(300)]
+    index = BM25Index(texts)
+    full = index.scores(query)
+    for n in (1, 10, 500):
+        rows, scores = index.top(query, n)
+        ref = np.lexsort((np.arange(len(full)), -full))[:n]
+        ref = ref[full[ref] > 0]
+        assert rows.tolist() == ref.tolist()
+        assert np.allclose(scores, full[ref], rtol=1e-5)

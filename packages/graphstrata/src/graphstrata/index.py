@@ -611,6 +611,48 @@ class BM25Index:
             return np.zeros(self.n, dtype=np.float32)
         return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
 
+    def top(self, query: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``n`` best-scoring chunks that share a term with ``query``, from the postings of
+        the query's terms only: the work is the query terms' document frequencies, not the
+        corpus size (:meth:`scores` fills an array over every chunk).
+
+        Returns:
+            ``(rows, scores)``: int64 rows and float32 BM25 scores (> 0), best first, ties by
+            row; at most ``n`` of them (fewer when fewer chunks match).
+        """
+        q = bm25_tokenize(query)
+        if not q or self._bm25 is None or n <= 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        ids = self._bm25.get_tokens_ids(q)
+        if not ids:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        mat = self._bm25.scores  # CSC over the vocabulary: one column (doc rows, parts) per term
+        indptr, indices, data = mat["indptr"], mat["indices"], mat["data"]
+        parts_rows, parts_vals = [], []
+        for tid in ids:  # a repeated query token counts once per repeat, as in bm25s
+            a, b = int(indptr[tid]), int(indptr[tid + 1])
+            parts_rows.append(indices[a:b])
+            parts_vals.append(data[a:b])
+        rows = np.concatenate(parts_rows).astype(np.int64, copy=False)
+        if not len(rows):
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        vals = np.concatenate(parts_vals).astype(np.float64)
+        if len(rows) * 16 >= self.n:  # postings long against the corpus: one dense pass is cheaper
+            dense = np.bincount(rows, weights=vals, minlength=self.n)
+            uniq = np.flatnonzero(dense > 0)
+            sums = dense[uniq].astype(np.float32)
+        else:
+            uniq, inverse = np.unique(rows, return_inverse=True)
+            sums = np.bincount(inverse, weights=vals, minlength=len(uniq)).astype(np.float32)
+            keep = sums > 0
+            uniq, sums = uniq[keep], sums[keep]
+        if len(uniq) > n:  # every row that can make the cut, ties at the n-th score included
+            kth = np.partition(sums, len(sums) - n)[len(sums) - n]
+            cand = sums >= kth
+            uniq, sums = uniq[cand], sums[cand]
+        order = np.lexsort((uniq, -sums))[:n]
+        return uniq[order], sums[order]
+
     def max_score(self, query: str) -> float:
         """Upper bound of any chunk's :meth:`scores` for ``query``: the sum of its tokens' idf
         (a token no chunk contains counts too, with ``df = 0``: a chunk can match at most the

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
+from ..derived import DerivedSpec, register_derived
 from ..extraction import TitleIndex
 from .temporal import DateIndex, document_date
 from .base import document_rows, entity_chunk_matrix, rank
@@ -140,15 +141,42 @@ def _weighted(incidence: sp.csr_matrix, weight: float) -> sp.csr_matrix:
     return (incidence @ sp.diags(float(weight) / np.log2(1.0 + np.maximum(size, 1.0)))).tocsr()
 
 
+def passage_graph_key(max_df: int = 50, title_weight: float = 2.0, document_weight: float = 0.0) -> str:
+    """The :meth:`~graphstrata.state.EngineState.derived` key of the passage graph for these
+    settings."""
+    return f"propagation:graph:{int(max_df)}:{float(title_weight):g}:{float(document_weight):g}"
+
+
 def passage_graph(
     state: EngineState, max_df: int = 50, title_weight: float = 2.0, document_weight: float = 0.0
 ) -> PassageGraph:
-    """The cached :func:`build_passage_graph` of ``state`` for these settings."""
-    key = f"propagation:graph:{int(max_df)}:{float(title_weight):g}:{float(document_weight):g}"
+    """The cached :func:`build_passage_graph` of ``state`` for these settings (ArchRAG's default
+    settings are built at index time and persisted: :data:`DEFAULT_PASSAGE_GRAPH`)."""
     return state.derived(
-        key,
+        passage_graph_key(max_df, title_weight, document_weight),
         lambda: build_passage_graph(state, int(max_df), float(title_weight), float(document_weight)),
     )
+
+
+def _passage_graph_arrays(graph: PassageGraph) -> dict[str, np.ndarray]:
+    return {**graph.push.arrays(), "counts": np.asarray([graph.nodes, graph.title_nodes], np.int64)}
+
+
+def _passage_graph_from_arrays(arrays: Mapping[str, np.ndarray]) -> PassageGraph:
+    counts = np.asarray(arrays["counts"]).ravel()
+    return PassageGraph(PushGraph.from_arrays(dict(arrays)), int(counts[0]), int(counts[1]))
+
+
+#: ArchRAG's passage graph with its default settings (max_df 50, title weight 2, document weight
+#: 2), built at index time and persisted with the index (:mod:`graphstrata.derived`).
+DEFAULT_PASSAGE_GRAPH = register_derived(
+    DerivedSpec(
+        key=passage_graph_key(50, 2.0, 2.0),
+        build=lambda state: build_passage_graph(state, 50, 2.0, 2.0),
+        to_arrays=_passage_graph_arrays,
+        from_arrays=_passage_graph_from_arrays,
+    )
+)
 
 
 def title_index(state: EngineState) -> TitleIndex:

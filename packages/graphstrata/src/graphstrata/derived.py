@@ -1,0 +1,127 @@
+"""Structures derived from a state's records that methods read at query time (passage graphs,
+relation indexes, HiRAG's summary layers, ...): registered once, built at index time,
+persisted with the index, and handed to a loaded state, so the first query after a load costs
+what any other query costs (issue 33; DESIGN.md "Scale is part of the design").
+
+A method module registers each structure it reads with :func:`register_derived`: the key it
+uses with :meth:`EngineState.derived <graphstrata.state.EngineState.derived>`, a builder from the
+state, and a codec to and from named numpy arrays. The facade runs :func:`prepare` on every new
+state (build, update, rebuild) before persisting it; the store writes :func:`encode` of the
+state's cache and hands :func:`decode` of what it read to the loaded state as its
+``derived_seed``. A structure whose arrays are missing or of another ``version`` is simply built
+again on first use, so indexes persisted before a structure existed still load.
+
+Nothing here imports a method: the methods import this module.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .state import EngineState
+
+#: separator of ``key``, ``version`` and array name in an encoded array's name
+SEP = "|"
+
+
+@dataclass(frozen=True)
+class DerivedSpec:
+    """One persisted derived structure.
+
+    Attributes:
+        key: the :meth:`~graphstrata.state.EngineState.derived` key the method reads it under
+            (no ``"|"`` in it).
+        build: ``build(state) -> structure``, from the state's records only.
+        to_arrays: ``to_arrays(structure) -> {name: ndarray}`` (numeric arrays, no objects).
+        from_arrays: ``from_arrays({name: ndarray}) -> structure``; raises ``ValueError`` on
+            arrays it cannot use.
+        version: the codec's format version; persisted arrays of another version are ignored
+            (the structure is built again).
+        eager: build it at index time (:func:`prepare`); ``False`` leaves it to first use
+            (still persisted once built).
+    """
+
+    key: str
+    build: Callable[[EngineState], Any]
+    to_arrays: Callable[[Any], Mapping[str, np.ndarray]]
+    from_arrays: Callable[[Mapping[str, np.ndarray]], Any]
+    version: int = 1
+    eager: bool = True
+
+
+_SPECS: dict[str, DerivedSpec] = {}
+_LOCK = threading.Lock()
+
+
+def register_derived(spec: DerivedSpec) -> DerivedSpec:
+    """Register ``spec`` (a later registration of the same key replaces it).
+
+    Raises:
+        ValueError: a key with ``"|"`` in it, or a version < 1.
+    """
+    if SEP in spec.key or not spec.key:
+        raise ValueError(f"derived structure key must be non-empty and free of {SEP!r}: {spec.key!r}")
+    if spec.version < 1:
+        raise ValueError(f"derived structure {spec.key!r}: version must be >= 1")
+    with _LOCK:
+        _SPECS[spec.key] = spec
+    return spec
+
+
+def registered() -> tuple[DerivedSpec, ...]:
+    """Every registered structure, in registration order."""
+    with _LOCK:
+        return tuple(_SPECS.values())
+
+
+def prepare(state: EngineState, keys: Iterable[str] | None = None) -> None:
+    """Build the registered eager structures (or only ``keys``) into ``state``'s derived cache;
+    those already there (seeded or built) are kept."""
+    wanted = None if keys is None else set(keys)
+    for spec in registered():
+        if (wanted is None and spec.eager) or (wanted is not None and spec.key in wanted):
+            state.derived(spec.key, lambda spec=spec: spec.build(state))
+
+
+def encode(state: EngineState) -> dict[str, np.ndarray]:
+    """The registered structures present in ``state``'s derived cache as flat named arrays
+    (``"<key>|<version>|<name>"``): what the store persists."""
+    cache = state.derived_snapshot()
+    out: dict[str, np.ndarray] = {}
+    for spec in registered():
+        if spec.key not in cache:
+            continue
+        for name, arr in spec.to_arrays(cache[spec.key]).items():
+            out[f"{spec.key}{SEP}{spec.version}{SEP}{name}"] = np.asarray(arr)
+    return out
+
+
+def decode(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``{key: structure}`` for every registered structure whose arrays of its current version
+    are in ``arrays`` (:func:`encode`'s names); others are left out, to be built on first use.
+
+    Raises:
+        ValueError: a structure's codec refused its arrays (corrupt data, named).
+    """
+    grouped: dict[tuple[str, int], dict[str, np.ndarray]] = {}
+    for full, arr in arrays.items():
+        parts = full.split(SEP)
+        if len(parts) != 3 or not parts[1].isdigit():
+            continue
+        grouped.setdefault((parts[0], int(parts[1])), {})[parts[2]] = arr
+    out: dict[str, Any] = {}
+    for spec in registered():
+        found = grouped.get((spec.key, spec.version))
+        if found is None:
+            continue
+        try:
+            out[spec.key] = spec.from_arrays(found)
+        except (KeyError, ValueError, IndexError) as exc:
+            raise ValueError(f"derived structure {spec.key!r} unreadable: {exc}") from exc
+    return out
