@@ -258,7 +258,9 @@ def test_an_index_written_before_schema_5_loads_unchanged():
     assert store.read_manifest(data / "index_schema4")["schema_version"] == 4
     gs = GraphStrata.load(data / "index_schema4", embedder=HashEmbedder(64))
     want = json.loads((data / "index_schema4.expected.json").read_text())
-    got = gs.retrieve("What did Li Hua do with Wolfgang?", k=5, kinds=("chunk",))
+    # the expected scores came from exact power-iteration PageRank; forward push with a tight
+    # tolerance reaches the same numbers (the default tolerance ranks the same, scores ±3e-4)
+    got = gs.retrieve("What did Li Hua do with Wolfgang?", k=5, kinds=("chunk",), ppr_epsilon=1e-10)
     assert [h.id for h in got] == [w[0] for w in want]
     assert [h.score for h in got] == pytest.approx([w[1] for w in want], abs=1e-6)
 
