@@ -304,9 +304,9 @@ def propagate(
     total = float(sum(reset.values()))
     if trace is not None:
         dense_reset = np.zeros(n, dtype=np.float64)
-        if total > 0:
-            dense_reset[list(reset)] = np.fromiter(reset.values(), np.float64, len(reset)) / total
-        trace["reset"] = dense_reset
+        dense_reset[list(reset)] = np.fromiter(reset.values(), np.float64, len(reset))
+        dense_total = float(dense_reset.sum())  # summed in row order, as an explanation reads it
+        trace["reset"] = dense_reset / dense_total if dense_total > 0 else dense_reset
         trace["mass"] = None
     if total > 0:
         walk = local_pagerank(graph.push, list(reset), list(reset.values()), damping=float(damping),
