@@ -11,6 +11,11 @@ canonical JSON; the SHA-256 of that text is printed.
     .venv/bin/python bench/golden_retrieval.py --check .bench_out/golden.json # after: exit 1 on a diff
 
 A difference names the first (question, method, variant) whose output changed.
+
+``--exact-ppr`` computes ArchRAG's passage walk by exact power iteration on the float64
+chunk × chunk matrix, as before forward push (issue 33): with it, the output of today's code is
+byte-identical to what the code before issue 27's refactoring produced (sha256 09494cb5… for
+the defaults), which shows that the refactoring changed no behaviour.
 """
 
 from __future__ import annotations
@@ -36,6 +41,39 @@ def _hit(h) -> dict:
         "chunk_ids": list(h.chunk_ids), "document_ids": list(h.document_ids),
         "metadata": h.metadata, "explain": h.explain,
     }
+
+
+def use_exact_ppr() -> None:
+    """Swap forward push for the pre-issue-33 exact PageRank in ArchRAG's passage walk."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    import graphstrata.methods.propagation as propagation
+    from graphstrata.methods.graph_ops import Transition, personalized_pagerank
+    from graphstrata.methods.ppr import LocalRank
+
+    factorised = propagation.bipartite_push_graph
+
+    def with_matrix(incidence):
+        graph = factorised(incidence)
+        out_w = np.asarray(incidence.sum(axis=1)).ravel()
+        in_w = np.asarray(incidence.sum(axis=0)).ravel()
+        dangling = out_w <= 0
+        to_node = sp.diags(np.where(dangling, 0.0, 1.0 / np.maximum(out_w, 1e-300))) @ incidence
+        to_chunk = sp.diags(1.0 / np.maximum(in_w, 1e-300)) @ incidence.T
+        object.__setattr__(graph, "exact", Transition((to_node @ to_chunk).T.tocsr(), dangling))
+        return graph
+
+    def exact(graph, seeds, weights, damping=0.5, epsilon=None, max_pushes=None):
+        reset = np.zeros(graph.n_items)
+        for s, w in zip(seeds, weights, strict=True):
+            reset[int(s)] = float(w)
+        mass = personalized_pagerank(graph.exact, reset, damping=float(damping), tol=1e-8, max_iter=100)
+        nodes = np.flatnonzero(mass > 0)
+        return LocalRank(nodes, mass[nodes], 0.0, 0)
+
+    propagation.bipartite_push_graph = with_matrix
+    propagation.local_pagerank = exact
 
 
 def run(docs: int, questions: int, embedder: str) -> dict:
@@ -69,7 +107,10 @@ def main() -> int:
     ap.add_argument("--embedder", default="default", help="default (MiniLM) or fast")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--check", type=Path)
+    ap.add_argument("--exact-ppr", action="store_true", help="exact PageRank in ArchRAG's walk (see above)")
     args = ap.parse_args()
+    if args.exact_ppr:
+        use_exact_ppr()
     result = run(args.docs, args.questions, args.embedder)
     text = json.dumps(result, sort_keys=True, ensure_ascii=False, indent=0)
     print(f"{len(result)} retrievals, sha256 {hashlib.sha256(text.encode()).hexdigest()}")
