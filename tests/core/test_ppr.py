@@ -92,8 +92,9 @@ def test_relay_graph_is_the_two_hop_walk() -> None:
 
 def test_work_does_not_grow_with_the_graph() -> None:
     """The same local neighbourhood inside a graph 20× larger costs the same pushes."""
-    small = _random_graph(2000, 0.002, 1)
-    big = sp.block_diag([small] + [_random_graph(2000, 0.002, s) for s in range(2, 21)], format="csr")
+    small = _random_graph(1000, 0.004, 1)
+    other = _random_graph(1000, 0.004, 2)
+    big = sp.block_diag([small] + [other] * 19, format="csr")
     seeds, weights = np.array([3, 17, 99]), np.array([1.0, 0.5, 0.25])
     a = local_pagerank(push_graph(transition_matrix(small)), seeds, weights)
     b = local_pagerank(push_graph(transition_matrix(big)), seeds, weights)
