@@ -220,9 +220,14 @@ def _as_schema_4(persisted: Path, embedder) -> None:
     with open(vdir / "vectors.npz", "wb") as f:
         np.savez(f, **vectors, **labels)
 
+    for name in (store.BM25, store.DERIVED):  # files of schema 6
+        (vdir / name).unlink(missing_ok=True)
+
     def edit(m):
         m["schema_version"] = 4
         m["files"]["vectors.npz"] = m["files"].pop("labels.npz")
+        for name in (store.BM25, store.DERIVED):
+            m["files"].pop(name, None)
 
     m = json.loads((vdir / "manifest.json").read_text())
     edit(m)
@@ -332,6 +337,9 @@ def _as_schema_1(persisted: Path, flat: Path) -> None:
     m = json.loads((flat / "manifest.json").read_text())
     m["schema_version"] = 1
     m.pop("generation")
+    for name in (store.BM25, store.DERIVED):  # files of schema 6
+        (flat / name).unlink(missing_ok=True)
+        m["files"].pop(name, None)
     (flat / "manifest.json").write_text(json.dumps(m))
 
 
