@@ -31,7 +31,7 @@ from .models import Embedder, EmbedderMismatchError, default_embedder, preset_fo
 from .retrieval import check_retrieve_args
 from .runner import Runner, use_runner
 from .state import ChunkRecords, EngineState, FrozenStats
-from .types import Document, Hit
+from .types import Document, DocumentChunk, Hit
 
 log = logging.getLogger(__name__)
 
@@ -656,15 +656,21 @@ def _prepared(state: EngineState, previous: EngineState | None = None) -> Engine
     """``state`` as the facade publishes it (after a build, insert / upsert / delete or
     rebuild, before it is persisted): extraction records and frozen statistics compressed
     (:class:`~graphstrata.state.ChunkRecords`, :class:`~graphstrata.state.FrozenStats`: only
-    updates read them), and every eager derived structure in its cache
+    updates read them), chunk texts read from their documents
+    (:class:`~graphstrata.types.DocumentChunk`), and every eager derived structure in its cache
     (:func:`graphstrata.derived.prepare`, updated from ``previous``'s where a structure has an
     update hook), so the store persists them and the first query after a load builds nothing.
     """
-    records, frozen = state.records, state.frozen
+    records, frozen, docs = state.records, state.frozen, state.documents
     compact_records = records is None or isinstance(records, ChunkRecords)
-    if not compact_records or not isinstance(frozen, FrozenStats):
+    chunks = state.chunks
+    if not all(isinstance(c, DocumentChunk) for c in chunks):
+        chunks = [c if isinstance(c, DocumentChunk) or c.document_id not in docs
+                  else DocumentChunk.of(c, docs[c.document_id]) for c in chunks]
+    if not compact_records or not isinstance(frozen, FrozenStats) or chunks is not state.chunks:
         state = dataclasses.replace(
             state,
+            chunks=chunks,
             records=records if compact_records else ChunkRecords.from_records(records),
             frozen=FrozenStats.from_models(frozen),
             derived_seed=state.derived_snapshot(),

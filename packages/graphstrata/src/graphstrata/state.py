@@ -443,30 +443,38 @@ def check_integrity(state: EngineState, where: str = "index", finite_checked: bo
     docs, rows = state.documents, state.chunk_row
     if len(rows) != len(state.chunks):
         raise ValueError(f"corrupt {where}: duplicate chunk ids")
-    for c in state.chunks:
-        if c.document_id not in docs:
-            raise ValueError(f"corrupt {where}: chunk {c.id!r} names unknown document {c.document_id!r}")
+    if not docs.keys() >= {c.document_id for c in state.chunks}:
+        for c in state.chunks:
+            if c.document_id not in docs:
+                raise ValueError(f"corrupt {where}: chunk {c.id!r} names unknown document {c.document_id!r}")
 
-    def known_chunks(kind: str, rid: str, chunk_ids: Iterable[str]) -> None:
-        for cid in chunk_ids:
-            if cid not in rows:
-                raise ValueError(f"corrupt {where}: {kind} {rid!r} names unknown chunk {cid!r}")
+    def known_chunks(kind: str, records: Iterable[Any], name: Callable[[Any], str]) -> None:
+        # one set union in C over every list; the per-record scan only finds what to name
+        records = list(records)
+        if rows.keys() >= set().union(*(r.chunk_ids for r in records)):
+            return
+        for r in records:
+            for cid in r.chunk_ids:
+                if cid not in rows:
+                    raise ValueError(f"corrupt {where}: {kind} {name(r)!r} names unknown chunk {cid!r}")
 
     ents = state.kg.entities
-    for e in ents.values():
-        known_chunks("entity", e.id, e.chunk_ids)
-    for (a, b), r in state.kg.relations.items():
-        known_chunks("relation", f"{a}->{b}", r.chunk_ids)
-    below: set[str] = set(ents)
+    known_chunks("entity", ents.values(), lambda e: e.id)
+    known_chunks("relation", state.kg.relations.values(), lambda r: f"{r.source}->{r.target}")
+    below: set[str] | Mapping[str, Any] = ents
     for layer, comms in enumerate(state.communities, 1):
         for c in comms:
             if c.layer != layer:
                 raise ValueError(f"corrupt {where}: community {c.id!r} is stored in layer {layer}, says {c.layer}")
-            bad = [m for m in c.members if m not in below]
-            bad += [e for e in c.entity_ids if e not in ents]
-            if bad:
-                raise ValueError(f"corrupt {where}: community {c.id!r} names unknown node {bad[0]!r}")
-            known_chunks("community", c.id, c.chunk_ids)
+        members = set().union(*(c.members for c in comms))
+        entity_ids = set().union(*(c.entity_ids for c in comms))
+        if not (below.keys() >= members if isinstance(below, Mapping) else below >= members) or not ents.keys() >= entity_ids:
+            for c in comms:
+                bad = [m for m in c.members if m not in below]
+                bad += [e for e in c.entity_ids if e not in ents]
+                if bad:
+                    raise ValueError(f"corrupt {where}: community {c.id!r} names unknown node {bad[0]!r}")
+        known_chunks("community", comms, lambda c: c.id)
         below = {c.id for c in comms}
     expected = {"chunks": len(state.chunks), "entities": len(ents)}
     for i, comms in enumerate(state.communities, 1):
