@@ -109,3 +109,19 @@ def test_layers_and_updated_indexes_fall_back_to_copies(tmp_path):
     assert mapped_vectors(tmp_path / "l.chnsw", loaded.index, [loaded.labels[0][::-1]]) == [None]
     (tmp_path / "x.chnsw").write_bytes(b"not an index")
     assert mapped_vectors(tmp_path / "x.chnsw", loaded.index, loaded.labels) == [None, None]
+
+
+def test_a_loaded_index_shares_its_strings_and_reads_chunk_texts_from_documents(gs, embedder):
+    from graphstrata.types import DocumentChunk
+
+    state = GraphStrata.load(gs.persist_dir, embedder=embedder).state
+    assert [c.text for c in state.chunks] == [c.text for c in gs.state.chunks]
+    assert all(isinstance(c, DocumentChunk) for c in state.chunks)
+    assert all(isinstance(c, DocumentChunk) for c in gs.state.chunks)  # published states too
+    ids = {c.id: c.id for c in state.chunks}
+    assert all(cid is ids[cid] for e in state.kg.entities.values() for cid in e.chunk_ids)
+    assert all(cid is ids[cid] for layer in state.communities for c in layer for cid in c.chunk_ids)
+    ents = {e: e for e in state.kg.entity_ids}
+    assert all(r.source is ents[r.source] and r.target is ents[r.target] for r in state.kg.relations.values())
+    chunk = state.chunks[0]
+    assert chunk == gs.state.chunks[0] and chunk.text == state.documents[chunk.document_id].text[chunk.start : chunk.end]

@@ -577,8 +577,7 @@ def bm25_tokenize(text: str) -> list[str]:
     "Wolfgang" matches the chat speaker "WolfgangSchulz" and "Li Hua" matches "LiHua" (measured:
     BM25 recall@5 on LiHua-World 0.81 → 0.90; ±0.01 on MuSiQue / HotpotQA).
     """
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
+    stop = _stop_words()
     out = []
     for word in _TOKEN_RE.findall(text):
         lower = word.lower()
@@ -586,7 +585,21 @@ def bm25_tokenize(text: str) -> list[str]:
         if len(parts) > 1:
             out.extend(p.lower() for p in parts)
         out.append(lower)
-    return [t for t in out if t not in ENGLISH_STOP_WORDS]
+    return [t for t in out if t not in stop]
+
+
+_STOP_WORDS: frozenset[str] | None = None
+
+
+def _stop_words() -> frozenset[str]:
+    """scikit-learn's English stop words. Importing scikit-learn takes 1–3 s, so a loaded
+    index imports it while loading (:meth:`BM25Index.from_arrays`), not on its first query."""
+    global _STOP_WORDS
+    if _STOP_WORDS is None:
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        _STOP_WORDS = frozenset(ENGLISH_STOP_WORDS)
+    return _STOP_WORDS
 
 
 def lexical_texts(chunks: Sequence[Chunk], documents: Mapping[str, Document], use_titles: bool) -> list[str]:
@@ -849,6 +862,7 @@ class BM25Index:
             raise ValueError("BM25 postings name chunks outside the index")
         if nnz and (not np.isfinite(data).all() or (data < 0).any() or (tf == 0).any()):
             raise ValueError("BM25 scores or counts are invalid (negative, NaN or zero counts)")
+        _stop_words()  # queries tokenise with them: pay the import now, not on the first query
         self = cls.__new__(cls)
         self.n = docs
         self._vocab = _Vocabulary(blob.tobytes(), offsets.astype(np.int64))
