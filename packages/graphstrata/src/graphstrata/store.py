@@ -285,8 +285,12 @@ def read_sqlite(path: Path) -> dict[str, Any]:
                 c.document_id = doc.id
                 chunks[i] = DocumentChunk.of(c, doc)
         chunk_ids = {c.id: c.id for c in chunks}
+        numbers: dict[float, float] = {}  # weights are counts: a few hundred distinct values
         entities = [
-            Entity(id=i, name=n, description=d, chunk_ids=_id_list(c, chunk_ids), weight=w, type=ty)
+            Entity(
+                id=i, name=i if n == i else n, description=d, chunk_ids=_id_list(c, chunk_ids),
+                weight=numbers.setdefault(w, w), type=ty,
+            )
             for i, n, d, c, w, ty in q(
                 f"SELECT id, name, description, chunk_ids, weight, {cols('entities', 'type')} "
                 "FROM entities ORDER BY pos"
@@ -295,7 +299,7 @@ def read_sqlite(path: Path) -> dict[str, Any]:
         node_ids = {e.id: e.id for e in entities}
         relations = [
             Relation(
-                source=node_ids.get(s, s), target=node_ids.get(t, t), description=d, weight=w,
+                source=node_ids.get(s, s), target=node_ids.get(t, t), description=d, weight=numbers.setdefault(w, w),
                 chunk_ids=_id_list(c, chunk_ids), keywords=kw,
             )
             for s, t, d, w, c, kw in q(
