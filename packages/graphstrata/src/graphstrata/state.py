@@ -325,6 +325,12 @@ class ChunkRecords(Mapping[str, Any]):
         return len(self._buf) + self._off.nbytes
 
 
+_FROZEN_BLOBS: weakref.WeakKeyDictionary[Any, bytes] = weakref.WeakKeyDictionary()
+"""The compressed JSON each model decoded by a :class:`FrozenStats` came from, so the next
+state's :class:`FrozenStats` takes it over instead of encoding the model again (the models are
+not changed after a build)."""
+
+
 class FrozenStats(Mapping[str, Any]):
     """The frozen TF-IDF models of a state (``{name: FrozenTfidf}``), kept as compressed JSON.
 
@@ -351,6 +357,10 @@ class FrozenStats(Mapping[str, Any]):
             return models
         blobs = {}
         for name, model in models.items():
+            known = None if isinstance(model, (str, dict)) else _FROZEN_BLOBS.get(model)
+            if known is not None:
+                blobs[name] = known
+                continue
             if isinstance(model, str):
                 text = model
             else:
@@ -383,6 +393,7 @@ class FrozenStats(Mapping[str, Any]):
             except json.JSONDecodeError as exc:
                 raise ValueError(f"frozen statistics {name!r} unreadable ({exc})") from None
             self._cache[name] = model
+            _FROZEN_BLOBS[model] = self._blobs[name]
         return model
 
     def __contains__(self, name: object) -> bool:
