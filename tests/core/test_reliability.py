@@ -406,3 +406,19 @@ def test_extraction_records_are_compressed_and_a_damaged_one_is_named(gs, persis
     _rewrite_manifest(vdir)
     with pytest.raises(ValueError, match=f"extraction record of '{rows[0][0]}' unreadable"):
         GraphStrata.load(persisted, embedder=embedder)
+
+
+@pytest.mark.parametrize("damage", ["not a zip", "wrong arrays"])
+def test_a_damaged_bm25_file_is_named(persisted, embedder, damage):
+    vdir = store.version_dir(persisted)
+    if damage == "not a zip":
+        (vdir / store.BM25).write_bytes(b"PK\x03\x04 garbage")
+    else:
+        with np.load(vdir / store.BM25) as npz:
+            arrays = {k: np.array(npz[k]) for k in npz.files}
+        arrays["indices"] = arrays["indices"] + 1000
+        with open(vdir / store.BM25, "wb") as f:
+            np.savez(f, **arrays)
+    _rewrite_manifest(vdir)
+    with pytest.raises(ValueError, match=r"bm25\.npz"):
+        GraphStrata.load(persisted, embedder=embedder)
