@@ -187,3 +187,18 @@ def test_a_loaded_index_reads_bm25_without_tokenising(embedder, tmp_path, monkey
         assert np.array_equal(loaded.bm25.to_arrays()[name], arr), name
     hits = loaded.retrieve("lake winter town 2", method="bm25", k=3)
     assert [(h.id, h.score) for h in hits] == [(h.id, h.score) for h in gs.retrieve("lake winter town 2", method="bm25", k=3)]
+
+
+def test_stop_words_are_scikit_learns_without_importing_it():
+    import subprocess
+    import sys
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    import graphstrata.index as index_module
+
+    assert index_module._stop_words() == frozenset(ENGLISH_STOP_WORDS)
+    code = ("import sys, graphstrata.index as i; w = i._stop_words(); "
+            "print(len(w), 'sklearn.base' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(len(ENGLISH_STOP_WORDS)), "False"]

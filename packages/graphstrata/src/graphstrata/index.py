@@ -592,13 +592,38 @@ _STOP_WORDS: frozenset[str] | None = None
 
 
 def _stop_words() -> frozenset[str]:
-    """scikit-learn's English stop words. Importing scikit-learn takes 1–3 s, so a loaded
-    index imports it while loading (:meth:`BM25Index.from_arrays`), not on its first query."""
+    """scikit-learn's English stop words, read when first needed; a loaded index reads them
+    while loading (:meth:`BM25Index.from_arrays`), not on its first query.
+
+    The list is scikit-learn's own ``sklearn/feature_extraction/_stop_words.py`` (a module with
+    no imports), executed by itself: importing scikit-learn for it costs 1–3 s and ~70 MB of
+    RSS that a query never needs. Where that file is not found, scikit-learn is imported.
+    """
     global _STOP_WORDS
     if _STOP_WORDS is None:
-        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+        import sys
 
-        _STOP_WORDS = frozenset(ENGLISH_STOP_WORDS)
+        words: frozenset[str] | None = None
+        text_module = sys.modules.get("sklearn.feature_extraction.text")
+        if text_module is None:
+            try:
+                import importlib.util
+
+                found = importlib.util.find_spec("sklearn")  # locates it, runs nothing
+                if found is not None and found.submodule_search_locations:
+                    path = Path(next(iter(found.submodule_search_locations))) / "feature_extraction" / "_stop_words.py"
+                    spec = importlib.util.spec_from_file_location("graphstrata._sklearn_stop_words", path)
+                    if spec is not None and spec.loader is not None and path.is_file():
+                        module = importlib.util.module_from_spec(spec)
+                        spec.loader.exec_module(module)
+                        words = frozenset(module.ENGLISH_STOP_WORDS)
+            except Exception:  # noqa: BLE001 - any surprise: import scikit-learn below
+                words = None
+        if not words:
+            from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+            words = frozenset(ENGLISH_STOP_WORDS)
+        _STOP_WORDS = words
     return _STOP_WORDS
 
 
