@@ -102,3 +102,103 @@ def test_top_equals_the_best_of_every_score(query):
         ref = ref[full[ref] > 0]
         assert rows.tolist() == ref.tolist()
         assert np.allclose(scores, full[ref], rtol=1e-5)
+
+
+# -- the index as arrays (issue 33): bm25s' scores, persisted, updated without re-tokenising ----
+
+
+def _random_corpus(seed: int, n: int = 400) -> list[str]:
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(300)] + ["Ünïcode", "naïve", "日本語", "LiHua", "bank", "HTTPServer2"]
+    texts = [" ".join(rng.choice(words, size=rng.integers(0, 70))) for _ in range(n)]
+    texts[1], texts[2] = "", "the of and"
+    return texts
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_scores_are_bm25s_bit_for_bit(seed):
+    bm25s = pytest.importorskip("bm25s")
+    texts = _random_corpus(seed)
+    index = BM25Index(texts)
+    ref = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    ref.index([bm25_tokenize(t) for t in texts], show_progress=False)
+    rng = np.random.default_rng(seed + 10)
+    words = [f"w{i}" for i in range(320)] + ["naïve", "日本語", "lihua"]
+    for _ in range(50):
+        q = " ".join(rng.choice(words, size=rng.integers(1, 8)))
+        ids = ref.get_tokens_ids(bm25_tokenize(q))
+        want = np.asarray(ref.get_scores_from_ids(ids), np.float32) if ids else np.zeros(len(texts), np.float32)
+        assert np.array_equal(index.scores(q), want), q
+
+
+def test_an_update_equals_a_fresh_index_and_arrays_round_trip():
+    texts = _random_corpus(3)
+    index = BM25Index(texts)
+    rng = np.random.default_rng(4)
+    keep = np.sort(rng.choice(len(texts), 300, replace=False))[::-1]  # any order
+    new = ["fresh words w1 w2 w2", "HTTPServer2 naïve", ""]
+    updated = index.updated(keep, new)
+    fresh = BM25Index([texts[i] for i in keep] + new)
+    for name, arr in fresh.to_arrays().items():
+        assert np.array_equal(updated.to_arrays()[name], arr), name
+    assert updated.df("w7") == fresh.df("w7") and updated.vocabulary_size == fresh.vocabulary_size
+    back = BM25Index.from_arrays(updated.to_arrays(), n=updated.n)
+    assert np.array_equal(back.scores("w1 fresh naïve"), fresh.scores("w1 fresh naïve"))
+    assert back.top("w1 fresh", 5)[0].tolist() == fresh.top("w1 fresh", 5)[0].tolist()
+    with pytest.raises(IndexError):
+        index.updated(np.asarray([len(texts)]), [])
+
+
+@pytest.mark.parametrize(
+    "edit,match",
+    [
+        (lambda a: a.pop("data"), "lack"),
+        (lambda a: a.__setitem__("format", np.asarray([99, 400])), "format"),
+        (lambda a: a.__setitem__("indices", a["indices"] + 10_000), "outside"),
+        (lambda a: a.__setitem__("data", -a["data"]), "invalid"),
+        (lambda a: a.__setitem__("indptr", a["indptr"][:-1]), "fit together"),
+        (lambda a: a.__setitem__("data", a["data"].astype(np.int64)), "dtype"),
+    ],
+)
+def test_bad_arrays_are_refused_by_name(edit, match):
+    arrays = dict(BM25Index(_random_corpus(5)).to_arrays())
+    edit(arrays)
+    with pytest.raises(ValueError, match=match):
+        BM25Index.from_arrays(arrays)
+    with pytest.raises(ValueError, match="index"):
+        BM25Index.from_arrays(BM25Index(["a b"]).to_arrays(), n=3)
+
+
+def test_a_loaded_index_reads_bm25_without_tokenising(embedder, tmp_path, monkeypatch):
+    import graphstrata.index as index_module
+    from graphstrata import store
+
+    docs = [Document(f"d{i}", f"Lake {i} freezes in winter near town {i % 3}.") for i in range(8)]
+    gs = GraphStrata.build(docs, embedder=embedder, persist_dir=tmp_path / "idx")
+    assert (store.version_dir(tmp_path / "idx") / store.BM25).is_file()
+
+    def boom(text):
+        raise AssertionError("tokenised a chunk at load")
+
+    monkeypatch.setattr(index_module, "bm25_tokenize", boom)
+    loaded = GraphStrata.load(tmp_path / "idx", embedder=embedder)
+    monkeypatch.undo()
+    for name, arr in gs.bm25.to_arrays().items():
+        assert np.array_equal(loaded.bm25.to_arrays()[name], arr), name
+    hits = loaded.retrieve("lake winter town 2", method="bm25", k=3)
+    assert [(h.id, h.score) for h in hits] == [(h.id, h.score) for h in gs.retrieve("lake winter town 2", method="bm25", k=3)]
+
+
+def test_stop_words_are_scikit_learns_without_importing_it():
+    import subprocess
+    import sys
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    import graphstrata.index as index_module
+
+    assert index_module._stop_words() == frozenset(ENGLISH_STOP_WORDS)
+    code = ("import sys, graphstrata.index as i; w = i._stop_words(); "
+            "print(len(w), 'sklearn.base' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(len(ENGLISH_STOP_WORDS)), "False"]

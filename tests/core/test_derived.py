@@ -65,3 +65,165 @@ def test_registry_ignores_other_versions_and_names_bad_arrays() -> None:
         decode({"test:toy|2|b": np.arange(3)})
     with pytest.raises(ValueError):
         register_derived(DerivedSpec(key="a|b", build=len, to_arrays=dict, from_arrays=dict))
+
+
+# -- wired end to end: prepared by the facade, persisted by the store, seeded at load ----------
+
+
+def _arrays_of(spec: DerivedSpec, structure) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v) for k, v in spec.to_arrays(structure).items()}
+
+
+def _eager() -> list[DerivedSpec]:
+    return [s for s in registered() if s.eager]
+
+
+@pytest.fixture(scope="module")
+def persisted(tmp_path_factory: pytest.TempPathFactory) -> tuple[GraphStrata, object]:
+    path = tmp_path_factory.mktemp("derived") / "idx"
+    gs = GraphStrata.build(contract_documents(), embedder=HashEmbedder(), persist_dir=path)
+    return gs, path
+
+
+def test_build_prepares_and_persists_every_eager_structure(persisted) -> None:
+    from graphstrata import store
+
+    gs, path = persisted
+    assert _eager() and DEFAULT_PASSAGE_GRAPH in _eager()
+    held = gs.state.derived_snapshot()
+    assert all(spec.key in held for spec in _eager())  # built before the state was published
+    assert (store.version_dir(path) / store.DERIVED).is_file()
+    assert store.read_manifest(path)["schema_version"] == store.SCHEMA_VERSION
+
+
+def test_persisted_structures_equal_freshly_derived_ones(persisted) -> None:
+    gs, path = persisted
+    loaded = GraphStrata.load(path, embedder=HashEmbedder()).state
+    seeded = loaded.derived_snapshot()
+    for spec in _eager():
+        fresh = spec.build(_fresh(loaded))
+        assert spec.key in seeded, spec.key
+        got, want = _arrays_of(spec, seeded[spec.key]), _arrays_of(spec, fresh)
+        assert got.keys() == want.keys(), spec.key
+        for name in want:
+            assert got[name].dtype == want[name].dtype and np.array_equal(got[name], want[name]), (spec.key, name)
+
+
+def test_a_loaded_index_answers_its_first_query_without_building_them(persisted, monkeypatch) -> None:
+    """Every method's first query on a loaded index: no registered structure is built (the
+    builders raise), and the passage graph's own builder is never called."""
+    import graphstrata.methods.propagation as propagation
+
+    gs, path = persisted
+    loaded = GraphStrata.load(path, embedder=HashEmbedder())
+    keys = {spec.key for spec in registered()}
+    real = EngineState.derived
+
+    def guarded(self, key, build):
+        if key in keys and key not in self.derived_snapshot():
+            raise AssertionError(f"rebuilt the persisted structure {key!r}")
+        return real(self, key, build)
+
+    def boom(*a, **k):
+        raise AssertionError("rebuilt the persisted passage graph")
+
+    monkeypatch.setattr(EngineState, "derived", guarded)
+    monkeypatch.setattr(propagation, "build_passage_graph", boom)
+    for method in loaded.methods:
+        got = loaded.retrieve("Who designed the Analytical Engine?", method=method, k=3, kinds=["chunk"])
+        want = gs.retrieve("Who designed the Analytical Engine?", method=method, k=3, kinds=["chunk"])
+        assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in want], method
+
+
+def test_updates_keep_the_persisted_structures_current(tmp_path) -> None:
+    path = tmp_path / "idx"
+    docs = contract_documents()
+    gs = GraphStrata.build(docs[:-1], embedder=HashEmbedder(), persist_dir=path)
+    gs.insert([docs[-1]])
+    gs.delete([docs[0].id])
+    loaded = GraphStrata.load(path, embedder=HashEmbedder()).state
+    for spec in _eager():
+        got = _arrays_of(spec, loaded.derived_snapshot()[spec.key])
+        want = _arrays_of(spec, spec.build(_fresh(loaded)))
+        for name in want:
+            assert np.array_equal(got[name], want[name]), (spec.key, name)
+
+
+def test_an_update_hook_replaces_the_rebuild_where_it_can(tmp_path) -> None:
+    calls: list[str] = []
+
+    def build(state):
+        calls.append("build")
+        return np.asarray([len(state.chunks)], np.int64)
+
+    def update(old, old_state, new_state):
+        calls.append("update")
+        assert int(old[0]) == len(old_state.chunks)
+        return None if len(new_state.chunks) < len(old_state.chunks) else np.asarray([len(new_state.chunks)], np.int64)
+
+    key = "test:chunk-count"
+    register_derived(DerivedSpec(key=key, build=build, to_arrays=lambda a: {"n": a},
+                                 from_arrays=lambda d: np.asarray(d["n"]), update=update))
+    try:
+        docs = contract_documents()
+        gs = GraphStrata.build(docs[:-1], embedder=HashEmbedder(), persist_dir=tmp_path / "idx")
+        assert calls == ["build"]
+        gs.insert([docs[-1]])  # grows: the hook answers
+        assert calls == ["build", "update"] and int(gs.state.derived(key, lambda: None)[0]) == len(gs.chunks)
+        gs.delete([docs[0].id])  # shrinks: the hook declines, prepare builds
+        assert calls == ["build", "update", "update", "build"]
+        loaded = GraphStrata.load(tmp_path / "idx", embedder=HashEmbedder()).state
+        assert int(loaded.derived_snapshot()[key][0]) == len(loaded.chunks)
+    finally:
+        from graphstrata import derived
+
+        derived._SPECS.pop(key, None)
+
+
+def test_a_corrupt_derived_file_is_named(persisted, tmp_path) -> None:
+    import hashlib
+    import json
+    import shutil
+
+    from graphstrata import store
+
+    _, path = persisted
+    copy = tmp_path / "idx"
+    shutil.copytree(path, copy)
+    vdir = store.version_dir(copy)
+    with np.load(vdir / store.DERIVED) as npz:
+        arrays = {k: np.array(npz[k]) for k in npz.files}
+    bad = {k: (v[:1] if k.endswith("|indptr") else v) for k, v in arrays.items()}
+    for payload in (b"PK\x03\x04 not a zip at all", None):
+        if payload is None:
+            with open(vdir / store.DERIVED, "wb") as f:
+                np.savez(f, **bad)
+        else:
+            (vdir / store.DERIVED).write_bytes(payload)
+        m = json.loads((vdir / "manifest.json").read_text())
+        data = (vdir / store.DERIVED).read_bytes()
+        m["files"][store.DERIVED] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        (vdir / "manifest.json").write_text(json.dumps(m))
+        with pytest.raises(ValueError, match=store.DERIVED.replace(".", r"\.")):
+            GraphStrata.load(copy, embedder=HashEmbedder())
+
+
+def test_an_index_without_derived_structures_builds_them_on_first_use(persisted, tmp_path) -> None:
+    """Schema ≤ 5 (no derived.npz): loads, and the first query builds what it needs."""
+    import json
+    import shutil
+
+    from graphstrata import store
+
+    _, path = persisted
+    copy = tmp_path / "idx"
+    shutil.copytree(path, copy)
+    vdir = store.version_dir(copy)
+    (vdir / store.DERIVED).unlink()
+    m = json.loads((vdir / "manifest.json").read_text())
+    m["files"].pop(store.DERIVED)
+    (vdir / "manifest.json").write_text(json.dumps(m))
+    loaded = GraphStrata.load(copy, embedder=HashEmbedder())
+    assert DEFAULT_PASSAGE_GRAPH.key not in loaded.state.derived_snapshot()
+    assert loaded.retrieve("Who designed the Analytical Engine?", k=3)
+    assert DEFAULT_PASSAGE_GRAPH.key in loaded.state.derived_snapshot()

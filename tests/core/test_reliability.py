@@ -220,9 +220,14 @@ def _as_schema_4(persisted: Path, embedder) -> None:
     with open(vdir / "vectors.npz", "wb") as f:
         np.savez(f, **vectors, **labels)
 
+    for name in (store.BM25, store.DERIVED):  # files of schema 6
+        (vdir / name).unlink(missing_ok=True)
+
     def edit(m):
         m["schema_version"] = 4
         m["files"]["vectors.npz"] = m["files"].pop("labels.npz")
+        for name in (store.BM25, store.DERIVED):
+            m["files"].pop(name, None)
 
     m = json.loads((vdir / "manifest.json").read_text())
     edit(m)
@@ -332,6 +337,9 @@ def _as_schema_1(persisted: Path, flat: Path) -> None:
     m = json.loads((flat / "manifest.json").read_text())
     m["schema_version"] = 1
     m.pop("generation")
+    for name in (store.BM25, store.DERIVED):  # files of schema 6
+        (flat / name).unlink(missing_ok=True)
+        m["files"].pop(name, None)
     (flat / "manifest.json").write_text(json.dumps(m))
 
 
@@ -397,4 +405,20 @@ def test_extraction_records_are_compressed_and_a_damaged_one_is_named(gs, persis
     con.close()
     _rewrite_manifest(vdir)
     with pytest.raises(ValueError, match=f"extraction record of '{rows[0][0]}' unreadable"):
+        GraphStrata.load(persisted, embedder=embedder)
+
+
+@pytest.mark.parametrize("damage", ["not a zip", "wrong arrays"])
+def test_a_damaged_bm25_file_is_named(persisted, embedder, damage):
+    vdir = store.version_dir(persisted)
+    if damage == "not a zip":
+        (vdir / store.BM25).write_bytes(b"PK\x03\x04 garbage")
+    else:
+        with np.load(vdir / store.BM25) as npz:
+            arrays = {k: np.array(npz[k]) for k in npz.files}
+        arrays["indices"] = arrays["indices"] + 1000
+        with open(vdir / store.BM25, "wb") as f:
+            np.savez(f, **arrays)
+    _rewrite_manifest(vdir)
+    with pytest.raises(ValueError, match=r"bm25\.npz"):
         GraphStrata.load(persisted, embedder=embedder)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from . import retrieval, store
+from . import derived, retrieval, store
 from .config import GraphStrataConfig, as_config
 from .indexing import build_state
 from .llm import run_in_worker_thread
@@ -30,8 +30,8 @@ from .methods import METHODS
 from .models import Embedder, EmbedderMismatchError, default_embedder, preset_for_id, resolve_embedder
 from .retrieval import check_retrieve_args
 from .runner import Runner, use_runner
-from .state import EngineState
-from .types import Document, Hit
+from .state import ChunkRecords, EngineState, FrozenStats
+from .types import Document, DocumentChunk, Hit
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ class GraphStrata:
         client = _llm_client(llm, cfg, persist_dir)
         emb = default_embedder() if embedder in (None, "default") else resolve_embedder(embedder)
         with use_runner(runner):
-            self = cls(build_state(docs, cfg, emb, show_progress=show_progress, llm=client))
+            self = cls(_prepared(build_state(docs, cfg, emb, show_progress=show_progress, llm=client)))
         self.runner = runner
         if persist_dir is not None:
             self.persist(persist_dir)
@@ -180,7 +180,8 @@ class GraphStrata:
 
     # -- persistence -------------------------------------------------------------------------
     def persist(self, persist_dir: str | Path) -> Path:
-        """Write the current state to ``persist_dir`` as its next version, atomically.
+        """Write the current state to ``persist_dir`` as its next version, atomically, with
+        its derived structures (:func:`graphstrata.derived.prepare` builds any missing).
 
         See :mod:`graphstrata.store`: a crash at any instruction leaves the directory's
         previous version current and loadable; readers in other processes see the old or
@@ -195,6 +196,7 @@ class GraphStrata:
             OSError: the disk write failed (the previous version stays current).
         """
         with self._write_lock:
+            derived.prepare(self.state)  # an index loaded from an older schema gains them here
             path = store.save_state(self.state, persist_dir)
             self.persist_dir = path
             return path
@@ -255,7 +257,9 @@ class GraphStrata:
 
         state = store.load_state(path, embedder_for, as_config)
         if llm is not None:  # only once it is known to be an index: the cache lives in it
-            state = dataclasses.replace(state, llm=_llm_client(llm, state.config, path))
+            state = dataclasses.replace(
+                state, llm=_llm_client(llm, state.config, path), derived_seed=_registered_derived(state)
+            )
         self = cls(state)
         self.persist_dir = path.resolve()
         self.runner = runner
@@ -281,7 +285,8 @@ class GraphStrata:
 
         The response cache is ``persist_dir/llm-cache.sqlite`` when the index is persisted.
         Swapped in like a write (queries in flight finish on the previous state); the new state
-        starts with an empty cache of derived structures (HiRAG's LLM summary entities are
+        keeps the registered derived structures (:mod:`graphstrata.derived`: functions of the
+        records alone) and drops the rest of the cache (HiRAG's LLM summary entities are
         rebuilt on first use, from the response cache when it has them).
 
         Raises:
@@ -290,7 +295,7 @@ class GraphStrata:
         with self._write_lock:
             state = self.state
             client = _llm_client(llm, state.config, self.persist_dir)
-            self._state = dataclasses.replace(state, llm=client)
+            self._state = dataclasses.replace(state, llm=client, derived_seed=_registered_derived(state))
 
     # -- answers -----------------------------------------------------------------------------
     def answer(
@@ -474,7 +479,7 @@ class GraphStrata:
             state = self.state
             self._check_llm(state)
             new = rebuild_state(state, show_progress=show_progress)
-            self._publish(new)
+            self._publish(new, state)
 
     def _check_llm(self, state: EngineState) -> None:
         if state.llm_id is not None and state.llm is None:
@@ -492,9 +497,12 @@ class GraphStrata:
         self._check_llm(state)
         with use_runner(self.runner):
             new = update_state(state, upserts, deletes, show_progress=show_progress)
-        self._publish(new)
+        self._publish(new, state)
 
-    def _publish(self, new: EngineState) -> None:
+    def _publish(self, new: EngineState, previous: EngineState) -> None:
+        """Prepare ``new`` (compact records, derived structures built or updated from
+        ``previous``'s), persist it when the index is persisted, then swap it in."""
+        new = _prepared(new, previous)
         if self.persist_dir is not None:
             store.save_state(new, self.persist_dir)
         self._state = new  # the one assignment readers can observe
@@ -642,6 +650,40 @@ class Answer:
             "usage": self.usage,
             "hits": [h.to_dict() for h in self.hits],
         }
+
+
+def _prepared(state: EngineState, previous: EngineState | None = None) -> EngineState:
+    """``state`` as the facade publishes it (after a build, insert / upsert / delete or
+    rebuild, before it is persisted): extraction records and frozen statistics compressed
+    (:class:`~graphstrata.state.ChunkRecords`, :class:`~graphstrata.state.FrozenStats`: only
+    updates read them), chunk texts read from their documents
+    (:class:`~graphstrata.types.DocumentChunk`), and every eager derived structure in its cache
+    (:func:`graphstrata.derived.prepare`, updated from ``previous``'s where a structure has an
+    update hook), so the store persists them and the first query after a load builds nothing.
+    """
+    records, frozen, docs = state.records, state.frozen, state.documents
+    compact_records = records is None or isinstance(records, ChunkRecords)
+    chunks = state.chunks
+    if not all(isinstance(c, DocumentChunk) for c in chunks):
+        chunks = [c if isinstance(c, DocumentChunk) or c.document_id not in docs
+                  else DocumentChunk.of(c, docs[c.document_id]) for c in chunks]
+    if not compact_records or not isinstance(frozen, FrozenStats) or chunks is not state.chunks:
+        state = dataclasses.replace(
+            state,
+            chunks=chunks,
+            records=records if compact_records else ChunkRecords.from_records(records),
+            frozen=FrozenStats.from_models(frozen),
+            derived_seed=state.derived_snapshot(),
+        )
+    derived.prepare(state, previous=previous)
+    return state
+
+
+def _registered_derived(state: EngineState) -> dict[str, Any]:
+    """The registered derived structures in ``state``'s cache (functions of its records alone,
+    :mod:`graphstrata.derived`), to seed a state that differs only in its LLM."""
+    keys = {spec.key for spec in derived.registered()}
+    return {k: v for k, v in state.derived_snapshot().items() if k in keys}
 
 
 def _same_document(old: Document | None, new: Document) -> bool:

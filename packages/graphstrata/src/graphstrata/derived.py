@@ -45,6 +45,12 @@ class DerivedSpec:
             (the structure is built again).
         eager: build it at index time (:func:`prepare`); ``False`` leaves it to first use
             (still persisted once built).
+        update: optional incremental hook, ``update(old_structure, old_state, new_state) ->
+            structure | None``: the structure of ``new_state`` (the next state of an insert,
+            delete or rebuild) from the one ``old_state`` held, where a method can do better
+            than a rebuild; ``None`` (or no hook) means "build it again" (:func:`prepare`).
+            It must return exactly what ``build(new_state)`` would (the tests of a hook compare
+            both), and must not modify ``old_structure`` (queries of the old state continue).
     """
 
     key: str
@@ -53,6 +59,7 @@ class DerivedSpec:
     from_arrays: Callable[[Mapping[str, np.ndarray]], Any]
     version: int = 1
     eager: bool = True
+    update: Callable[[Any, EngineState, EngineState], Any] | None = None
 
 
 _SPECS: dict[str, DerivedSpec] = {}
@@ -80,13 +87,40 @@ def registered() -> tuple[DerivedSpec, ...]:
         return tuple(_SPECS.values())
 
 
-def prepare(state: EngineState, keys: Iterable[str] | None = None) -> None:
+def prepare(
+    state: EngineState, keys: Iterable[str] | None = None, previous: EngineState | None = None
+) -> list[str]:
     """Build the registered eager structures (or only ``keys``) into ``state``'s derived cache;
-    those already there (seeded or built) are kept."""
+    those already there (seeded or built) are kept.
+
+    Args:
+        state: the state to prepare (a new build, the next state of an update, a rebuild).
+        keys: only these structures (eager or not); ``None``: every eager one.
+        previous: the state ``state`` was made from (insert / delete / rebuild), or ``None``.
+            A spec with an :attr:`DerivedSpec.update` hook whose structure ``previous`` holds
+            is updated from it; where the hook returns ``None`` (or there is none) the
+            structure is built from ``state``.
+
+    Returns:
+        The keys prepared, in registration order.
+    """
     wanted = None if keys is None else set(keys)
+    old_cache = previous.derived_snapshot() if previous is not None else {}
+    done = []
     for spec in registered():
-        if (wanted is None and spec.eager) or (wanted is not None and spec.key in wanted):
-            state.derived(spec.key, lambda spec=spec: spec.build(state))
+        if not ((wanted is None and spec.eager) or (wanted is not None and spec.key in wanted)):
+            continue
+
+        def make(spec: DerivedSpec = spec) -> Any:
+            if spec.update is not None and spec.key in old_cache:
+                out = spec.update(old_cache[spec.key], previous, state)
+                if out is not None:
+                    return out
+            return spec.build(state)
+
+        state.derived(spec.key, make)
+        done.append(spec.key)
+    return done
 
 
 def encode(state: EngineState) -> dict[str, np.ndarray]:

@@ -35,10 +35,11 @@ class KnowledgeGraph:
         self.entity_ids: list[str] = list(self.entities)
         self.row: dict[str, int] = {eid: i for i, eid in enumerate(self.entity_ids)}
         self.relations: dict[tuple[str, str], Relation] = {}
+        ents = self.entities
         for r in relations:
-            if r.source in self.entities and r.target in self.entities and r.source != r.target:
-                a, b = sorted((r.source, r.target))
-                self.relations[(a, b)] = r
+            s, t = r.source, r.target
+            if s in ents and t in ents and s != t:
+                self.relations[(s, t) if s < t else (t, s)] = r
         self._nx: nx.Graph | None = None
         self._adj: sp.csr_matrix | None = None
         self._chunk_entities: dict[str, list[str]] | None = None

@@ -4,8 +4,8 @@
   and the community layers 1..L above; one call answers every layer (ArchRAG §3.2.1).
 * :class:`ChunkIndex` — chunk vectors in their own single-layer C-HNSW, plus the raw vectors for
   exact re-scoring of candidate chunks.
-* :class:`BM25Index` — Okapi BM25 over chunk texts (bm25s, Lucene variant), each chunk indexed
-  as its :func:`lexical_texts` entry.
+* :class:`BM25Index` — Okapi BM25 over chunk texts (bm25s' Lucene variant, as numpy arrays that
+  are persisted with the index), each chunk indexed as its :func:`lexical_texts` entry.
 """
 
 from __future__ import annotations
@@ -359,6 +359,88 @@ class LayeredIndex:
         return cls(index, labels)
 
 
+_CHNSW_MAGIC = b"\x89GSCHNSW"
+_CHNSW_HEADER = 40  # bytes before the payload (native/README.md, "File format (version 1)")
+
+
+def mapped_vectors(path: Path, index, labels: Sequence[np.ndarray]) -> list[np.ndarray | None]:
+    """Read-only float32 ``(len(labels[i]), dim)`` views of the vectors a ``.chnsw`` file
+    stores for each array of native ids in ``labels``, memory-mapped from the file instead of
+    copied out of the native index (which holds its own copy): the pages are the page cache's,
+    shared, read only when touched and dropped under memory pressure.
+
+    The file's payload ends with its ``n × dim`` float32 vectors in node order (format
+    version 1, ``native/README.md``). A view is made where the ids of one array are one run of
+    consecutive nodes in row order (every array of a fresh build or a compaction) and the
+    vector block is aligned for float32 (its offset depends on the node count); anything else
+    gives ``None`` for that array, and the caller copies the vectors out of the index. The
+    first and last row of every view are compared with the index's own (``get_vectors``).
+    Versions never change once written (:mod:`graphstrata.store`), so a mapping stays valid
+    even after a later write prunes the file.
+
+    Args:
+        path: the file ``index`` was loaded from.
+        index: the loaded ``graphstrata_chnsw.CHNSW``.
+        labels: int64 arrays of native ids (one per layer or row set).
+
+    Returns:
+        One view or ``None`` per array of ``labels``.
+    """
+    none: list[np.ndarray | None] = [None] * len(labels)
+    dim, n = int(index.dim), len(index)
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(_CHNSW_HEADER + 48)
+        if len(head) < _CHNSW_HEADER + 48 or head[:8] != _CHNSW_MAGIC:
+            return none
+        version, header, payload = (
+            int.from_bytes(head[8:12], "little"), int.from_bytes(head[12:16], "little"),
+            int.from_bytes(head[16:24], "little"),
+        )
+        p = _CHNSW_HEADER
+        f_dim = int.from_bytes(head[p : p + 4], "little")
+        f_layers = int.from_bytes(head[p + 32 : p + 36], "little")
+        f_n = int.from_bytes(head[p + 40 : p + 48], "little")
+        if (version, header) != (1, _CHNSW_HEADER) or size != _CHNSW_HEADER + payload:
+            return none
+        if (f_dim, f_n, f_layers) != (dim, n, int(index.num_layers)) or n == 0:
+            return none
+        ids_at = _CHNSW_HEADER + 48 + 16 * f_layers
+        vec_at = size - n * dim * 4
+        if vec_at < ids_at + 8 * n or vec_at % 4:
+            return none  # an unaligned block would make numpy copy the matrix for every product
+        ids = np.fromfile(path, dtype="<i8", count=n, offset=ids_at)
+        if len(ids) != n or int(ids.min()) < 0:
+            return none
+        pos_of = np.full(int(ids.max()) + 1, -1, np.int64)
+        pos_of[ids] = np.arange(n, dtype=np.int64)
+        block = np.memmap(path, dtype="<f4", mode="r", offset=vec_at, shape=(n, dim))
+    except (OSError, ValueError):
+        return none
+    out: list[np.ndarray | None] = []
+    for lab in labels:
+        lab = np.asarray(lab, np.int64)
+        if not len(lab):
+            out.append(np.zeros((0, dim), np.float32))
+            continue
+        if int(lab.max()) >= len(pos_of) or int(lab.min()) < 0:
+            out.append(None)
+            continue
+        pos = pos_of[lab]
+        start = int(pos[0])
+        if start < 0 or not np.array_equal(pos, np.arange(start, start + len(lab), dtype=np.int64)):
+            out.append(None)
+            continue
+        view = block[start : start + len(lab)].view(np.ndarray)
+        ends = _read_vectors(index, lab[[0, -1]], dim)
+        if not (np.array_equal(view[0], ends[0]) and np.array_equal(view[-1], ends[1])):
+            out.append(None)
+            continue
+        out.append(view)
+    return out
+
+
 def stored_vectors(chunk_index: ChunkIndex, layered: LayeredIndex | None, dim: int) -> dict[str, np.ndarray]:
     """The state's vectors read back from its C-HNSW indexes, by row: ``"chunks"`` (also set as
     ``chunk_index.vectors``) and :func:`layer_vectors`, float32 ``(n, dim)``, as the indexes
@@ -373,19 +455,23 @@ def stored_vectors(chunk_index: ChunkIndex, layered: LayeredIndex | None, dim: i
     return {"chunks": chunk_index.vectors, **layer_vectors(layered, dim)}
 
 
-def layer_vectors(layered: LayeredIndex | None, dim: int) -> dict[str, np.ndarray]:
+def layer_vectors(layered: LayeredIndex | None, dim: int, path: Path | None = None) -> dict[str, np.ndarray]:
     """``"entities"`` and ``"layer_<i>"``: float32 ``(n_l, dim)`` vectors of each layer of
-    ``layered`` by row, as stored there (``"entities"`` empty without an index).
+    ``layered`` by row, as stored there (``"entities"`` empty without an index). With the
+    ``path`` the index was loaded from, layers are memory-mapped from it where they can be
+    (:func:`mapped_vectors`), else copied.
 
     Raises:
         ValueError: a label the index does not hold (a corrupt index).
     """
     if layered is None:
         return {"entities": np.zeros((0, dim), dtype=np.float32)}
-    out = {"entities": _read_vectors(layered.index, layered.labels[0], dim)}
-    for i in range(1, layered.num_layers):
-        out[f"layer_{i}"] = _read_vectors(layered.index, layered.labels[i], dim)
-    return out
+    names = ["entities"] + [f"layer_{i}" for i in range(1, layered.num_layers)]
+    mapped = mapped_vectors(path, layered.index, layered.labels) if path is not None else [None] * len(names)
+    return {
+        name: view if view is not None else _read_vectors(layered.index, lab, dim)
+        for name, lab, view in zip(names, layered.labels, mapped, strict=True)
+    }
 
 
 class ChunkIndex:
@@ -464,7 +550,8 @@ class ChunkIndex:
     @classmethod
     def load(cls, path: Path, vectors: np.ndarray | None, labels: np.ndarray | None = None) -> ChunkIndex:
         """Open a native index file (``labels`` as in :meth:`LayeredIndex.load`); ``vectors``
-        ``None`` (schema 5): read from the file. ``ValueError`` if corrupt or not matching
+        ``None`` (schema ≥ 5): the file's own, memory-mapped where they can be
+        (:func:`mapped_vectors`), else copied. ``ValueError`` if corrupt or not matching
         ``vectors``."""
         index = _chnsw().CHNSW.load(str(path))
         live = _live_labels(index, 0) if index.num_layers else np.zeros(0, np.int64)
@@ -472,8 +559,10 @@ class ChunkIndex:
             labels = live
         elif not np.array_equal(np.sort(np.asarray(labels, np.int64)), live):
             raise ValueError(f"corrupt index: {path.name} does not hold the chunks its labels name")
-        if vectors is None:
-            vectors = _read_vectors(index, labels, index.dim)
+        if vectors is None:  # memory-mapped from the file where it can be, else copied
+            vectors = mapped_vectors(path, index, [labels])[0] if len(labels) else None
+            if vectors is None:
+                vectors = _read_vectors(index, labels, index.dim)
         if len(labels) != len(vectors):
             raise ValueError(
                 f"corrupt index: {path.name} holds {len(labels)} live chunks, vectors hold {len(vectors)}"
@@ -488,8 +577,7 @@ def bm25_tokenize(text: str) -> list[str]:
     "Wolfgang" matches the chat speaker "WolfgangSchulz" and "Li Hua" matches "LiHua" (measured:
     BM25 recall@5 on LiHua-World 0.81 → 0.90; ±0.01 on MuSiQue / HotpotQA).
     """
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
+    stop = _stop_words()
     out = []
     for word in _TOKEN_RE.findall(text):
         lower = word.lower()
@@ -497,7 +585,46 @@ def bm25_tokenize(text: str) -> list[str]:
         if len(parts) > 1:
             out.extend(p.lower() for p in parts)
         out.append(lower)
-    return [t for t in out if t not in ENGLISH_STOP_WORDS]
+    return [t for t in out if t not in stop]
+
+
+_STOP_WORDS: frozenset[str] | None = None
+
+
+def _stop_words() -> frozenset[str]:
+    """scikit-learn's English stop words, read when first needed; a loaded index reads them
+    while loading (:meth:`BM25Index.from_arrays`), not on its first query.
+
+    The list is scikit-learn's own ``sklearn/feature_extraction/_stop_words.py`` (a module with
+    no imports), executed by itself: importing scikit-learn for it costs 1–3 s and ~70 MB of
+    RSS that a query never needs. Where that file is not found, scikit-learn is imported.
+    """
+    global _STOP_WORDS
+    if _STOP_WORDS is None:
+        import sys
+
+        words: frozenset[str] | None = None
+        text_module = sys.modules.get("sklearn.feature_extraction.text")
+        if text_module is None:
+            try:
+                import importlib.util
+
+                found = importlib.util.find_spec("sklearn")  # locates it, runs nothing
+                if found is not None and found.submodule_search_locations:
+                    path = Path(next(iter(found.submodule_search_locations))) / "feature_extraction" / "_stop_words.py"
+                    spec = importlib.util.spec_from_file_location("graphstrata._sklearn_stop_words", path)
+                    if spec is not None and spec.loader is not None and path.is_file():
+                        module = importlib.util.module_from_spec(spec)
+                        spec.loader.exec_module(module)
+                        words = frozenset(module.ENGLISH_STOP_WORDS)
+            except Exception:  # noqa: BLE001 - any surprise: import scikit-learn below
+                words = None
+        if not words:
+            from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+            words = frozenset(ENGLISH_STOP_WORDS)
+        _STOP_WORDS = words
+    return _STOP_WORDS
 
 
 def lexical_texts(chunks: Sequence[Chunk], documents: Mapping[str, Document], use_titles: bool) -> list[str]:
@@ -518,13 +645,134 @@ def lexical_texts(chunks: Sequence[Chunk], documents: Mapping[str, Document], us
     return out
 
 
-class BM25Index:
-    """Okapi BM25 over chunk texts (bm25s, Lucene variant); rebuilt on load.
+class _Vocabulary:
+    """A sorted vocabulary in two arrays: the terms' UTF-8 bytes end to end (``blob``) and the
+    offsets of each term in it (``offsets``, int64 ``(V + 1,)``); term ``i`` is column ``i``.
+    About 10 bytes per term against ~120 for a ``dict`` of ``str`` (a 1M-chunk corpus has
+    millions of distinct tokens); a lookup is a binary search (~20 byte comparisons)."""
 
-    bm25s keeps the per-term scores in a sparse matrix, so a query costs one column sum per
-    query term: p50 0.2 ms on LiHua-World's 1,543 chunks and HotpotQA's 3,326, against 13 and
-    47 ms for rank-bm25's per-document Python loop (same busy 2-core VM, interleaved); building
-    takes 1.3–1.9× rank-bm25's (0.7 s for LiHua-World, tokenising included).
+    __slots__ = ("blob", "offsets", "_n")
+
+    def __init__(self, blob: bytes, offsets: np.ndarray) -> None:
+        self.blob = bytes(blob)
+        self.offsets = np.asarray(offsets, np.int64)
+        self._n = len(self.offsets) - 1
+
+    @classmethod
+    def from_sorted(cls, terms: Sequence[bytes]) -> _Vocabulary:
+        """From UTF-8 terms already in ascending byte order, without duplicates."""
+        offsets = np.zeros(len(terms) + 1, np.int64)
+        if terms:
+            np.cumsum(np.fromiter(map(len, terms), np.int64, len(terms)), out=offsets[1:])
+        return cls(b"".join(terms), offsets)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def term(self, i: int) -> bytes:
+        """UTF-8 bytes of term ``i``."""
+        off = self.offsets
+        return self.blob[int(off[i]) : int(off[i + 1])]
+
+    def terms(self) -> list[bytes]:
+        """Every term (UTF-8 bytes), in column order."""
+        off = self.offsets.tolist()
+        blob = self.blob
+        return [blob[a:b] for a, b in zip(off[:-1], off[1:])]
+
+    def get(self, term: str) -> int | None:
+        """Column of ``term``, or ``None`` when no chunk holds it."""
+        key = term.encode("utf-8", "surrogatepass")
+        lo, hi = 0, self._n
+        off, blob = self.offsets, self.blob
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if blob[int(off[mid]) : int(off[mid + 1])] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < self._n and blob[int(off[lo]) : int(off[lo + 1])] == key:
+            return lo
+        return None
+
+
+def _bm25_matrix(
+    n: int, rows: np.ndarray, cols: np.ndarray, tf: np.ndarray, n_terms: int, k1: float, b: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The BM25 score matrix of ``n`` documents from their (document, term, count) triples.
+
+    Each stored score is bit for bit what bm25s 0.3 (``method="lucene"``) computes: idf
+    ``ln(1 + (N − df + 0.5) / (df + 0.5))`` in double precision rounded to float32, the term
+    part ``tf / (k1 · ((1 − b) + b · len / avg_len) + tf)`` in float64, their product rounded to
+    float32 (``tests/core/test_bm25.py`` compares with bm25s on random corpora).
+
+    Args:
+        n: documents (rows); documents without a term count in the average length as 0.
+        rows, cols, tf: one entry per (document, term) pair: int document rows, int term
+            columns in ``[0, n_terms)``, positive int counts.
+
+    Returns:
+        ``(indptr, indices, data, tf)``: CSC over the terms: int64 ``(n_terms + 1,)``, int32
+        document rows ascending within a column, float32 scores, and the counts in the same
+        order (uint16, or uint32 when a count exceeds 65,535).
+    """
+    rows = np.asarray(rows, np.int64)
+    cols = np.asarray(cols, np.int64)
+    tf = np.asarray(tf, np.int64)
+    order = np.lexsort((rows, cols))
+    rows, cols, tf = rows[order], cols[order], tf[order]
+    indptr = np.zeros(n_terms + 1, np.int64)
+    np.cumsum(np.bincount(cols, minlength=n_terms), out=indptr[1:])
+    if not len(rows):
+        return indptr, np.zeros(0, np.int32), np.zeros(0, np.float32), np.zeros(0, np.uint16)
+    doc_len = np.bincount(rows, weights=tf, minlength=n).astype(np.int64)
+    avg_len = doc_len.mean()  # float64, as bm25s: the mean of an int array of lengths
+    df = np.diff(indptr)
+    uniq, inv = np.unique(df, return_inverse=True)
+    idf_u = np.array([math.log(1 + (n - int(d) + 0.5) / (int(d) + 0.5)) for d in uniq.tolist()], np.float64)
+    idf = idf_u.astype(np.float32)[inv]  # per term, float32 as bm25s stores it
+    tf32 = tf.astype(np.float32)
+    norm = k1 * ((1 - b) + b * doc_len[rows] / avg_len)  # float64 per entry
+    tfc = tf32 / (norm + tf32)  # float64 (float32 counts are exact)
+    data = (idf[cols] * tfc).astype(np.float32)
+    counts = tf.astype(np.uint16 if tf.max() <= np.iinfo(np.uint16).max else np.uint32)
+    return indptr, rows.astype(np.int32), data, counts
+
+
+def _term_counts(tokens: Sequence[Sequence[str]]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct terms (first-seen order) and the (document, term id, count) triples of token
+    lists."""
+    from array import array
+    from collections import Counter
+
+    vocab: dict[str, int] = {}
+    rows, cols, counts = array("q"), array("q"), array("q")  # 8 bytes an entry, no int objects
+    for d, toks in enumerate(tokens):
+        c = Counter(toks)
+        rows.extend([d] * len(c))
+        cols.extend(vocab.setdefault(t, len(vocab)) for t in c)
+        counts.extend(c.values())
+    return (
+        list(vocab),
+        np.frombuffer(rows, np.int64) if len(rows) else np.zeros(0, np.int64),
+        np.frombuffer(cols, np.int64) if len(cols) else np.zeros(0, np.int64),
+        np.frombuffer(counts, np.int64) if len(counts) else np.zeros(0, np.int64),
+    )
+
+
+BM25_FORMAT = 1
+"""Version of :meth:`BM25Index.to_arrays`' arrays (persisted as ``bm25.npz``, index schema 6)."""
+
+
+class BM25Index:
+    """Okapi BM25 over chunk texts (the Lucene variant of bm25s, computed here in numpy).
+
+    The index is a score matrix in CSC form over the vocabulary — per term the rows of the
+    chunks holding it and each one's precomputed score part — plus the term counts behind it
+    (for updates); a query costs one column read per query term. The arrays are persisted
+    with the index (:meth:`to_arrays`, ``bm25.npz``) so a load neither tokenises nor indexes
+    a chunk; memory is ~10 bytes per (chunk, distinct term) pair plus ~10 bytes per term (no
+    token lists, no Python object per term).
 
     A chunk's score for a query is ``Σ_t idf(t) · tf / (tf + k1 · (1 − b + b · len / avg_len))``
     over the query tokens ``t`` (:func:`bm25_tokenize`, repeats counted), with ``k1 = 1.5``,
@@ -533,68 +781,186 @@ class BM25Index:
     matches scores above 0, however small the corpus and however many chunks share a term.
     (rank-bm25, used before, gives terms in more than half the chunks a negative idf floored at
     ``0.25 × mean idf``: on small corpora every chunk could score 0, or a matching chunk below
-    a non-matching one.)
+    a non-matching one.) The stored scores are bit for bit those of bm25s 0.3, used before
+    (:func:`_bm25_matrix`).
 
     Each term's part is below its idf (the tf factor saturates below 1), so
     :meth:`max_score` — the sum of the query tokens' idf — bounds every chunk's score for that
     query; :meth:`unit_scores` divides by it (scores in [0, 1), order unchanged).
 
-    The engine indexes each chunk as ``"<document title>\n<chunk text>"`` when its document has
+    The engine indexes each chunk as ``"<document title>\\n<chunk text>"`` when its document has
     a subject title (:func:`lexical_texts`: a title-field boost).
 
     Args:
         texts: chunk texts (tokenised with :func:`bm25_tokenize`), or
-        tokens: their token lists, already tokenised (kept as :attr:`tokens`).
-        lazy: build the bm25s index on first use (thread-safe) instead of now.
+        tokens: their token lists, already tokenised.
+        lazy: accepted for compatibility; the index is always built at once (numpy, ~1 s per
+            100k chunks after tokenising).
     """
 
     k1 = 1.5
     b = 0.75
 
     def __init__(
-        self, texts: Sequence[str] = (), tokens: Sequence[list[str]] | None = None, lazy: bool = False
+        self, texts: Sequence[str] = (), tokens: Sequence[Sequence[str]] | None = None, lazy: bool = False
     ) -> None:
         if tokens is None:
             tokens = [bm25_tokenize(t) for t in texts]
-        tokens = list(tokens)
-        self.n = len(tokens)
-        self.tokens = tokens
-        self._index = None
-        self._lock = threading.Lock()
-        if not lazy:
-            _ = self._bm25
+        terms, rows, cols, counts = _term_counts(tokens)
+        self._init(len(tokens), terms, rows, cols, counts)
+
+    def _init(self, n: int, terms: Sequence[str], rows: np.ndarray, cols: np.ndarray, counts: np.ndarray) -> None:
+        """Index ``n`` documents from (row, term id, count) triples over ``terms`` (any order,
+        no duplicates)."""
+        keys = [t.encode("utf-8", "surrogatepass") for t in terms]
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        rank = np.empty(len(keys), np.int64)
+        rank[np.asarray(order, np.int64)] = np.arange(len(keys), dtype=np.int64)
+        self.n = int(n)
+        self._vocab = _Vocabulary.from_sorted([keys[i] for i in order])
+        self._indptr, self._indices, self._data, self._tf = _bm25_matrix(
+            self.n, rows, rank[np.asarray(cols, np.int64)] if len(cols) else cols, counts, len(keys), self.k1, self.b
+        )
+
+    # -- persistence ---------------------------------------------------------------------------
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Everything the index is, as named numeric arrays (persisted as ``bm25.npz``):
+        ``format`` int64 ``(2,)`` (:data:`BM25_FORMAT`, documents), ``vocab_blob`` uint8 (the
+        sorted terms' UTF-8 bytes), ``vocab_offsets`` int64 ``(V + 1,)``, ``indptr`` int64
+        ``(V + 1,)``, ``indices`` int32 ``(nnz,)`` document rows, ``data`` float32 ``(nnz,)``
+        scores, ``tf`` uint16/uint32 ``(nnz,)`` counts."""
+        return {
+            "format": np.asarray([BM25_FORMAT, self.n], np.int64),
+            "vocab_blob": np.frombuffer(self._vocab.blob, np.uint8),
+            "vocab_offsets": self._vocab.offsets,
+            "indptr": self._indptr,
+            "indices": self._indices,
+            "data": self._data,
+            "tf": self._tf,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], n: int | None = None) -> BM25Index:
+        """Inverse of :meth:`to_arrays`, checked (O(nnz) array checks, no tokenising).
+
+        Args:
+            arrays: :meth:`to_arrays`' arrays.
+            n: the documents the index must have (the state's chunks), or ``None``.
+
+        Raises:
+            ValueError: a missing or malformed array, another format version, or another
+                number of documents than ``n`` (named).
+        """
+        try:
+            fmt = np.asarray(arrays["format"]).ravel()
+            blob = np.asarray(arrays["vocab_blob"])
+            offsets = np.asarray(arrays["vocab_offsets"])
+            indptr = np.asarray(arrays["indptr"])
+            indices = np.asarray(arrays["indices"])
+            data = np.asarray(arrays["data"])
+            tf = np.asarray(arrays["tf"])
+        except KeyError as exc:
+            raise ValueError(f"BM25 arrays lack {exc}") from None
+        if len(fmt) != 2 or fmt.dtype.kind not in "iu" or int(fmt[0]) != BM25_FORMAT:
+            raise ValueError(f"BM25 arrays of an unknown format {fmt.tolist()}")
+        docs = int(fmt[1])
+        if n is not None and docs != n:
+            raise ValueError(f"BM25 arrays index {docs} chunks, the index has {n}")
+        dtypes = {
+            "vocab_blob": (blob, "u", 1), "vocab_offsets": (offsets, "i", 1), "indptr": (indptr, "i", 1),
+            "indices": (indices, "i", 1), "data": (data, "f", 1), "tf": (tf, "u", 1),
+        }
+        for name, (arr, kind, ndim) in dtypes.items():
+            if arr.dtype.kind != kind or arr.ndim != ndim:
+                raise ValueError(f"BM25 array {name} has dtype {arr.dtype} and {arr.ndim} dimensions")
+        n_terms = len(offsets) - 1
+        nnz = len(indices)
+        if (
+            n_terms < 0 or len(indptr) != n_terms + 1 or len(data) != nnz or len(tf) != nnz
+            or (n_terms >= 0 and len(offsets) and (offsets[0] != 0 or offsets[-1] != len(blob)))
+            or (len(indptr) and (indptr[0] != 0 or indptr[-1] != nnz))
+            or (len(offsets) > 1 and (np.diff(offsets) <= 0).any())
+            or (len(indptr) > 1 and (np.diff(indptr) < 0).any())
+        ):
+            raise ValueError("BM25 arrays do not fit together (vocabulary, pointers, postings)")
+        if nnz and (int(indices.min()) < 0 or int(indices.max()) >= docs):
+            raise ValueError("BM25 postings name chunks outside the index")
+        if nnz and (not np.isfinite(data).all() or (data < 0).any() or (tf == 0).any()):
+            raise ValueError("BM25 scores or counts are invalid (negative, NaN or zero counts)")
+        _stop_words()  # queries tokenise with them: pay the import now, not on the first query
+        self = cls.__new__(cls)
+        self.n = docs
+        self._vocab = _Vocabulary(blob.tobytes(), offsets.astype(np.int64))
+        self._indptr = indptr.astype(np.int64, copy=False)
+        self._indices = indices.astype(np.int32, copy=False)
+        self._data = data.astype(np.float32, copy=False)
+        self._tf = tf
+        return self
 
     @property
-    def _bm25(self):
-        """The bm25s index, built on first use (``None`` for a corpus without any token)."""
-        if self._index is None:
-            with self._lock:
-                if self._index is None and any(self.tokens):  # bm25s needs at least one token
-                    import bm25s
+    def nbytes(self) -> int:
+        """Bytes of the index's arrays (vocabulary included)."""
+        return len(self._vocab.blob) + sum(
+            a.nbytes for a in (self._vocab.offsets, self._indptr, self._indices, self._data, self._tf)
+        )
 
-                    index = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
-                    index.index(self.tokens, show_progress=False)
-                    self._index = index
-        return self._index
+    @property
+    def vocabulary_size(self) -> int:
+        """Distinct terms indexed."""
+        return len(self._vocab)
 
+    # -- updates -------------------------------------------------------------------------------
     def updated(self, keep_rows: np.ndarray, new_texts: Sequence[str]) -> BM25Index:
-        """The BM25 index of the next state: the kept rows' tokens (in order) then the new
-        texts'. Only the new texts are tokenised; bm25s re-indexes the token lists (its score
-        matrix bakes in idf and average length, so exact scores need the whole re-index:
-        about 0.2 s per 3,000 chunks here, against ~1 s with tokenising). The re-index is lazy:
-        it runs on the first query of the next state, so a burst of inserts pays it once."""
-        kept = [self.tokens[int(i)] for i in np.asarray(keep_rows, np.int64)]
-        return BM25Index(tokens=kept + [bm25_tokenize(t) for t in new_texts], lazy=True)
+        """The BM25 index of the next state: the kept rows (in ``keep_rows`` order) then the
+        new texts. Only the new texts are tokenised; the kept rows' term counts come from this
+        index, and the scores are recomputed for every chunk (idf and the average length
+        change with the corpus: exact scores need it), in numpy, O(postings). Terms no chunk
+        holds any more leave the vocabulary.
+
+        Raises:
+            IndexError: a row in ``keep_rows`` outside ``[0, n)``.
+        """
+        import scipy.sparse as sp
+
+        keep = np.asarray(keep_rows, np.int64)
+        if len(keep) and (int(keep.min()) < 0 or int(keep.max()) >= self.n):
+            raise IndexError(f"keep_rows outside [0, {self.n})")
+        counts = sp.csc_matrix(
+            (self._tf.astype(np.int64), self._indices, self._indptr), shape=(self.n, len(self._vocab))
+        )
+        kept = counts[keep].tocoo()
+        old_cols = np.unique(kept.col)  # the old terms still held, ascending (= byte order)
+        new_terms, new_rows, new_cols, new_counts = _term_counts([bm25_tokenize(t) for t in new_texts])
+        old_terms = [self._vocab.term(int(c)).decode("utf-8", "surrogatepass") for c in old_cols]
+        # one id per distinct term: old ones first, then new ones not among them
+        ids = {t: i for i, t in enumerate(old_terms)}
+        new_id = np.fromiter((ids.setdefault(t, len(ids)) for t in new_terms), np.int64, len(new_terms))
+        terms = list(ids)
+        remap = np.full(len(self._vocab), -1, np.int64)
+        remap[old_cols] = np.arange(len(old_cols), dtype=np.int64)
+        rows = np.concatenate([kept.row.astype(np.int64), new_rows + len(keep)])
+        cols = np.concatenate([remap[kept.col], new_id[new_cols] if len(new_cols) else new_cols])
+        tf = np.concatenate([kept.data.astype(np.int64), new_counts])
+        out = BM25Index.__new__(BM25Index)
+        out._init(len(keep) + len(new_texts), terms, rows, cols, tf)
+        return out
+
+    # -- queries -------------------------------------------------------------------------------
+    def _term_ids(self, tokens: Sequence[str]) -> list[int]:
+        """Columns of the tokens the index holds, in order (repeats kept, unknown ones left out)."""
+        out = []
+        for t in tokens:
+            i = self._vocab.get(t)
+            if i is not None:
+                out.append(i)
+        return out
 
     def df(self, term: str) -> int:
         """Number of chunks holding ``term`` (one token of :func:`bm25_tokenize`)."""
-        if self._bm25 is None:
+        tid = self._vocab.get(term)
+        if tid is None:
             return 0
-        tid = self._bm25.vocab_dict.get(term)
-        indptr = self._bm25.scores["indptr"]  # CSC over the vocabulary: one column per term
-        if tid is None or tid + 1 >= len(indptr):
-            return 0
-        return int(indptr[tid + 1] - indptr[tid])
+        return int(self._indptr[tid + 1] - self._indptr[tid])
 
     def idf(self, term: str) -> float:
         """Lucene idf of one (already tokenised) term; a term in no chunk has the largest."""
@@ -602,14 +968,14 @@ class BM25Index:
         return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every chunk for ``query``: float32 ``(n_chunks,)``, all ≥ 0."""
-        q = bm25_tokenize(query)
-        if not q or self._bm25 is None:
-            return np.zeros(self.n, dtype=np.float32)
-        ids = self._bm25.get_tokens_ids(q)
-        if not ids:
-            return np.zeros(self.n, dtype=np.float32)
-        return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
+        """BM25 score of every chunk for ``query``: float32 ``(n_chunks,)``, all ≥ 0 (summed in
+        float32, one query token after the other, as bm25s does)."""
+        out = np.zeros(self.n, dtype=np.float32)
+        indptr, indices, data = self._indptr, self._indices, self._data
+        for tid in self._term_ids(bm25_tokenize(query)):
+            a, b = int(indptr[tid]), int(indptr[tid + 1])
+            out[indices[a:b]] += data[a:b]  # rows are distinct within a column
+        return out
 
     def top(self, query: str, n: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``n`` best-scoring chunks that share a term with ``query``, from the postings of
@@ -621,13 +987,12 @@ class BM25Index:
             row; at most ``n`` of them (fewer when fewer chunks match).
         """
         q = bm25_tokenize(query)
-        if not q or self._bm25 is None or n <= 0:
+        if not q or n <= 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        ids = self._bm25.get_tokens_ids(q)
+        ids = self._term_ids(q)
         if not ids:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        mat = self._bm25.scores  # CSC over the vocabulary: one column (doc rows, parts) per term
-        indptr, indices, data = mat["indptr"], mat["indices"], mat["data"]
+        indptr, indices, data = self._indptr, self._indices, self._data
         parts_rows, parts_vals = [], []
         for tid in ids:  # a repeated query token counts once per repeat, as in bm25s
             a, b = int(indptr[tid]), int(indptr[tid + 1])

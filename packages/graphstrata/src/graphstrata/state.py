@@ -19,14 +19,18 @@ summary entities, built from a provisional state) hands it to the constructor
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import weakref
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .config import GraphStrataConfig
+from .extraction import ChunkRecord
 from .graph import KnowledgeGraph
 from .types import Chunk, Community, Document
 
@@ -67,12 +71,13 @@ class EngineState:
         records: ``{chunk_id: ChunkRecord}``, what the statistical extractor found in each
             chunk (:meth:`~graphstrata.extraction.StatisticalExtractor.chunk_records`); the KG
             is their merge, so an insert extracts only new chunks and a delete re-merges what
-            the deleted chunks touched. ``None`` for LLM-extracted graphs and indexes persisted
-            before schema 4 (the first update derives them).
+            the deleted chunks touched. A published state holds them compressed
+            (:class:`ChunkRecords`, decoded when read). ``None`` for LLM-extracted graphs and
+            indexes persisted before schema 4 (the first update derives them).
         frozen: the statistics fitted at the last full build and reused by incremental updates
             (issue 16): ``"extraction"`` and ``"summary"``
-            :class:`~graphstrata.extraction.FrozenTfidf` models; persisted, refitted by
-            ``rebuild``.
+            :class:`~graphstrata.extraction.FrozenTfidf` models (a published state holds them
+            compressed, :class:`FrozenStats`); persisted, refitted by ``rebuild``.
         drift: how far the state has moved since its last full build (:func:`new_drift`,
             :func:`~graphstrata.indexing.update.drift_report`); persisted.
         derived_seed: constructor-only (not a field): ``{key: structure}`` entered into the
@@ -80,9 +85,9 @@ class EngineState:
             under (e.g. :func:`~graphstrata.indexing.hirag.hi_index_key`). Only for structures
             derived from exactly this state's records — a build hands over what a stage
             computed on a provisional state with the same records (the stage's result, or
-            that state's :meth:`derived_snapshot`); a later issue will hand over structures
-            loaded from disk. ``dataclasses.replace`` does not carry it: a
-            replaced state starts with an empty cache unless it is passed again.
+            that state's :meth:`derived_snapshot`), and the store hands over the structures it
+            read (:func:`graphstrata.derived.decode`). ``dataclasses.replace`` does not carry
+            it: a replaced state starts with an empty cache unless it is passed again.
     """
 
     config: GraphStrataConfig
@@ -119,10 +124,12 @@ class EngineState:
 
         A method that needs more than the shared store (a relation-vector matrix, a passage
         graph, GMM summary layers, ...) builds it here. The cache belongs to this state: the
-        next state (insert / delete) starts with an empty one, and nothing is persisted (it is
-        derived from what is). A builder may itself call :meth:`derived` for a structure it
-        shares (the lock is reentrant); other threads wait until the build is done. A key
-        given in the constructor's ``derived_seed`` is found without building.
+        next state (insert / delete) starts with its own. Structures registered with
+        :func:`graphstrata.derived.register_derived` are built (or updated) by the facade
+        before a state is published and persisted with it; others live in memory only. A
+        builder may itself call :meth:`derived` for a structure it shares (the lock is
+        reentrant); other threads wait until the build is done. A key given in the
+        constructor's ``derived_seed`` is found without building.
 
         Args:
             key: cache key, conventionally ``"<method>:<what>"``.
@@ -162,6 +169,248 @@ class EngineState:
         }
 
 
+RECORD_LEVEL = 1
+"""zlib level of the compressed extraction records (level 1: records repeat their sentences,
+17× smaller on MuSiQue, and compress at ~100 MB/s)."""
+
+
+class PackedRecord(ChunkRecord):
+    """A :class:`~graphstrata.extraction.ChunkRecord` read from :class:`ChunkRecords`, decoded
+    on the first read of :attr:`entities` or :attr:`relations` (an update names every kept
+    chunk's record but reads only those of the chunks it touches). :meth:`to_json` of a record
+    never decoded is its stored text, and :attr:`packed` its stored bytes, so the next state's
+    :class:`ChunkRecords` takes them over without decoding or compressing again.
+
+    Raises:
+        ValueError: (on first read) the stored record is damaged, naming its chunk.
+    """
+
+    def __init__(self, chunk_id: str, blob: bytes) -> None:  # not the dataclass __init__
+        self.chunk_id = chunk_id
+        self._blob = blob
+        self._decoded: ChunkRecord | None = None
+
+    def _text(self) -> str:
+        try:
+            return zlib.decompress(self._blob).decode("utf-8")
+        except (zlib.error, UnicodeDecodeError) as exc:
+            raise ValueError(f"extraction record of {self.chunk_id!r} unreadable ({exc})") from None
+
+    def _record(self) -> ChunkRecord:
+        rec = self._decoded
+        if rec is None:
+            rec = self._decoded = ChunkRecord.from_json(self.chunk_id, self._text())
+        return rec
+
+    @property  # type: ignore[override]
+    def entities(self) -> dict[str, tuple[dict[str, int], list[int], list[str]]]:
+        return self._record().entities
+
+    @entities.setter
+    def entities(self, value: dict[str, tuple[dict[str, int], list[int], list[str]]]) -> None:
+        self._record().entities = value
+
+    @property  # type: ignore[override]
+    def relations(self) -> dict[tuple[str, str], tuple[list[int], list[str]]]:
+        return self._record().relations
+
+    @relations.setter
+    def relations(self, value: dict[tuple[str, str], tuple[list[int], list[str]]]) -> None:
+        self._record().relations = value
+
+    @property
+    def packed(self) -> bytes | None:
+        """The stored compressed JSON while the record was never decoded, else ``None`` (it may
+        have been changed since)."""
+        return self._blob if self._decoded is None else None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChunkRecord):
+            return NotImplemented
+        return (self.chunk_id, self.entities, self.relations) == (other.chunk_id, other.entities, other.relations)
+
+    __hash__ = None  # type: ignore[assignment]  (mutable, as ChunkRecord)
+
+    def to_json(self) -> str:
+        """As :meth:`ChunkRecord.to_json` (the stored text itself while never decoded)."""
+        return self._text() if self._decoded is None else self._decoded.to_json()
+
+
+class ChunkRecords(Mapping[str, Any]):
+    """The extraction records of a state, ``{chunk_id: ChunkRecord}``, kept compressed.
+
+    Only incremental updates read the records (an insert merges the new chunks' records, a
+    delete re-merges what the deleted chunks touched), so a state keeps each one as its
+    zlib-compressed JSON (:meth:`~graphstrata.extraction.ChunkRecord.to_json`, the bytes the
+    store persists) in one buffer, and decodes a record when it is read: ~400 bytes per chunk
+    instead of ~8 kB of Python objects (kernel docs, 44k chunks). A read returns a
+    :class:`PackedRecord`, which decodes itself on first use; reading is thread-safe.
+
+    Args:
+        ids: the chunk ids, in the order of ``blobs``.
+        blobs: one zlib-compressed JSON record per id (``bytes``).
+        level_check: check that every blob starts a zlib stream (a cheap check of its first
+            bytes; a damaged stream further in is reported when the record is read).
+
+    Raises:
+        ValueError: ``ids`` and ``blobs`` of different lengths, a duplicate id, or (with
+            ``level_check``) a blob that is not zlib data, naming its chunk.
+    """
+
+    __slots__ = ("_ids", "_row", "_buf", "_off")
+
+    def __init__(self, ids: Sequence[str], blobs: Sequence[bytes], level_check: bool = True) -> None:
+        if len(ids) != len(blobs):
+            raise ValueError(f"{len(ids)} chunk ids but {len(blobs)} extraction records")
+        self._ids = list(ids)
+        self._row = {cid: i for i, cid in enumerate(self._ids)}
+        if len(self._row) != len(self._ids):
+            raise ValueError("duplicate chunk ids among the extraction records")
+        if level_check:
+            for cid, blob in zip(self._ids, blobs, strict=True):
+                try:
+                    zlib.decompressobj().decompress(blob, 16)
+                except (zlib.error, TypeError) as exc:
+                    raise ValueError(f"extraction record of {cid!r} unreadable ({exc})") from None
+        sizes = np.fromiter((len(b) for b in blobs), np.int64, len(blobs))
+        self._off = np.zeros(len(blobs) + 1, np.int64)
+        np.cumsum(sizes, out=self._off[1:])
+        self._buf = b"".join(blobs)
+
+    @classmethod
+    def from_records(cls, records: Mapping[str, Any]) -> ChunkRecords:
+        """Compress records (``{chunk_id: ChunkRecord}``): a :class:`PackedRecord` never
+        decoded keeps its bytes, others are encoded; a :class:`ChunkRecords` is returned as it
+        is."""
+        if isinstance(records, ChunkRecords):
+            return records
+        ids = list(records)
+        blobs = []
+        for cid in ids:
+            rec = records[cid]
+            packed = rec.packed if isinstance(rec, PackedRecord) else None
+            blobs.append(packed if packed is not None else zlib.compress(rec.to_json().encode("utf-8"), RECORD_LEVEL))
+        return cls(ids, blobs, level_check=False)
+
+    def raw(self, chunk_id: str) -> bytes:
+        """The compressed JSON of one record (what the store persists).
+
+        Raises:
+            KeyError: an unknown chunk id.
+        """
+        i = self._row[chunk_id]
+        return self._buf[int(self._off[i]) : int(self._off[i + 1])]
+
+    def __getitem__(self, chunk_id: str) -> PackedRecord:
+        """The record of ``chunk_id`` (a :class:`PackedRecord`: decoded on first use; a damaged
+        one raises ``ValueError`` naming the chunk then).
+
+        Raises:
+            KeyError: an unknown chunk id.
+        """
+        return PackedRecord(chunk_id, self.raw(chunk_id))
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the compressed records and their offsets (not the id index)."""
+        return len(self._buf) + self._off.nbytes
+
+
+_FROZEN_BLOBS: weakref.WeakKeyDictionary[Any, bytes] = weakref.WeakKeyDictionary()
+"""The compressed JSON each model decoded by a :class:`FrozenStats` came from, so the next
+state's :class:`FrozenStats` takes it over instead of encoding the model again (the models are
+not changed after a build)."""
+
+
+class FrozenStats(Mapping[str, Any]):
+    """The frozen TF-IDF models of a state (``{name: FrozenTfidf}``), kept as compressed JSON.
+
+    Only incremental updates read them, so a state keeps each model as zlib-compressed JSON
+    (:meth:`~graphstrata.extraction.FrozenTfidf.to_dict`) and decodes it when it is read; a
+    model decoded once is reused while anybody still holds it (a weak cache).
+
+    Raises:
+        ValueError: (on read) a damaged model, named.
+    """
+
+    __slots__ = ("_blobs", "_cache", "__weakref__")
+
+    def __init__(self, blobs: Mapping[str, bytes]) -> None:
+        self._blobs = dict(blobs)
+        self._cache: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+
+    @classmethod
+    def from_models(cls, models: Mapping[str, Any]) -> FrozenStats:
+        """Compress decoded models (``{name: FrozenTfidf}``, or JSON texts / dicts of
+        :meth:`~graphstrata.extraction.FrozenTfidf.to_dict`); a :class:`FrozenStats` is
+        returned as it is."""
+        if isinstance(models, FrozenStats):
+            return models
+        blobs = {}
+        for name, model in models.items():
+            known = None if isinstance(model, (str, dict)) else _FROZEN_BLOBS.get(model)
+            if known is not None:
+                blobs[name] = known
+                continue
+            if isinstance(model, str):
+                text = model
+            else:
+                text = json.dumps(model if isinstance(model, dict) else model.to_dict())
+            blobs[name] = zlib.compress(text.encode("utf-8"), RECORD_LEVEL)
+        out = cls(blobs)
+        for name, model in models.items():
+            if not isinstance(model, (str, dict)):
+                out._cache[name] = model
+        return out
+
+    def text(self, name: str) -> str:
+        """The JSON text of one model (what the store persists).
+
+        Raises:
+            KeyError: an unknown name. ValueError: damaged data (named).
+        """
+        try:
+            return zlib.decompress(self._blobs[name]).decode("utf-8")
+        except (zlib.error, UnicodeDecodeError) as exc:
+            raise ValueError(f"frozen statistics {name!r} unreadable ({exc})") from None
+
+    def __getitem__(self, name: str) -> Any:
+        from .extraction import FrozenTfidf
+
+        model = self._cache.get(name)
+        if model is None:
+            try:
+                model = FrozenTfidf.from_dict(json.loads(self.text(name)))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"frozen statistics {name!r} unreadable ({exc})") from None
+            self._cache[name] = model
+            _FROZEN_BLOBS[model] = self._blobs[name]
+        return model
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._blobs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._blobs)
+
+    def __len__(self) -> int:
+        return len(self._blobs)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of compressed JSON held."""
+        return sum(len(b) for b in self._blobs.values())
+
+
 def new_drift(
     documents: int, chunks: int, entities: int, communities: int, stats_version: int = 1
 ) -> dict[str, Any]:
@@ -184,7 +433,7 @@ def new_drift(
     }
 
 
-def check_integrity(state: EngineState, where: str = "index") -> None:
+def check_integrity(state: EngineState, where: str = "index", finite_checked: bool = False) -> None:
     """Referential integrity and vector sanity of a state, checked once after loading.
 
     Every chunk names a known document; every entity, relation and community names known
@@ -195,6 +444,8 @@ def check_integrity(state: EngineState, where: str = "index") -> None:
     Args:
         state: the state to check.
         where: what to call it in messages (the index path).
+        finite_checked: the vectors were read from C-HNSW files, whose loader already refused
+            NaN / infinite values: skip that scan (it would read every memory-mapped page).
 
     Raises:
         ValueError: the first broken reference or bad array, named.
@@ -203,30 +454,38 @@ def check_integrity(state: EngineState, where: str = "index") -> None:
     docs, rows = state.documents, state.chunk_row
     if len(rows) != len(state.chunks):
         raise ValueError(f"corrupt {where}: duplicate chunk ids")
-    for c in state.chunks:
-        if c.document_id not in docs:
-            raise ValueError(f"corrupt {where}: chunk {c.id!r} names unknown document {c.document_id!r}")
+    if not docs.keys() >= {c.document_id for c in state.chunks}:
+        for c in state.chunks:
+            if c.document_id not in docs:
+                raise ValueError(f"corrupt {where}: chunk {c.id!r} names unknown document {c.document_id!r}")
 
-    def known_chunks(kind: str, rid: str, chunk_ids: Iterable[str]) -> None:
-        for cid in chunk_ids:
-            if cid not in rows:
-                raise ValueError(f"corrupt {where}: {kind} {rid!r} names unknown chunk {cid!r}")
+    def known_chunks(kind: str, records: Iterable[Any], name: Callable[[Any], str]) -> None:
+        # one set union in C over every list; the per-record scan only finds what to name
+        records = list(records)
+        if rows.keys() >= set().union(*(r.chunk_ids for r in records)):
+            return
+        for r in records:
+            for cid in r.chunk_ids:
+                if cid not in rows:
+                    raise ValueError(f"corrupt {where}: {kind} {name(r)!r} names unknown chunk {cid!r}")
 
     ents = state.kg.entities
-    for e in ents.values():
-        known_chunks("entity", e.id, e.chunk_ids)
-    for (a, b), r in state.kg.relations.items():
-        known_chunks("relation", f"{a}->{b}", r.chunk_ids)
-    below: set[str] = set(ents)
+    known_chunks("entity", ents.values(), lambda e: e.id)
+    known_chunks("relation", state.kg.relations.values(), lambda r: f"{r.source}->{r.target}")
+    below: set[str] | Mapping[str, Any] = ents
     for layer, comms in enumerate(state.communities, 1):
         for c in comms:
             if c.layer != layer:
                 raise ValueError(f"corrupt {where}: community {c.id!r} is stored in layer {layer}, says {c.layer}")
-            bad = [m for m in c.members if m not in below]
-            bad += [e for e in c.entity_ids if e not in ents]
-            if bad:
-                raise ValueError(f"corrupt {where}: community {c.id!r} names unknown node {bad[0]!r}")
-            known_chunks("community", c.id, c.chunk_ids)
+        members = set().union(*(c.members for c in comms))
+        entity_ids = set().union(*(c.entity_ids for c in comms))
+        if not (below.keys() >= members if isinstance(below, Mapping) else below >= members) or not ents.keys() >= entity_ids:
+            for c in comms:
+                bad = [m for m in c.members if m not in below]
+                bad += [e for e in c.entity_ids if e not in ents]
+                if bad:
+                    raise ValueError(f"corrupt {where}: community {c.id!r} names unknown node {bad[0]!r}")
+        known_chunks("community", comms, lambda c: c.id)
         below = {c.id for c in comms}
     expected = {"chunks": len(state.chunks), "entities": len(ents)}
     for i, comms in enumerate(state.communities, 1):
@@ -244,5 +503,5 @@ def check_integrity(state: EngineState, where: str = "index") -> None:
             raise ValueError(
                 f"corrupt {where}: vector array {name!r} has shape {v.shape}, expected ({n}, {dim})"
             )
-        if not np.isfinite(v).all():
+        if not finite_checked and not np.isfinite(v).all():
             raise ValueError(f"corrupt {where}: vector array {name!r} holds NaN or infinite values")

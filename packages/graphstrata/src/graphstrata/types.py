@@ -1,8 +1,10 @@
 """The records every module shares: documents, chunks, entities, relations, communities, hits.
 
 All records are plain dataclasses with string ids so they persist to SQLite unchanged and
-cross framework boundaries without conversion. Vectors never live on the records: they are
-owned by :mod:`graphstrata.index`.
+cross framework boundaries without conversion. The records a state holds one of per chunk,
+entity, relation and community use ``__slots__`` (no per-object ``__dict__``: ~100 bytes
+less each, a 1M-chunk index holds millions of them). Vectors never live on the records: they
+are owned by :mod:`graphstrata.index`.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def check_kinds(kinds: Any) -> tuple[str, ...] | None:
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class Document:
     """One input document.
 
@@ -68,7 +70,7 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class Chunk:
     """A token window of one document.
 
@@ -90,7 +92,58 @@ class Chunk:
     n_tokens: int
 
 
-@dataclass
+_CHUNK_TEXT = Chunk.__dict__["text"]  # the slot Chunk keeps its text in
+
+
+class DocumentChunk(Chunk):
+    """A :class:`Chunk` whose text is read from its document (``document.text[start:end]``)
+    instead of held a second time: a loaded index keeps one copy of every text (~600 bytes a
+    chunk less). Everything else is a :class:`Chunk`; a text set explicitly is held as usual.
+
+    Args:
+        id, document_id, index, text, start, end, n_tokens: as :class:`Chunk`; ``text`` may be
+            ``None`` when ``document`` is given.
+        document: the :class:`Document` the chunk was cut from (its text must contain the
+            chunk's text at ``start:end``).
+    """
+
+    __slots__ = ("_document",)
+
+    def __init__(
+        self, id: str, document_id: str, index: int, text: str | None, start: int, end: int,
+        n_tokens: int, document: Document | None = None,
+    ) -> None:
+        self._document = document
+        Chunk.__init__(self, id, document_id, index, text, start, end, n_tokens)  # type: ignore[arg-type]
+
+    @classmethod
+    def of(cls, chunk: Chunk, document: Document) -> Chunk:
+        """``chunk`` reading its text from ``document`` when ``document.text[start:end]`` is its
+        text; ``chunk`` itself otherwise."""
+        if isinstance(chunk, DocumentChunk) or document.text[chunk.start : chunk.end] != chunk.text:
+            return chunk
+        return cls(chunk.id, chunk.document_id, chunk.index, None, chunk.start, chunk.end, chunk.n_tokens, document)
+
+    @property  # type: ignore[override]
+    def text(self) -> str:
+        own = _CHUNK_TEXT.__get__(self)
+        return own if own is not None else self._document.text[self.start : self.end]
+
+    @text.setter
+    def text(self, value: str | None) -> None:
+        _CHUNK_TEXT.__set__(self, value)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Chunk):
+            return NotImplemented
+        return (self.id, self.document_id, self.index, self.text, self.start, self.end, self.n_tokens) == (
+            other.id, other.document_id, other.index, other.text, other.start, other.end, other.n_tokens
+        )
+
+    __hash__ = None  # type: ignore[assignment]  (mutable, as Chunk)
+
+
+@dataclass(slots=True)
 class Entity:
     """A knowledge-graph node.
 
@@ -112,7 +165,7 @@ class Entity:
     type: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Relation:
     """An undirected knowledge-graph edge between two entities (``source < target``).
 
@@ -139,7 +192,7 @@ class Relation:
         return f"{self.source}\u241f{self.target}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Community:
     """An attributed community of one hierarchy layer (ArchRAG §3.1.2).
 

@@ -1,0 +1,127 @@
+"""A compact loaded state (issue 33): extraction records and frozen statistics kept compressed
+until an update reads them, vectors memory-mapped from the C-HNSW files instead of copied."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+from graphstrata import GraphStrata
+from graphstrata.extraction import ChunkRecord
+from graphstrata.index import ChunkIndex, LayeredIndex, mapped_vectors
+from graphstrata.state import ChunkRecords, FrozenStats, PackedRecord
+
+
+@pytest.fixture()
+def gs(corpus, embedder, small_config, tmp_path):
+    return GraphStrata.build(corpus, config=small_config, embedder=embedder, persist_dir=tmp_path / "idx")
+
+
+def test_a_published_state_holds_its_records_and_statistics_compressed(gs, embedder):
+    for state in (gs.state, GraphStrata.load(gs.persist_dir, embedder=embedder).state):
+        assert isinstance(state.records, ChunkRecords) and isinstance(state.frozen, FrozenStats)
+        assert set(state.records) == set(state.chunk_row) and "extraction" in state.frozen
+        assert state.records.nbytes < sum(len(state.records[c].to_json()) for c in state.records)
+
+
+def test_records_decode_on_first_use_and_keep_their_bytes_until_then():
+    rec = ChunkRecord("c#0", {"ada": ({"Ada": 2}, [2], ["Ada wrote."])}, {("ada", "engine"): ([1], ["x"])})
+    packed = ChunkRecords.from_records({"c#0": rec})
+    got = packed["c#0"]
+    assert isinstance(got, PackedRecord) and got.packed is not None
+    assert got.to_json() == rec.to_json() and got.packed is not None  # text without decoding
+    assert ChunkRecords.from_records({"c#0": got}).raw("c#0") == packed.raw("c#0")
+    assert got.entities == rec.entities and got.relations == rec.relations and got == rec
+    assert got.packed is None  # decoded: a later pack encodes it again
+    assert ChunkRecords.from_records({"c#0": got})["c#0"] == rec
+    with pytest.raises(KeyError):
+        packed["nope"]
+
+
+def test_a_damaged_record_is_named_when_read():
+    blob = zlib.compress(b"[[],[]]")
+    long = zlib.compress(("[[" + ",".join(f'["e{i}",{{"E":1}},1,["s"]]' for i in range(200)) + "],[]]").encode())
+    # the load-time check reads the first bytes only; damage further in is named when read
+    damaged = ChunkRecords(["a", "b"], [blob, long[:-4] + b"\x00\x00\x00\x00"], level_check=True)
+    assert damaged["a"].relations == {}
+    with pytest.raises(ValueError, match="extraction record of 'b' unreadable"):
+        damaged["b"].entities
+    with pytest.raises(ValueError, match="extraction record of 'b' unreadable"):
+        ChunkRecords(["a", "b"], [blob, b"not zlib"])
+
+
+def test_frozen_statistics_decode_on_use(gs):
+    frozen = gs.state.frozen
+    model = frozen["extraction"]
+    assert frozen["extraction"] is model  # reused while held
+    again = FrozenStats.from_models({"extraction": model.to_dict()})
+    assert again["extraction"].terms == model.terms and np.array_equal(again["extraction"].idf, model.idf)
+    with pytest.raises(ValueError, match="'x' unreadable"):
+        FrozenStats({"x": b"garbage"})["x"]
+
+
+def test_an_insert_after_a_load_decodes_only_what_it_touches(gs, embedder, monkeypatch):
+    loaded = GraphStrata.load(gs.persist_dir, embedder=embedder)
+    decoded: list[str] = []
+    real = ChunkRecord.from_json.__func__
+
+    def counting(cls, chunk_id, text):
+        decoded.append(chunk_id)
+        return real(cls, chunk_id, text)
+
+    monkeypatch.setattr(ChunkRecord, "from_json", classmethod(counting))
+    loaded.insert([{"id": "kiwi", "text": "The kiwi is a flightless bird of New Zealand."}])
+    gs.insert([{"id": "kiwi", "text": "The kiwi is a flightless bird of New Zealand."}])
+    assert len(set(decoded)) < len(loaded.state.chunks)
+    assert {k: v.to_json() for k, v in loaded.state.records.items()} == {k: v.to_json() for k, v in gs.state.records.items()}
+
+
+def _rows(n: int, dim: int = 16, seed: int = 0) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("n", [8, 12, 9])
+def test_vectors_are_mapped_from_the_index_file_where_aligned(tmp_path, n):
+    index = ChunkIndex.build(_rows(n))
+    index.save(tmp_path / "c.chnsw")
+    loaded = ChunkIndex.load(tmp_path / "c.chnsw", None, index.labels)
+    stored = index.index.get_vectors(index.labels)  # as the index holds them (normalised there)
+    assert np.array_equal(loaded.vectors, stored)
+    mapped = mapped_vectors(tmp_path / "c.chnsw", loaded.index, [loaded.labels])[0]
+    # the vector block follows n one-byte deletion flags: float32-aligned when n % 4 == 0
+    assert (mapped is not None) == (n % 4 == 0)
+    if mapped is not None:
+        root = mapped
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        assert isinstance(root, np.memmap) and not mapped.flags.writeable
+
+
+def test_layers_and_updated_indexes_fall_back_to_copies(tmp_path):
+    layered = LayeredIndex.build([_rows(12), _rows(4, seed=1)])
+    layered.save(tmp_path / "l.chnsw")
+    loaded = LayeredIndex.load(tmp_path / "l.chnsw", [12, 4], layered.labels)
+    views = mapped_vectors(tmp_path / "l.chnsw", loaded.index, loaded.labels)
+    assert all(v is not None for v in views)
+    # rows out of node order (an update moved them) cannot be one view: copied instead
+    assert mapped_vectors(tmp_path / "l.chnsw", loaded.index, [loaded.labels[0][::-1]]) == [None]
+    (tmp_path / "x.chnsw").write_bytes(b"not an index")
+    assert mapped_vectors(tmp_path / "x.chnsw", loaded.index, loaded.labels) == [None, None]
+
+
+def test_a_loaded_index_shares_its_strings_and_reads_chunk_texts_from_documents(gs, embedder):
+    from graphstrata.types import DocumentChunk
+
+    state = GraphStrata.load(gs.persist_dir, embedder=embedder).state
+    assert [c.text for c in state.chunks] == [c.text for c in gs.state.chunks]
+    assert all(isinstance(c, DocumentChunk) for c in state.chunks)
+    assert all(isinstance(c, DocumentChunk) for c in gs.state.chunks)  # published states too
+    ids = {c.id: c.id for c in state.chunks}
+    assert all(cid is ids[cid] for e in state.kg.entities.values() for cid in e.chunk_ids)
+    assert all(cid is ids[cid] for layer in state.communities for c in layer for cid in c.chunk_ids)
+    ents = {e: e for e in state.kg.entity_ids}
+    assert all(r.source is ents[r.source] and r.target is ents[r.target] for r in state.kg.relations.values())
+    chunk = state.chunks[0]
+    assert chunk == gs.state.chunks[0] and chunk.text == state.documents[chunk.document_id].text[chunk.start : chunk.end]
