@@ -39,12 +39,14 @@ from .base import (
     OptionSpec,
     Retrieval,
     community_hit,
+    ENTITY_CHUNK_LIMIT,
+    entity_chunks,
     entity_hit,
-    hybrid_scores,
+    hybrid_arrays,
     rank,
     relation_hits,
     scored,
-    spread_to_chunks,
+    spread_rows,
 )
 from .ppr import DEFAULT_EPSILON
 from .propagation import named_chunks, propagate
@@ -104,6 +106,7 @@ class ArchRAG(Method):
         "date_links": True,
         "decompose": True,
         "ppr_epsilon": DEFAULT_EPSILON,
+        "entity_chunks": ENTITY_CHUNK_LIMIT,
     }
     option_specs = {
         "k_per_layer": POSITIVE,
@@ -114,56 +117,68 @@ class ArchRAG(Method):
         "seed_power": OptionSpec(gt=0.0),
         "damping": DAMPING,
         "ppr_epsilon": OptionSpec("float", gt=0.0, le=1.0),
+        "entity_chunks": OptionSpec("int", ge=1, le=ENTITY_CHUNK_LIMIT, optional=True),
     }
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
         layered = state.layered
         context = []
-        entity_sources: list[tuple[float, list[str]]] = []
-        community_sources: list[tuple[float, list[str]]] = []
+        entity_sources: list[tuple[float, np.ndarray, int]] = []
+        community_sources: list[tuple[float, np.ndarray, int]] = []
         entity_scores: dict[str, float] = {}
         community_sims: dict[str, float] = {}
+        per_entity = o["entity_chunks"]
         if layered is not None:
+            bounded_rows = entity_chunks(state) if per_entity is not None else None
             ks = [int(o["k_entities"])] + [int(o["k_per_layer"])] * (layered.num_layers - 1)
             per_layer = layered.search_all_layers(qvec, ks, ef_search=o["ef_search"])
             for row, sim in zip(*per_layer[0], strict=True):
-                hit = entity_hit(state, int(row), float(sim))
+                hit = entity_hit(state, int(row), float(sim), max_chunks=per_entity)
                 entity_scores[hit.id] = float(sim)
-                entity_sources.append((float(sim), hit.chunk_ids))
+                if bounded_rows is not None:
+                    rows = bounded_rows.top(int(row), per_entity)
+                    entity_sources.append((float(sim), rows, int(bounded_rows.counts[int(row)])))
+                else:
+                    rows = _rows_of(state, state.kg.entities[hit.id].chunk_ids)
+                    entity_sources.append((float(sim), rows, len(state.kg.entities[hit.id].chunk_ids)))
                 context.append(hit)
-            context.extend(relation_hits(state, entity_scores))
+            context.extend(relation_hits(state, entity_scores, max_chunks=per_entity))
             for layer in range(1, layered.num_layers):
                 for row, sim in zip(*per_layer[layer], strict=True):
                     hit = community_hit(state, layer, int(row), float(sim))
                     community_sims[hit.id] = float(sim)
-                    community_sources.append((float(sim), hit.chunk_ids))
+                    community_sources.append((float(sim), _rows_of(state, hit.chunk_ids), len(hit.chunk_ids)))
                     context.append(hit)
-        ent = spread_to_chunks(entity_sources, state)
-        com = spread_to_chunks(community_sources, state)
+        ent_rows, ent_vals = spread_rows(entity_sources)
+        com_rows, com_vals = spread_rows(community_sources)
         n = max(int(o["candidates"]), k)
         named = (
             named_chunks(state, query, dates=bool(o["date_links"]))
             if o["propagate"] and o["named_weight"]
             else []
         )
-        extra = set(ent) | set(com) | set(named)
-        base = hybrid_scores(state, query, qvec, n, float(o["alpha"]), extra_rows=extra)
+        extra = np.concatenate([ent_rows, com_rows, np.asarray(named, np.int64)])
+        rows, fused = hybrid_arrays(state, query, qvec, n, float(o["alpha"]), extra_rows=extra)
         if o["decompose"]:
             for clause in order_clauses(query, max_clauses=state.config.max_query_clauses):
                 cvec = embed_query(state.embedder, clause, state.config.query_threads)
-                sub = hybrid_scores(state, clause, cvec, n, float(o["alpha"]), extra_rows=extra)
-                for r, v in sub.items():
-                    base[r] = max(base.get(r, 0.0), v)
-        scores = dict(base)
+                sub_rows, sub = hybrid_arrays(state, clause, cvec, n, float(o["alpha"]), extra_rows=extra)
+                rows, fused = _union_max(rows, fused, sub_rows, sub)
+        base = dict(zip(rows.tolist(), fused.astype(np.float64).tolist(), strict=True))
+        total = fused.astype(np.float64)
         added: dict[str, dict[int, float]] = {}  # the weighted evidence terms, for explain
-        for part, weight, evidence in (("entity", o["entity_weight"], ent), ("community", o["community_weight"], com)):
-            if not evidence or not weight:
+        for part, weight, (ev_rows, ev_vals) in (
+            ("entity", o["entity_weight"], (ent_rows, ent_vals)),
+            ("community", o["community_weight"], (com_rows, com_vals)),
+        ):
+            if not len(ev_rows) or not weight:
                 continue
-            top = max(evidence.values())
-            added[part] = {r: float(weight) * v / top for r, v in evidence.items()}
-            for r, v in added[part].items():
-                scores[r] = scores.get(r, 0.0) + v
+            terms = float(weight) * ev_vals / float(ev_vals.max())
+            total[np.searchsorted(rows, ev_rows)] += terms  # every evidence row is a candidate
+            if o["explain"]:
+                added[part] = dict(zip(ev_rows.tolist(), terms.tolist(), strict=True))
+        scores = dict(zip(rows.tolist(), total.tolist(), strict=True))
         # without propagation: hybrid (≤ 1) plus each evidence part (≤ its weight)
         bound = 1.0 + float(o["entity_weight"]) + float(o["community_weight"])
         trace: dict[str, Any] | None = {} if o["explain"] and o["propagate"] else None
@@ -187,6 +202,22 @@ class ArchRAG(Method):
         if o["explain"]:
             _explain(state, query, qvec, out, entity_scores, community_sims, base, added, set(named), trace, o)
         return out
+
+
+def _rows_of(state, chunk_ids) -> np.ndarray:
+    """int64 rows of ``chunk_ids`` (unknown ids skipped), in order."""
+    get = state.chunk_row.get
+    return np.fromiter((r for r in map(get, chunk_ids) if r is not None), np.int64)
+
+
+def _union_max(rows_a: np.ndarray, vals_a: np.ndarray, rows_b: np.ndarray, vals_b: np.ndarray):
+    """Rows of both (ascending) with each row's larger value (a row in one only keeps its
+    value, clipped below at 0)."""
+    rows = np.union1d(rows_a, rows_b)
+    out = np.zeros(len(rows), np.float32)
+    np.maximum.at(out, np.searchsorted(rows, rows_a), vals_a)
+    np.maximum.at(out, np.searchsorted(rows, rows_b), vals_b)
+    return rows, out
 
 
 def _explain(state, query, qvec, out: Retrieval, entity_scores, community_sims, base, added, named, trace,
