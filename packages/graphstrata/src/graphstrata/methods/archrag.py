@@ -43,13 +43,13 @@ from .base import (
     entity_chunks,
     entity_hit,
     hybrid_arrays,
-    rank,
+    rank_arrays,
     relation_hits,
     scored,
     spread_rows,
 )
 from .ppr import DEFAULT_EPSILON
-from .propagation import named_chunks, propagate
+from .propagation import named_chunks, propagate_arrays
 
 
 class ArchRAG(Method):
@@ -137,11 +137,11 @@ class ArchRAG(Method):
                 hit = entity_hit(state, int(row), float(sim), max_chunks=per_entity)
                 entity_scores[hit.id] = float(sim)
                 if bounded_rows is not None:
-                    rows = bounded_rows.top(int(row), per_entity)
-                    entity_sources.append((float(sim), rows, int(bounded_rows.counts[int(row)])))
+                    mentions = bounded_rows.top(int(row), per_entity)
+                    entity_sources.append((float(sim), mentions, int(bounded_rows.counts[int(row)])))
                 else:
-                    rows = _rows_of(state, state.kg.entities[hit.id].chunk_ids)
-                    entity_sources.append((float(sim), rows, len(state.kg.entities[hit.id].chunk_ids)))
+                    chunk_ids = state.kg.entities[hit.id].chunk_ids
+                    entity_sources.append((float(sim), _rows_of(state, chunk_ids), len(chunk_ids)))
                 context.append(hit)
             context.extend(relation_hits(state, entity_scores, max_chunks=per_entity))
             for layer in range(1, layered.num_layers):
@@ -165,7 +165,6 @@ class ArchRAG(Method):
                 cvec = embed_query(state.embedder, clause, state.config.query_threads)
                 sub_rows, sub = hybrid_arrays(state, clause, cvec, n, float(o["alpha"]), extra_rows=extra)
                 rows, fused = _union_max(rows, fused, sub_rows, sub)
-        base = dict(zip(rows.tolist(), fused.astype(np.float64).tolist(), strict=True))
         total = fused.astype(np.float64)
         added: dict[str, dict[int, float]] = {}  # the weighted evidence terms, for explain
         for part, weight, (ev_rows, ev_vals) in (
@@ -178,15 +177,16 @@ class ArchRAG(Method):
             total[np.searchsorted(rows, ev_rows)] += terms  # every evidence row is a candidate
             if o["explain"]:
                 added[part] = dict(zip(ev_rows.tolist(), terms.tolist(), strict=True))
-        scores = dict(zip(rows.tolist(), total.tolist(), strict=True))
         # without propagation: hybrid (≤ 1) plus each evidence part (≤ its weight)
         bound = 1.0 + float(o["entity_weight"]) + float(o["community_weight"])
         trace: dict[str, Any] | None = {} if o["explain"] and o["propagate"] else None
+        ranked_rows, ranked_vals = rows, total
         if o["propagate"]:
-            bound = 1.0  # propagate() returns scores in [0, 1]
-            scores = propagate(
+            bound = 1.0  # propagate_arrays() returns scores in [0, 1]
+            ranked_rows, ranked_vals = propagate_arrays(
                 state,
-                scores,
+                rows,
+                total,
                 seed_top_n=int(o["seed_top_n"]),
                 seed_power=float(o["seed_power"]),
                 damping=float(o["damping"]),
@@ -198,8 +198,9 @@ class ArchRAG(Method):
                 trace=trace,
                 epsilon=float(o["ppr_epsilon"]),
             )
-        out = scored(rank(scores, k), lambda v: bounded(v, bound), context)
+        out = scored(rank_arrays(ranked_rows, ranked_vals, k), lambda v: bounded(v, bound), context)
         if o["explain"]:
+            base = dict(zip(rows.tolist(), fused.astype(np.float64).tolist(), strict=True))
             _explain(state, query, qvec, out, entity_scores, community_sims, base, added, set(named), trace, o)
         return out
 

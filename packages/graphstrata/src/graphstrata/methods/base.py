@@ -703,6 +703,31 @@ def rank(scores: Mapping[int, float], limit: int) -> list[tuple[int, float]]:
     return list(zip(keys[order].tolist(), vals[order].tolist(), strict=True))
 
 
+def rank_arrays(rows: np.ndarray, values: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    """:func:`rank` of ``{rows[i]: values[i]}`` (rows distinct): best first, ties lower row
+    first, at most ``limit``; a partial sort, so the work is linear in ``len(rows)``.
+
+    Raises:
+        ValueError: ``rows`` and ``values`` of different lengths.
+    """
+    rows = np.asarray(rows, np.int64)
+    vals = np.asarray(values, np.float64)
+    if rows.shape != vals.shape:
+        raise ValueError(f"rows and values differ in length: {len(rows)} vs {len(vals)}")
+    limit = min(max(int(limit), 0), len(rows))
+    if limit == 0:
+        return []
+    if np.isnan(vals).any():  # NaN breaks the partition's order: the exact sort of rank()
+        return rank(dict(zip(rows.tolist(), vals.tolist(), strict=True)), limit)
+    if len(vals) > 4 * limit:
+        kth = np.partition(vals, len(vals) - limit)[len(vals) - limit]
+        cand = np.flatnonzero(vals >= kth)
+    else:
+        cand = np.arange(len(vals))
+    order = cand[np.lexsort((rows[cand], -vals[cand]))][:limit]
+    return list(zip(rows[order].tolist(), vals[order].tolist(), strict=True))
+
+
 def entity_hit(state: EngineState, row: int, similarity: float, max_chunks: int | None = None) -> Hit:
     """A ``kind="entity"`` hit for entity ``row`` (layer 0) at cosine ``similarity``: score
     ``max(0, cos)``, the cosine in ``metadata["raw_score"]``, the entity's ``type`` (``""``

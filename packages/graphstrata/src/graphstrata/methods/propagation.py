@@ -52,7 +52,7 @@ import scipy.sparse as sp
 from ..derived import DerivedSpec, register_derived
 from ..extraction import TitleIndex, document_title
 from .temporal import DateIndex, document_date
-from .base import document_rows, entity_chunk_matrix, pack_strings, rank, unpack_strings
+from .base import document_rows, entity_chunk_matrix, pack_strings, rank_arrays, unpack_strings
 from .graph_ops import Transition
 from .ppr import DEFAULT_EPSILON, PushGraph, bipartite_push_graph, local_pagerank
 
@@ -408,39 +408,92 @@ def propagate(
         ValueError: ``seed_top_n < 1``, ``seed_power ≤ 0``, ``damping`` outside [0, 1) or
             ``epsilon ≤ 0``.
     """
+    if not scores:
+        _check_walk(seed_top_n, seed_power, damping)
+        return {}
+    rows = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
+    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    kept, out = propagate_arrays(
+        state, rows, values, seed_top_n=seed_top_n, seed_power=seed_power, damping=damping, max_df=max_df,
+        title_weight=title_weight, document_weight=document_weight, named_rows=named_rows,
+        named_weight=named_weight, trace=trace, epsilon=epsilon,
+    )
+    return dict(zip(kept.tolist(), out.tolist(), strict=True))
+
+
+def _check_walk(seed_top_n: int, seed_power: float, damping: float) -> None:
     if int(seed_top_n) < 1:
         raise ValueError(f"seed_top_n must be ≥ 1, got {seed_top_n}")
     if not float(seed_power) > 0:
         raise ValueError(f"seed_power must be > 0, got {seed_power}")
     if not 0.0 <= float(damping) < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
-    if not scores:
-        return {}
+
+
+def propagate_arrays(
+    state: EngineState,
+    rows: np.ndarray,
+    scores: np.ndarray,
+    seed_top_n: int = 10,
+    seed_power: float = 6.0,
+    damping: float = 0.5,
+    max_df: int = 50,
+    title_weight: float = 2.0,
+    document_weight: float = 0.0,
+    named_rows: Iterable[int] = (),
+    named_weight: float = 0.0,
+    trace: dict | None = None,
+    epsilon: float = DEFAULT_EPSILON,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`propagate` over arrays: ``rows`` (int64, distinct) scored ``scores`` (float64).
+
+    Returns:
+        ``(rows, scores)``: int64 rows ascending (the reached ones and every given row) and
+        their float64 scores in [0, 1]. The work is the candidates and the walk's pushes,
+        nothing per chunk of the corpus (except ``trace``'s dense vectors).
+
+    Raises:
+        ValueError: as :func:`propagate`, or ``rows`` and ``scores`` of different lengths.
+    """
+    _check_walk(seed_top_n, seed_power, damping)
+    rows = np.asarray(rows, np.int64)
+    raw = np.asarray(scores, np.float64)
+    if rows.shape != raw.shape:
+        raise ValueError(f"rows and scores differ in length: {len(rows)} vs {len(raw)}")
+    if not len(rows):
+        return rows, raw
     graph = passage_graph(state, max_df, title_weight, document_weight)
     n = len(state.chunks)
-    # arrays over the scored rows and the rows the walk reaches: nothing per query is O(n)
-    rows = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
-    seed_scores = np.maximum(np.fromiter(scores.values(), dtype=np.float64, count=len(scores)), 0.0)
-    reset: dict[int, float] = {}
-    for row, s in rank(scores, int(seed_top_n)):
-        reset[int(row)] = max(float(s), 0.0) ** float(seed_power)
-    top_reset = max(reset.values(), default=0.0)
+    seed_scores = np.maximum(raw, 0.0)
+    # reset weights in a fixed order: the best seeds (ties: lower row), then the named rows
+    seeds = [int(r) for r, _ in rank_arrays(rows, raw, int(seed_top_n))]
+    order = np.argsort(rows, kind="stable")
+    position = {r: i for i, r in enumerate(seeds)}
+    weights = [float(max(raw[_find(rows, order, r)], 0.0)) ** float(seed_power) for r in seeds]
+    top_reset = max(weights, default=0.0)
     if named_weight > 0 and top_reset > 0:
         boost = float(named_weight) * top_reset
         for row in named_rows:
-            reset[int(row)] = reset.get(int(row), 0.0) + boost * max(float(scores.get(row, 0.0)), 0.0)
+            row = int(row)
+            at = _find(rows, order, row)
+            add = boost * (float(seed_scores[at]) if at >= 0 else 0.0)
+            if row in position:
+                weights[position[row]] += add
+            else:
+                position[row] = len(seeds)
+                seeds.append(row)
+                weights.append(add)
     tie = 1e-3  # weight of the seed score behind the walk's mass
     keys, vals = [rows], [tie * seed_scores]
-    total = float(sum(reset.values()))
+    total = float(sum(weights))
     if trace is not None:
         dense_reset = np.zeros(n, dtype=np.float64)
         if total > 0:
-            dense_reset[list(reset)] = np.fromiter(reset.values(), np.float64, len(reset)) / total
+            dense_reset[seeds] = np.asarray(weights, np.float64) / total
         trace["reset"] = dense_reset
         trace["mass"] = None
     if total > 0:
-        walk = local_pagerank(graph.push, list(reset), list(reset.values()), damping=float(damping),
-                              epsilon=float(epsilon))
+        walk = local_pagerank(graph.push, seeds, weights, damping=float(damping), epsilon=float(epsilon))
         if trace is not None:
             trace["mass"] = walk.dense(n)
         if len(walk.mass):
@@ -452,4 +505,12 @@ def propagate(
     top = 1.0 + tie * max(0.0, float(seed_scores.max()))
     kept, inverse = np.unique(np.concatenate(keys), return_inverse=True)
     summed = np.bincount(inverse, weights=np.concatenate(vals), minlength=len(kept))
-    return dict(zip(kept.tolist(), np.minimum(summed / top, 1.0).tolist(), strict=True))
+    return kept, np.minimum(summed / top, 1.0)
+
+
+def _find(rows: np.ndarray, order: np.ndarray, row: int) -> int:
+    """Index of ``row`` in ``rows`` (``order`` sorts them), ``-1`` when absent."""
+    i = int(np.searchsorted(rows, row, sorter=order))
+    if i < len(rows) and rows[order[i]] == row:
+        return int(order[i])
+    return -1
