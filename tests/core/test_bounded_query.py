@@ -18,6 +18,7 @@ from graphstrata.methods.base import (
     DOCUMENT_ROWS,
     ENTITY_CHUNK_LIMIT,
     ENTITY_CHUNKS,
+    PROVENANCE,
     bm25_scores_of,
     build_entity_chunks,
     entity_chunk_matrix,
@@ -249,7 +250,7 @@ def test_a_title_many_documents_share_is_not_a_link() -> None:
 
 def test_structures_round_trip_through_the_codecs(padded: GraphStrata) -> None:
     state = _fresh(padded.state)
-    keys = [DOCUMENT_ROWS.key, ENTITY_CHUNKS.key, TITLES.key, DATES.key]
+    keys = [DOCUMENT_ROWS.key, ENTITY_CHUNKS.key, TITLES.key, DATES.key, PROVENANCE.key]
     prepare(state, keys)
     got = decode(encode(state))
     assert set(keys) <= set(got)
@@ -261,6 +262,13 @@ def test_structures_round_trip_through_the_codecs(padded: GraphStrata) -> None:
     assert got[TITLES.key].titles == TITLES.build(built).titles
     assert got[TITLES.key].index.find("Shipment 12") == title_index(built).find("Shipment 12")
     assert got[DATES.key].dates == DATES.build(built).dates
+    prov = got[PROVENANCE.key]
+    for name, arr in PROVENANCE.build(built).arrays().items():
+        assert np.array_equal(prov.arrays()[name], arr), name
+    for layer, comms in enumerate(built.communities, 1):
+        for i, c in enumerate(comms):
+            assert [built.chunks[r].id for r in prov.community_rows(layer, i)] == list(c.chunk_ids)
+            assert prov.document_ids(prov.community_rows(layer, i)) == built.document_ids_of(c.chunk_ids)
 
 
 def test_dates_round_trip_and_a_seeded_state_links_without_building(monkeypatch: pytest.MonkeyPatch) -> None:

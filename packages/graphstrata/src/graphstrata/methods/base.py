@@ -739,16 +739,21 @@ def entity_hit(state: EngineState, row: int, similarity: float, max_chunks: int 
     (default): every chunk that mentions it."""
     e = state.kg.entities[state.kg.entity_ids[row]]
     metadata = {"name": e.name, "type": e.type, "weight": e.weight, "raw_score": float(similarity)}
-    if max_chunks is None:
+    if max_chunks is not None:
+        metadata["chunk_count"] = len(e.chunk_ids)
+    if max_chunks is None or len(e.chunk_ids) <= int(max_chunks):
         chunk_ids = list(e.chunk_ids)
+        document_ids = state.document_ids_of(chunk_ids)
     else:
         index = entity_chunks(state)
-        if int(max_chunks) <= index.limit:
+        if int(max_chunks) <= index.limit:  # the hub's most representative chunks
             chunks = state.chunks
-            chunk_ids = [chunks[r].id for r in index.top(int(row), int(max_chunks)).tolist()]
+            rows = index.top(int(row), int(max_chunks))
+            chunk_ids = [chunks[r].id for r in rows.tolist()]
+            document_ids = provenance(state).document_ids(rows)
         else:
             chunk_ids = list(e.chunk_ids)[: int(max_chunks)]
-        metadata["chunk_count"] = len(e.chunk_ids)
+            document_ids = state.document_ids_of(chunk_ids)
     return Hit(
         id=e.id,
         text=f"{e.name}: {e.description}" if e.description else e.name,
@@ -756,7 +761,7 @@ def entity_hit(state: EngineState, row: int, similarity: float, max_chunks: int 
         kind="entity",
         layer=0,
         chunk_ids=chunk_ids,
-        document_ids=state.document_ids_of(chunk_ids),
+        document_ids=document_ids,
         metadata=metadata,
     )
 
@@ -803,6 +808,7 @@ def community_hit(state: EngineState, layer: int, row: int, similarity: float) -
     ``similarity``: score ``max(0, cos)``, the cosine in ``metadata["raw_score"]``, the LLM
     report's rating (``None`` offline) in ``metadata["rating"]``."""
     c = state.communities[layer - 1][row]
+    prov = provenance(state)
     return Hit(
         id=c.id,
         text=f"{c.title}\n{c.summary}".strip(),
@@ -810,10 +816,100 @@ def community_hit(state: EngineState, layer: int, row: int, similarity: float) -
         kind="community",
         layer=layer,
         chunk_ids=list(c.chunk_ids),
-        document_ids=state.document_ids_of(c.chunk_ids),
+        document_ids=prov.document_ids(prov.community_rows(layer, row)),
         metadata={"title": c.title, "size": len(c.entity_ids), "rating": c.rating,
                   "raw_score": float(similarity)},
     )
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Chunk rows → documents and community → chunk rows as arrays, so a hit's provenance costs
+    a few array reads instead of a dictionary lookup per chunk id. Built at index time and
+    persisted (:data:`PROVENANCE`).
+
+    Attributes:
+        doc_of: int32 ``(n_chunks,)`` index into :attr:`documents` of each chunk's document
+            (``-1``: a document the state does not hold).
+        documents: document ids, in ``state.documents`` order.
+        indptr: per community layer ``i ≥ 1`` (``indptr[i - 1]``), int64
+            ``(n_communities + 1,)`` offsets into :attr:`rows`.
+        rows: per layer, int32 chunk rows of each community's ``chunk_ids`` (unknown ids
+            dropped), in their order.
+    """
+
+    doc_of: np.ndarray
+    documents: list[str]
+    indptr: list[np.ndarray]
+    rows: list[np.ndarray]
+
+    def document_ids(self, rows: np.ndarray) -> list[str]:
+        """Distinct document ids of chunk ``rows``, in order (as
+        :meth:`~graphstrata.state.EngineState.document_ids_of`)."""
+        docs = self.documents
+        return [docs[d] for d in dict.fromkeys(self.doc_of[np.asarray(rows, np.int64)].tolist()) if d >= 0]
+
+    def community_rows(self, layer: int, row: int) -> np.ndarray:
+        """int64 chunk rows of community ``row`` of ``layer`` (≥ 1)."""
+        indptr = self.indptr[layer - 1]
+        return self.rows[layer - 1][int(indptr[row]):int(indptr[row + 1])].astype(np.int64)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays by name (:func:`_provenance_from_arrays` reads them back)."""
+        out = {"doc_of": self.doc_of, **pack_strings(self.documents),
+               "layers": np.asarray([len(self.indptr)], np.int64)}
+        for i, (indptr, rows) in enumerate(zip(self.indptr, self.rows, strict=True), 1):
+            out[f"indptr_{i}"] = indptr
+            out[f"rows_{i}"] = rows
+        return out
+
+
+def build_provenance(state: EngineState) -> Provenance:
+    """:class:`Provenance` of ``state`` (one pass over the chunks and the communities' chunk
+    lists)."""
+    documents = list(state.documents)
+    index = {d: i for i, d in enumerate(documents)}
+    doc_of = np.fromiter((index.get(c.document_id, -1) for c in state.chunks), np.int32, len(state.chunks))
+    get = state.chunk_row.get
+    indptrs, rows = [], []
+    for layer in state.communities:
+        lists = [[r for r in map(get, c.chunk_ids) if r is not None] for c in layer]
+        indptr = np.zeros(len(lists) + 1, np.int64)
+        indptr[1:] = np.cumsum([len(x) for x in lists])
+        indptrs.append(indptr)
+        rows.append(np.fromiter((r for x in lists for r in x), np.int32, int(indptr[-1])))
+    return Provenance(doc_of, documents, indptrs, rows)
+
+
+def _provenance_from_arrays(arrays: Mapping[str, np.ndarray]) -> Provenance:
+    doc_of = np.ascontiguousarray(arrays["doc_of"], np.int32).ravel()
+    documents = unpack_strings(arrays["utf8"], arrays["offsets"])
+    if len(doc_of) and (doc_of.max() >= len(documents) or doc_of.min() < -1):
+        raise ValueError("provenance: a chunk names a document out of range")
+    indptrs, rows = [], []
+    for i in range(1, int(np.asarray(arrays["layers"]).ravel()[0]) + 1):
+        indptr = np.ascontiguousarray(arrays[f"indptr_{i}"], np.int64).ravel()
+        layer_rows = np.ascontiguousarray(arrays[f"rows_{i}"], np.int32).ravel()
+        if len(indptr) < 1 or indptr[0] != 0 or indptr[-1] != len(layer_rows) or (np.diff(indptr) < 0).any():
+            raise ValueError(f"provenance: layer {i} offsets do not match its rows")
+        if len(layer_rows) and (layer_rows.min() < 0 or layer_rows.max() >= len(doc_of)):
+            raise ValueError(f"provenance: layer {i} names a chunk row out of range")
+        indptrs.append(indptr)
+        rows.append(layer_rows)
+    return Provenance(doc_of, documents, indptrs, rows)
+
+
+#: Chunk → document and community → chunk rows of a state (:class:`Provenance`), built at
+#: index time and persisted.
+PROVENANCE = register_derived(
+    DerivedSpec(key="base:provenance", build=build_provenance, to_arrays=Provenance.arrays,
+                from_arrays=_provenance_from_arrays)
+)
+
+
+def provenance(state: EngineState) -> Provenance:
+    """The cached :class:`Provenance` of ``state`` (:data:`PROVENANCE`)."""
+    return state.derived(PROVENANCE.key, lambda: build_provenance(state))
 
 
 def spread_to_chunks(
