@@ -257,7 +257,7 @@ def _explain(state, query, qvec, out: Retrieval, entity_scores, community_sims, 
     if trace:
         reset, mass = trace.get("reset"), trace.get("mass")
         if reset is not None:
-            seeds = sorted(((int(r), float(reset[r])) for r in np.flatnonzero(reset > 0)), key=lambda x: (-x[1], x[0]))
+            seeds = sorted(((int(r), float(v)) for r, v in reset.items() if v > 0), key=lambda x: (-x[1], x[0]))
     for r in rows:
         cid = state.chunks[r].id
         matched = ex.matched_in_chunk(state, r, entity_scores)
@@ -271,7 +271,7 @@ def _explain(state, query, qvec, out: Retrieval, entity_scores, community_sims, 
                 break
         if anchor is None and matched:
             anchor = matched[0]["id"]
-        seed_share = float(reset[r]) if reset is not None and reset[r] > 0 else None
+        seed_share = float(reset[r]) if reset is not None and reset.get(r, 0.0) > 0 else None
         fields = ex.chunk_base(
             signals[r], hybrid=base.get(r), named=True if r in named else None, ppr_reset=seed_share
         )
@@ -287,7 +287,7 @@ def _explain(state, query, qvec, out: Retrieval, entity_scores, community_sims, 
             **fields,
             matched_entities=matched,
             community_path=ex.community_path(state, anchor, community_sims) if anchor else [],
-            ppr_mass=float(mass[r]) if mass is not None else None,
+            ppr_mass=float(mass.get(r, 0.0)) if mass is not None else None,
             linked_from=links,
             score_parts=ex.parts(
                 hybrid=base.get(r),

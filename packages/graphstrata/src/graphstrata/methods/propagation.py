@@ -392,11 +392,11 @@ def propagate(
         max_df, title_weight, document_weight: passed to :func:`passage_graph`.
         named_rows: chunk rows named by the query (ignored unless in ``scores``).
         named_weight: their extra reset weight (≥ 0; 0 turns it off).
-        trace: when a dict, receives ``"reset"`` (float64 ``(n_chunks,)``, the restart
-            distribution, summing to 1, or all zeros when nothing seeded the walk) and
-            ``"mass"`` (float64 ``(n_chunks,)`` PageRank probabilities summing to 1, or
-            ``None`` when no walk ran) — what :mod:`~graphstrata.methods.explain` reports.
-            The scores do not depend on it.
+        trace: when a dict, receives ``"reset"`` (``{chunk_row: share > 0}``, the restart
+            distribution, summing to 1, or empty when nothing seeded the walk) and ``"mass"``
+            (``{chunk_row: PageRank probability > 0}`` over the reached chunks, or ``None``
+            when no walk ran) — what :mod:`~graphstrata.methods.explain` reports; sparse, so
+            explaining costs no work per chunk of the corpus. The scores do not depend on it.
         epsilon: forward-push tolerance (:func:`~graphstrata.methods.ppr.local_pagerank`):
             the walk's work is bounded by ``1 / ((1 − damping) · epsilon)`` pushes whatever the
             number of chunks, and its L1 error by the residual left.
@@ -450,7 +450,7 @@ def propagate_arrays(
     Returns:
         ``(rows, scores)``: int64 rows ascending (the reached ones and every given row) and
         their float64 scores in [0, 1]. The work is the candidates and the walk's pushes,
-        nothing per chunk of the corpus (except ``trace``'s dense vectors).
+        nothing per chunk of the corpus.
 
     Raises:
         ValueError: as :func:`propagate`, or ``rows`` and ``scores`` of different lengths.
@@ -463,7 +463,6 @@ def propagate_arrays(
     if not len(rows):
         return rows, raw
     graph = passage_graph(state, max_df, title_weight, document_weight)
-    n = len(state.chunks)
     seed_scores = np.maximum(raw, 0.0)
     # reset weights in a fixed order: the best seeds (ties: lower row), then the named rows
     seeds = [int(r) for r, _ in rank_arrays(rows, raw, int(seed_top_n))]
@@ -487,15 +486,13 @@ def propagate_arrays(
     keys, vals = [rows], [tie * seed_scores]
     total = float(sum(weights))
     if trace is not None:
-        dense_reset = np.zeros(n, dtype=np.float64)
-        if total > 0:
-            dense_reset[seeds] = np.asarray(weights, np.float64) / total
-        trace["reset"] = dense_reset
+        trace["reset"] = {r: w / total for r, w in zip(seeds, weights, strict=True) if w > 0} if total > 0 else {}
         trace["mass"] = None
     if total > 0:
         walk = local_pagerank(graph.push, seeds, weights, damping=float(damping), epsilon=float(epsilon))
         if trace is not None:
-            trace["mass"] = walk.dense(n)
+            positive = walk.mass > 0
+            trace["mass"] = dict(zip(walk.nodes[positive].tolist(), walk.mass[positive].tolist(), strict=True))
         if len(walk.mass):
             best = float(walk.mass.max())
             reached = walk.mass > 1e-12 * best
