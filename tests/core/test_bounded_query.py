@@ -323,3 +323,18 @@ def test_push_touching_many_nodes_keeps_its_error_bound() -> None:
     np.add.at(reset, seeds, weights)
     exact = personalized_pagerank(walk, reset, 0.5, tol=1e-14, max_iter=5000)
     assert np.abs(got.dense(n) - exact).sum() <= got.residual + 1e-5
+
+
+def test_title_mentions_equal_the_title_index_scan() -> None:
+    from graphstrata.extraction import TitleIndex
+    from graphstrata.methods.propagation import title_mentions
+
+    index = TitleIndex({"a": "Big Eye (film)", "b": "Big Eye", "c": "Eye", "d": "New York City", "e": "York",
+                        "f": "C++", "g": "lowercase only", "h": "United"})
+    texts = ["The Big Eye was filmed in New York City.", "An eye; the Eye.", "C++ and United States of York",
+             "", "Big", "York City Big Eye", "nothing here"]
+    want = index.mentions(texts)
+    got = title_mentions(index, texts)
+    assert {k: sorted(v) for k, v in got.items()} == {k: sorted(v) for k, v in want.items()}
+    assert all(v == sorted(v) for v in got.values())
+    assert title_mentions(TitleIndex({}), texts) == {}

