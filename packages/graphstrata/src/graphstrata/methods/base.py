@@ -944,16 +944,18 @@ def spread_rows(sources: Iterable[tuple[float, np.ndarray, int]]) -> tuple[np.nd
         ``(rows, evidence)``: int64 distinct rows ascending and their float64 evidence
         (unnormalised). Work: the rows given, nothing per chunk of the corpus.
     """
-    parts_rows, parts_vals = [], []
+    parts_rows, weights, counts = [], [], []
     for score, rows, size in sources:
         if score <= 0 or size <= 0 or not len(rows):
             continue
         parts_rows.append(np.asarray(rows, np.int64))
-        parts_vals.append(np.full(len(rows), float(score) / np.sqrt(size), np.float64))
+        weights.append(float(score) / math.sqrt(size))
+        counts.append(len(rows))
     if not parts_rows:
         return np.zeros(0, np.int64), np.zeros(0, np.float64)
     rows, inverse = np.unique(np.concatenate(parts_rows), return_inverse=True)
-    return rows, np.bincount(inverse, weights=np.concatenate(parts_vals), minlength=len(rows))
+    values = np.repeat(np.asarray(weights, np.float64), counts)
+    return rows, np.bincount(inverse, weights=values, minlength=len(rows))
 
 
 def bridge_evidence(
