@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 
 from .config import check_query
-from .filters import allowed_documents, compile_filter
+from .filters import compile_filter
 from .methods import METHODS
-from .methods.base import Method, Retrieval
+from .methods.base import Method, Retrieval, document_rows
 from .models import embed_query
 from .scores import unit
 from .state import EngineState
@@ -192,7 +192,7 @@ def retrieve(state: EngineState, query: str, request: RetrieveRequest) -> list[H
             raise ValueError(
                 f"query embedding has shape {qvec.shape}, index dimension is {state.embedder.dim}"
             )
-    allowed = None if request.filters is None else allowed_documents(state.documents, request.filters)
+    allowed = None if request.filters is None else AllowedDocuments(state, request.filters)
     result = _run_method(state, method, query, qvec, request.k, request.options, allowed)
     chunk_hits = [
         _chunk_hit(state, row, score, request.method, result.raw_scores.get(row, score), result.explain.get(row))
@@ -200,7 +200,7 @@ def retrieve(state: EngineState, query: str, request: RetrieveRequest) -> list[H
     ]
     context: list[Hit] = []
     for h in result.context:
-        if allowed is not None and not allowed.intersection(h.document_ids):
+        if allowed is not None and not any(d in allowed for d in h.document_ids):
             continue
         h.metadata.setdefault("method", request.method)
         h.metadata.setdefault("raw_score", float(h.score))
@@ -239,6 +239,41 @@ def select_hits(
     return kept
 
 
+class AllowedDocuments:
+    """The documents of ``state`` that pass a metadata filter, decided per document on first
+    ask and remembered (:func:`graphstrata.filters.compile_filter`; a document's metadata plus
+    its ``document_id``, as :func:`graphstrata.filters.allowed_documents` sees it).
+
+    A filtered query asks only about the documents of the chunks and context hits it ranked,
+    so its cost does not grow with the number of documents; :meth:`passing_chunks` (every
+    document) runs only when a first page of chunks was not enough.
+
+    Raises:
+        ValueError: an invalid filter (at construction).
+    """
+
+    def __init__(self, state: EngineState, spec: Any) -> None:
+        self._state = state
+        self._pred = compile_filter(spec)
+        self._memo: dict[str, bool] = {}
+
+    def __contains__(self, doc_id: object) -> bool:
+        found = self._memo.get(doc_id)  # type: ignore[arg-type]
+        if found is None:
+            doc = self._state.documents.get(doc_id)  # type: ignore[arg-type]
+            if doc is None:
+                found = False
+            else:
+                meta = doc.metadata if "document_id" in doc.metadata else {**doc.metadata, "document_id": doc_id}
+                found = bool(self._pred(meta))
+            self._memo[doc_id] = found  # type: ignore[index]
+        return found
+
+    def passing_chunks(self) -> int:
+        """Number of chunks of the passing documents (asks about every document)."""
+        return sum(len(rows) for d, rows in document_rows(self._state).items() if d in self)
+
+
 def _run_method(
     state: EngineState,
     method: Method,
@@ -246,23 +281,31 @@ def _run_method(
     qvec: np.ndarray | None,
     k: int,
     options: Mapping[str, Any],
-    allowed: set[str] | None,
+    allowed: AllowedDocuments | set[str] | None,
 ) -> Retrieval:
     """Run ``method``; with a filter, keep only chunks of ``allowed`` documents, asking the
-    method for 4× more chunks at a time until ``k`` of them pass or every chunk was ranked."""
+    method for 4× more chunks at a time until ``k`` of them pass or every passing chunk was
+    ranked. The first page asks the filter only about the ranked chunks' documents; counting
+    the passing chunks (every document) happens only when it held fewer than ``k``."""
     result = method.retrieve(state, query, qvec, k, **options)
     if allowed is None:
         return result
     n = len(state.chunks)
-    passing = sum(1 for c in state.chunks if c.document_id in allowed)
-    want, asked = min(k, passing), k
+    passing: int | None = None
+    asked = k
     while True:
         kept = [(r, s) for r, s in result.chunks if state.chunks[r].document_id in allowed]
-        if len(kept) >= want or asked >= n:
-            result.chunks = kept
-            return result
+        if len(kept) >= k or asked >= n:
+            break
+        if passing is None:
+            passing = (allowed.passing_chunks() if isinstance(allowed, AllowedDocuments)
+                       else sum(1 for c in state.chunks if c.document_id in allowed))
+        if len(kept) >= passing:
+            break
         asked = min(n, asked * 4)
         result = method.retrieve(state, query, qvec, asked, **options)
+    result.chunks = kept
+    return result
 
 
 def _chunk_hit(

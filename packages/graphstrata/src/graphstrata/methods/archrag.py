@@ -6,12 +6,14 @@
 2. Layer-0 context: the retrieved entities and the relations among them (induced subgraph,
    spec A12). Layers ≥ 1: the community summaries.
 3. Source chunks (our addition, so the method can be scored and cited): candidates are the
-   dense and BM25 top-N plus the chunks of every retrieved entity and community; each chunk's
+   dense and BM25 top-N plus the chunks of every retrieved entity and community (at most
+   ``entity_chunks`` per entity: a hub's most representative ones,
+   :class:`~graphstrata.methods.base.EntityChunks`; communities keep at most 50); each chunk's
    query score is the hybrid (normalised dense + BM25) score — for a before/after question the
    best of the whole question's and each clause's (:func:`~graphstrata.methods.temporal.order_clauses`)
    — plus graph evidence: the
    similarity-weighted, degree-damped mentions by retrieved entities and communities
-   (:func:`~graphstrata.methods.base.spread_to_chunks`). The final ranking propagates those
+   (:func:`~graphstrata.methods.base.spread_rows`). The final ranking propagates those
    scores over the chunk–entity graph with title links, by personalised PageRank seeded from
    the best chunks and from the pages whose title (or day, for dated documents) the question
    names (:func:`~graphstrata.methods.propagation.propagate`): the multi-hop step that reaches
@@ -19,6 +21,14 @@
 
 The LLM adaptive-filtering answer step (spec §3.2) belongs to generation and is not part of
 retrieval.
+
+Work per query (issue 33) is bounded by the seeds, not by the corpus: one C-HNSW pass, the
+query terms' BM25 postings, one dot product and a few binary searches per candidate (at most
+``2 · candidates + k_entities · entity_chunks + 50 · k_per_layer · layers`` plus the chunks of
+the documents the question names), and a forward push of at most
+``1 / ((1 − damping) · ppr_epsilon)`` pushes. What it reads beyond the index (entity chunk
+rows, document rows, titles, days, the passage graph) is built at index time and persisted
+(:mod:`graphstrata.derived`).
 """
 
 from __future__ import annotations
@@ -39,15 +49,18 @@ from .base import (
     OptionSpec,
     Retrieval,
     community_hit,
+    ENTITY_CHUNK_LIMIT,
+    entity_chunks,
     entity_hit,
-    hybrid_scores,
-    rank,
+    hybrid_arrays,
+    provenance,
+    rank_arrays,
     relation_hits,
     scored,
-    spread_to_chunks,
+    spread_rows,
 )
 from .ppr import DEFAULT_EPSILON
-from .propagation import named_chunks, propagate
+from .propagation import named_chunks, propagate_arrays
 
 
 class ArchRAG(Method):
@@ -75,6 +88,12 @@ class ArchRAG(Method):
         decompose: score a before/after question's clauses as queries of their own too
             (:func:`~graphstrata.methods.temporal.order_clauses`); a chunk keeps its best score. At
             most ``config.max_query_clauses`` clauses (the first ones) are scored.
+        entity_chunks: chunks read per retrieved entity (1 … 50): all of them for an entity of
+            at most that many chunks, else its most representative ones (highest chunk–entity
+            cosine, :class:`~graphstrata.methods.base.EntityChunks`); also the entity and
+            relation hits' provenance (``metadata["chunk_count"]`` holds the full count).
+            ``None``: every chunk, as before issue 33 (work grows with hub entities). Same
+            recall@5 on the three dev corpora with 20, 50 or ``None``.
         ppr_epsilon: forward-push tolerance of the passage walk
             (:func:`~graphstrata.methods.ppr.local_pagerank`): its work per query is bounded by
             ``1 / ((1 − damping) · ppr_epsilon)`` pushes, whatever the corpus size.
@@ -104,6 +123,7 @@ class ArchRAG(Method):
         "date_links": True,
         "decompose": True,
         "ppr_epsilon": DEFAULT_EPSILON,
+        "entity_chunks": ENTITY_CHUNK_LIMIT,
     }
     option_specs = {
         "k_per_layer": POSITIVE,
@@ -114,64 +134,77 @@ class ArchRAG(Method):
         "seed_power": OptionSpec(gt=0.0),
         "damping": DAMPING,
         "ppr_epsilon": OptionSpec("float", gt=0.0, le=1.0),
+        "entity_chunks": OptionSpec("int", ge=1, le=ENTITY_CHUNK_LIMIT, optional=True),
     }
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
         layered = state.layered
         context = []
-        entity_sources: list[tuple[float, list[str]]] = []
-        community_sources: list[tuple[float, list[str]]] = []
+        entity_sources: list[tuple[float, np.ndarray, int]] = []
+        community_sources: list[tuple[float, np.ndarray, int]] = []
         entity_scores: dict[str, float] = {}
         community_sims: dict[str, float] = {}
+        per_entity = o["entity_chunks"]
         if layered is not None:
+            bounded_rows = entity_chunks(state) if per_entity is not None else None
+            prov = provenance(state)
             ks = [int(o["k_entities"])] + [int(o["k_per_layer"])] * (layered.num_layers - 1)
             per_layer = layered.search_all_layers(qvec, ks, ef_search=o["ef_search"])
             for row, sim in zip(*per_layer[0], strict=True):
-                hit = entity_hit(state, int(row), float(sim))
+                hit = entity_hit(state, int(row), float(sim), max_chunks=per_entity)
                 entity_scores[hit.id] = float(sim)
-                entity_sources.append((float(sim), hit.chunk_ids))
+                if bounded_rows is not None:
+                    mentions = bounded_rows.top(int(row), per_entity)
+                    entity_sources.append((float(sim), mentions, int(bounded_rows.counts[int(row)])))
+                else:
+                    chunk_ids = state.kg.entities[hit.id].chunk_ids
+                    entity_sources.append((float(sim), _rows_of(state, chunk_ids), len(chunk_ids)))
                 context.append(hit)
-            context.extend(relation_hits(state, entity_scores))
+            context.extend(relation_hits(state, entity_scores, max_chunks=per_entity))
             for layer in range(1, layered.num_layers):
                 for row, sim in zip(*per_layer[layer], strict=True):
                     hit = community_hit(state, layer, int(row), float(sim))
                     community_sims[hit.id] = float(sim)
-                    community_sources.append((float(sim), hit.chunk_ids))
+                    community_sources.append((float(sim), prov.community_rows(layer, int(row)), len(hit.chunk_ids)))
                     context.append(hit)
-        ent = spread_to_chunks(entity_sources, state)
-        com = spread_to_chunks(community_sources, state)
+        ent_rows, ent_vals = spread_rows(entity_sources)
+        com_rows, com_vals = spread_rows(community_sources)
         n = max(int(o["candidates"]), k)
         named = (
             named_chunks(state, query, dates=bool(o["date_links"]))
             if o["propagate"] and o["named_weight"]
             else []
         )
-        extra = set(ent) | set(com) | set(named)
-        base = hybrid_scores(state, query, qvec, n, float(o["alpha"]), extra_rows=extra)
+        extra = np.concatenate([ent_rows, com_rows, np.asarray(named, np.int64)])
+        rows, fused = hybrid_arrays(state, query, qvec, n, float(o["alpha"]), extra_rows=extra)
         if o["decompose"]:
             for clause in order_clauses(query, max_clauses=state.config.max_query_clauses):
                 cvec = embed_query(state.embedder, clause, state.config.query_threads)
-                sub = hybrid_scores(state, clause, cvec, n, float(o["alpha"]), extra_rows=extra)
-                for r, v in sub.items():
-                    base[r] = max(base.get(r, 0.0), v)
-        scores = dict(base)
+                sub_rows, sub = hybrid_arrays(state, clause, cvec, n, float(o["alpha"]), extra_rows=extra)
+                rows, fused = _union_max(rows, fused, sub_rows, sub)
+        total = fused.astype(np.float64)
         added: dict[str, dict[int, float]] = {}  # the weighted evidence terms, for explain
-        for part, weight, evidence in (("entity", o["entity_weight"], ent), ("community", o["community_weight"], com)):
-            if not evidence or not weight:
+        for part, weight, (ev_rows, ev_vals) in (
+            ("entity", o["entity_weight"], (ent_rows, ent_vals)),
+            ("community", o["community_weight"], (com_rows, com_vals)),
+        ):
+            if not len(ev_rows) or not weight:
                 continue
-            top = max(evidence.values())
-            added[part] = {r: float(weight) * v / top for r, v in evidence.items()}
-            for r, v in added[part].items():
-                scores[r] = scores.get(r, 0.0) + v
+            terms = float(weight) * ev_vals / float(ev_vals.max())
+            total[np.searchsorted(rows, ev_rows)] += terms  # every evidence row is a candidate
+            if o["explain"]:
+                added[part] = dict(zip(ev_rows.tolist(), terms.tolist(), strict=True))
         # without propagation: hybrid (≤ 1) plus each evidence part (≤ its weight)
         bound = 1.0 + float(o["entity_weight"]) + float(o["community_weight"])
         trace: dict[str, Any] | None = {} if o["explain"] and o["propagate"] else None
+        ranked_rows, ranked_vals = rows, total
         if o["propagate"]:
-            bound = 1.0  # propagate() returns scores in [0, 1]
-            scores = propagate(
+            bound = 1.0  # propagate_arrays() returns scores in [0, 1]
+            ranked_rows, ranked_vals = propagate_arrays(
                 state,
-                scores,
+                rows,
+                total,
                 seed_top_n=int(o["seed_top_n"]),
                 seed_power=float(o["seed_power"]),
                 damping=float(o["damping"]),
@@ -183,10 +216,27 @@ class ArchRAG(Method):
                 trace=trace,
                 epsilon=float(o["ppr_epsilon"]),
             )
-        out = scored(rank(scores, k), lambda v: bounded(v, bound), context)
+        out = scored(rank_arrays(ranked_rows, ranked_vals, k), lambda v: bounded(v, bound), context)
         if o["explain"]:
+            base = dict(zip(rows.tolist(), fused.astype(np.float64).tolist(), strict=True))
             _explain(state, query, qvec, out, entity_scores, community_sims, base, added, set(named), trace, o)
         return out
+
+
+def _rows_of(state, chunk_ids) -> np.ndarray:
+    """int64 rows of ``chunk_ids`` (unknown ids skipped), in order."""
+    get = state.chunk_row.get
+    return np.fromiter((r for r in map(get, chunk_ids) if r is not None), np.int64)
+
+
+def _union_max(rows_a: np.ndarray, vals_a: np.ndarray, rows_b: np.ndarray, vals_b: np.ndarray):
+    """Rows of both (ascending) with each row's larger value (a row in one only keeps its
+    value, clipped below at 0)."""
+    rows = np.union1d(rows_a, rows_b)
+    out = np.zeros(len(rows), np.float32)
+    np.maximum.at(out, np.searchsorted(rows, rows_a), vals_a)
+    np.maximum.at(out, np.searchsorted(rows, rows_b), vals_b)
+    return rows, out
 
 
 def _explain(state, query, qvec, out: Retrieval, entity_scores, community_sims, base, added, named, trace,
@@ -207,7 +257,7 @@ def _explain(state, query, qvec, out: Retrieval, entity_scores, community_sims, 
     if trace:
         reset, mass = trace.get("reset"), trace.get("mass")
         if reset is not None:
-            seeds = sorted(((int(r), float(reset[r])) for r in np.flatnonzero(reset > 0)), key=lambda x: (-x[1], x[0]))
+            seeds = sorted(((int(r), float(v)) for r, v in reset.items() if v > 0), key=lambda x: (-x[1], x[0]))
     for r in rows:
         cid = state.chunks[r].id
         matched = ex.matched_in_chunk(state, r, entity_scores)
@@ -221,7 +271,7 @@ def _explain(state, query, qvec, out: Retrieval, entity_scores, community_sims, 
                 break
         if anchor is None and matched:
             anchor = matched[0]["id"]
-        seed_share = float(reset[r]) if reset is not None and reset[r] > 0 else None
+        seed_share = float(reset[r]) if reset is not None and reset.get(r, 0.0) > 0 else None
         fields = ex.chunk_base(
             signals[r], hybrid=base.get(r), named=True if r in named else None, ppr_reset=seed_share
         )
@@ -237,7 +287,7 @@ def _explain(state, query, qvec, out: Retrieval, entity_scores, community_sims, 
             **fields,
             matched_entities=matched,
             community_path=ex.community_path(state, anchor, community_sims) if anchor else [],
-            ppr_mass=float(mass[r]) if mass is not None else None,
+            ppr_mass=float(mass.get(r, 0.0)) if mass is not None else None,
             linked_from=links,
             score_parts=ex.parts(
                 hybrid=base.get(r),

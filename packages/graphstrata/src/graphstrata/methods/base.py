@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from ..derived import DerivedSpec, register_derived
 from ..llm.client import LLMClient
 from ..scores import cosine, unit, unit_ranking
 from ..types import Hit
@@ -364,13 +365,91 @@ def dense_candidates(state: EngineState, qvec: np.ndarray, n: int) -> dict[int, 
 
 
 def bm25_candidates(state: EngineState, query: str, n: int) -> tuple[dict[int, float], np.ndarray]:
-    """Top-``n`` chunk rows by BM25: ``({row: score}, all_scores)``; zero scores dropped."""
+    """Top-``n`` chunk rows by BM25: ``({row: score}, all_scores)``; zero scores dropped.
+
+    Scores every chunk (``all_scores`` is float32 ``(n_chunks,)``): O(corpus) per query. Kept
+    for callers that read ``all_scores``; the methods use :func:`bm25_top` and
+    :func:`bm25_scores_of`, whose work is the query terms' postings only."""
     scores = state.bm25.scores(query)
     if len(scores) == 0:
         return {}, scores
     n = min(n, len(scores))
     top = np.argpartition(-scores, n - 1)[:n]
     return {int(r): float(scores[r]) for r in top if scores[r] > 0}, scores
+
+
+def bm25_top(state: EngineState, query: str, n: int) -> dict[int, float]:
+    """Top-``n`` chunk rows by BM25 from the query terms' postings
+    (:meth:`~graphstrata.index.BM25Index.top`): ``{row: score > 0}``, best first (ties: lower
+    row); fewer when fewer chunks share a term with the query."""
+    rows, scores = state.bm25.top(query, int(n))
+    return dict(zip(rows.tolist(), scores.tolist(), strict=True))
+
+
+def bm25_scores_of(state: EngineState, query: str, rows: np.ndarray) -> np.ndarray:
+    """BM25 scores of chunk ``rows`` only: float32 ``(len(rows),)``, equal to
+    ``state.bm25.scores(query)[rows]`` up to float rounding (summed in float64).
+
+    Looks each row up in the postings of each query term (binary search in the term's
+    row-sorted postings): ``O(len(rows) · terms · log df)``, nothing per chunk of the corpus.
+    A repeated query token counts once per repeat, as in :meth:`~graphstrata.index.BM25Index.scores`.
+    An index without postings arrays (not bm25s) falls back to scoring every chunk.
+    """
+    from ..index import bm25_tokenize
+
+    rows = np.asarray(rows, dtype=np.int64)
+    out = np.zeros(len(rows), np.float64)
+    bm25 = state.bm25
+    if not len(rows):
+        return out.astype(np.float32)
+    scorer = getattr(bm25, "_bm25", None)
+    postings = getattr(scorer, "scores", None) if scorer is not None else None
+    if scorer is None or not isinstance(postings, Mapping) or "indptr" not in postings:
+        if scorer is None and hasattr(bm25, "tokens") and not any(bm25.tokens):
+            return out.astype(np.float32)  # no token anywhere: every score is 0
+        return np.asarray(bm25.scores(query), np.float32)[rows]
+    tokens = bm25_tokenize(query)
+    ids = scorer.get_tokens_ids(tokens) if tokens else []
+    indptr, indices, data = postings["indptr"], postings["indices"], postings["data"]
+    for tid in ids or ():
+        a, b = int(indptr[tid]), int(indptr[tid + 1])
+        if a == b:
+            continue
+        docs = indices[a:b]  # rows ascending (bm25s builds CSC columns in row order)
+        pos = np.searchsorted(docs, rows)
+        inside = pos < (b - a)
+        hit = np.zeros(len(rows), bool)
+        hit[inside] = docs[pos[inside]] == rows[inside]
+        out[hit] += data[a + pos[hit]]
+    return out.astype(np.float32)
+
+
+def hybrid_arrays(
+    state: EngineState,
+    query: str,
+    qvec: np.ndarray,
+    n: int,
+    alpha: float,
+    extra_rows: Iterable[int] | np.ndarray = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`hybrid_scores` as arrays: int64 candidate rows ascending and their float32 fused
+    scores in [0, 1].
+
+    Work: one C-HNSW search, the query terms' postings for the BM25 top-``n`` and one dot
+    product and ``terms`` binary searches per candidate — bounded by ``n``, ``len(extra_rows)``
+    and the query terms' document frequencies, not by the number of chunks.
+    """
+    dense_rows, _ = state.chunk_index.search(qvec, n)
+    lex_rows, _ = state.bm25.top(query, int(n))
+    extra = np.fromiter(extra_rows, np.int64) if not isinstance(extra_rows, np.ndarray) else extra_rows
+    rows = np.unique(np.concatenate([np.asarray(dense_rows, np.int64), np.asarray(lex_rows, np.int64),
+                                     np.asarray(extra, np.int64)]))
+    if len(rows) == 0:
+        return rows, np.zeros(0, np.float32)
+    cos = state.chunk_index.similarity(qvec, rows)
+    bm = bm25_scores_of(state, query, rows)
+    fused = alpha * minmax(cos) + (1.0 - alpha) * minmax(bm)
+    return rows, np.asarray(fused, np.float32)
 
 
 def hybrid_scores(
@@ -384,22 +463,15 @@ def hybrid_scores(
     """Normalised score fusion of dense and BM25 over their top-``n`` candidates.
 
     ``score = alpha · minmax(cosine) + (1 − alpha) · minmax(bm25)`` over the union of both
-    candidate lists and ``extra_rows``; exact scores are computed for every candidate.
-    Normalised-score fusion measured 2–4 points of recall@5 above RRF on our corpora
-    (DESIGN.md, "What measured well offline").
+    candidate lists and ``extra_rows``; exact scores are computed for every candidate (and
+    only for them: :func:`hybrid_arrays`). Normalised-score fusion measured 2–4 points of
+    recall@5 above RRF on our corpora (DESIGN.md, "What measured well offline").
 
     Returns:
         ``{chunk_row: fused score in [0, 1]}``.
     """
-    dense = dense_candidates(state, qvec, n)
-    lexical, all_bm25 = bm25_candidates(state, query, n)
-    rows = np.asarray(sorted(set(dense) | set(lexical) | set(extra_rows)), dtype=np.int64)
-    if len(rows) == 0:
-        return {}
-    cos = state.chunk_index.similarity(qvec, rows)
-    bm = all_bm25[rows] if len(all_bm25) else np.zeros(len(rows), np.float32)
-    fused = alpha * minmax(cos) + (1.0 - alpha) * minmax(bm)
-    return {int(r): float(s) for r, s in zip(rows, fused, strict=True)}
+    rows, fused = hybrid_arrays(state, query, qvec, n, alpha, extra_rows)
+    return dict(zip(rows.tolist(), fused.astype(np.float64).tolist(), strict=True))
 
 
 def entity_chunk_matrix(state: EngineState) -> sp.csr_matrix:
@@ -428,15 +500,184 @@ def entity_chunk_matrix(state: EngineState) -> sp.csr_matrix:
 
 
 def document_rows(state: EngineState) -> dict[str, list[int]]:
-    """``{document_id: [chunk row, ...]}`` (rows ascending), cached per index state."""
+    """``{document_id: [chunk row, ...]}`` (rows ascending), cached per index state; built at
+    index time and persisted (:data:`DOCUMENT_ROWS`)."""
+    return state.derived(DOCUMENT_ROWS.key, lambda: _build_document_rows(state))
 
-    def build() -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
-        for r, c in enumerate(state.chunks):
-            out.setdefault(c.document_id, []).append(r)
-        return out
 
-    return state.derived("base:document_rows", build)
+def _build_document_rows(state: EngineState) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for r, c in enumerate(state.chunks):
+        out.setdefault(c.document_id, []).append(r)
+    return out
+
+
+def pack_strings(values: Iterable[str]) -> dict[str, np.ndarray]:
+    """Strings as numeric arrays (for :mod:`graphstrata.derived` codecs): ``{"utf8": uint8
+    (total bytes,), "offsets": int64 (len + 1,)}``; :func:`unpack_strings` reads them back."""
+    encoded = [str(v).encode("utf-8") for v in values]
+    offsets = np.zeros(len(encoded) + 1, np.int64)
+    if encoded:
+        offsets[1:] = np.cumsum([len(b) for b in encoded])
+    blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+    return {"utf8": blob, "offsets": offsets}
+
+
+def unpack_strings(utf8: np.ndarray, offsets: np.ndarray) -> list[str]:
+    """The strings :func:`pack_strings` packed.
+
+    Raises:
+        ValueError: offsets that do not fit the bytes, or bytes that are not UTF-8.
+    """
+    blob = np.ascontiguousarray(utf8, np.uint8).tobytes()
+    offsets = np.asarray(offsets, np.int64).ravel()
+    if len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(blob) or (np.diff(offsets) < 0).any():
+        raise ValueError("packed strings: offsets do not match the bytes")
+    try:
+        return [blob[a:b].decode("utf-8") for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)]
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"packed strings: not UTF-8 ({exc})") from None
+
+
+def _document_rows_arrays(by_doc: Mapping[str, list[int]]) -> dict[str, np.ndarray]:
+    ids = list(by_doc)
+    sizes = np.fromiter((len(by_doc[d]) for d in ids), np.int64, len(ids))
+    indptr = np.zeros(len(ids) + 1, np.int64)
+    indptr[1:] = np.cumsum(sizes)
+    rows = np.fromiter((r for d in ids for r in by_doc[d]), np.int64, int(indptr[-1]))
+    return {**pack_strings(ids), "indptr": indptr, "rows": rows}
+
+
+def _document_rows_from_arrays(arrays: Mapping[str, np.ndarray]) -> dict[str, list[int]]:
+    ids = unpack_strings(arrays["utf8"], arrays["offsets"])
+    indptr = np.asarray(arrays["indptr"], np.int64).ravel()
+    rows = np.asarray(arrays["rows"], np.int64).ravel()
+    if len(indptr) != len(ids) + 1 or indptr[0] != 0 or indptr[-1] != len(rows) or (np.diff(indptr) < 0).any():
+        raise ValueError("document rows: indptr does not match the ids and rows")
+    flat = rows.tolist()
+    bounds = indptr.tolist()
+    return {d: flat[bounds[i]:bounds[i + 1]] for i, d in enumerate(ids)}
+
+
+#: ``{document_id: [chunk rows]}`` of a state (:func:`document_rows`), built at index time and
+#: persisted: rebuilding it walks every chunk (0.1 s at 44k chunks, seconds at 1M).
+DOCUMENT_ROWS = register_derived(
+    DerivedSpec(
+        key="base:document_rows",
+        build=_build_document_rows,
+        to_arrays=_document_rows_arrays,
+        from_arrays=_document_rows_from_arrays,
+    )
+)
+
+
+#: most chunk rows kept per entity by :func:`entity_chunks` (its most representative ones);
+#: a query reads at most this many chunks of any retrieved entity, however many mention it.
+ENTITY_CHUNK_LIMIT = 50
+
+
+@dataclass(frozen=True)
+class EntityChunks:
+    """Each entity's chunk rows, bounded: what a query reads of an entity's mentions.
+
+    An entity mentioned by at most :attr:`limit` chunks keeps all of them (rows ascending); a
+    hub mentioned by more keeps its :attr:`limit` most representative ones — highest cosine
+    between the chunk's vector and the entity's, ties by lower row — so a hub entity (in 2 %
+    of a million chunks) costs a query what any other entity costs. Built at index time and
+    persisted (:data:`ENTITY_CHUNKS`).
+
+    Attributes:
+        indptr: int64 ``(n_entities + 1,)`` offsets into :attr:`rows` (``kg.entity_ids``
+            order).
+        rows: int32 kept chunk rows, per entity most representative first.
+        counts: int64 ``(n_entities,)`` number of chunks mentioning each entity (all of them).
+        limit: most rows kept per entity.
+    """
+
+    indptr: np.ndarray
+    rows: np.ndarray
+    counts: np.ndarray
+    limit: int
+
+    def top(self, entity: int, m: int | None = None) -> np.ndarray:
+        """int64 kept rows of entity row ``entity``, at most ``m`` (``None``: all kept)."""
+        a, b = int(self.indptr[entity]), int(self.indptr[entity + 1])
+        if m is not None:
+            b = min(b, a + max(int(m), 0))
+        return self.rows[a:b].astype(np.int64)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays by name (:func:`_entity_chunks_from_arrays` reads them back)."""
+        return {"indptr": self.indptr, "rows": self.rows, "counts": self.counts,
+                "limit": np.asarray([self.limit], np.int64)}
+
+
+def build_entity_chunks(state: EngineState, limit: int = ENTITY_CHUNK_LIMIT) -> EntityChunks:
+    """:class:`EntityChunks` of ``state`` from :func:`entity_chunk_matrix`.
+
+    Ranking a hub's chunks costs one dot product per mention of a hub (entities of more than
+    ``limit`` chunks), at index time.
+
+    Raises:
+        ValueError: ``limit < 1``.
+    """
+    limit = int(limit)
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1 chunk, got {limit}")
+    m = entity_chunk_matrix(state)
+    if not m.has_sorted_indices:
+        m = m.copy()
+        m.sort_indices()
+    counts = np.diff(m.indptr).astype(np.int64)
+    kept = np.minimum(counts, limit)
+    indptr = np.zeros(len(counts) + 1, np.int64)
+    indptr[1:] = np.cumsum(kept)
+    rows = np.empty(int(indptr[-1]), np.int32)
+    small = counts <= limit
+    # entities within the limit keep every row: copy their CSR slices in one pass
+    src = np.repeat(small, counts)
+    dst = np.repeat(small, kept)
+    rows[dst] = m.indices[src]
+    hubs = np.flatnonzero(~small)
+    if len(hubs):
+        chunk_vecs = state.vectors.get("chunks")
+        ent_vecs = state.vectors.get("entities")
+        for e in hubs.tolist():
+            cand = m.indices[m.indptr[e]:m.indptr[e + 1]].astype(np.int64)
+            if chunk_vecs is not None and ent_vecs is not None and len(ent_vecs) > e:
+                sims = chunk_vecs[cand] @ ent_vecs[e]
+                order = np.lexsort((cand, -sims.astype(np.float64)))[:limit]
+            else:  # no vectors: the first rows
+                order = np.arange(limit)
+            rows[indptr[e]:indptr[e + 1]] = cand[order]
+    return EntityChunks(indptr, rows, counts, limit)
+
+
+def _entity_chunks_from_arrays(arrays: Mapping[str, np.ndarray]) -> EntityChunks:
+    indptr = np.ascontiguousarray(arrays["indptr"], np.int64).ravel()
+    rows = np.ascontiguousarray(arrays["rows"], np.int32).ravel()
+    counts = np.ascontiguousarray(arrays["counts"], np.int64).ravel()
+    limit = int(np.asarray(arrays["limit"]).ravel()[0])
+    if len(indptr) != len(counts) + 1 or indptr[0] != 0 or indptr[-1] != len(rows) or (np.diff(indptr) < 0).any():
+        raise ValueError("entity chunks: indptr does not match the rows and counts")
+    return EntityChunks(indptr, rows, counts, limit)
+
+
+#: The bounded entity → chunk rows of a state (:class:`EntityChunks`), built at index time and
+#: persisted.
+ENTITY_CHUNKS = register_derived(
+    DerivedSpec(
+        key=f"base:entity_chunk_rows:{ENTITY_CHUNK_LIMIT}",
+        build=lambda state: build_entity_chunks(state, ENTITY_CHUNK_LIMIT),
+        to_arrays=EntityChunks.arrays,
+        from_arrays=_entity_chunks_from_arrays,
+    )
+)
+
+
+def entity_chunks(state: EngineState) -> EntityChunks:
+    """The cached :class:`EntityChunks` of ``state`` (:data:`ENTITY_CHUNKS`)."""
+    return state.derived(ENTITY_CHUNKS.key, lambda: build_entity_chunks(state, ENTITY_CHUNK_LIMIT))
 
 
 def rank(scores: Mapping[int, float], limit: int) -> list[tuple[int, float]]:
@@ -462,34 +703,90 @@ def rank(scores: Mapping[int, float], limit: int) -> list[tuple[int, float]]:
     return list(zip(keys[order].tolist(), vals[order].tolist(), strict=True))
 
 
-def entity_hit(state: EngineState, row: int, similarity: float) -> Hit:
+def rank_arrays(rows: np.ndarray, values: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    """:func:`rank` of ``{rows[i]: values[i]}`` (rows distinct): best first, ties lower row
+    first, at most ``limit``; a partial sort, so the work is linear in ``len(rows)``.
+
+    Raises:
+        ValueError: ``rows`` and ``values`` of different lengths.
+    """
+    rows = np.asarray(rows, np.int64)
+    vals = np.asarray(values, np.float64)
+    if rows.shape != vals.shape:
+        raise ValueError(f"rows and values differ in length: {len(rows)} vs {len(vals)}")
+    limit = min(max(int(limit), 0), len(rows))
+    if limit == 0:
+        return []
+    if np.isnan(vals).any():  # NaN breaks the partition's order: the exact sort of rank()
+        return rank(dict(zip(rows.tolist(), vals.tolist(), strict=True)), limit)
+    if len(vals) > 4 * limit:
+        kth = np.partition(vals, len(vals) - limit)[len(vals) - limit]
+        cand = np.flatnonzero(vals >= kth)
+    else:
+        cand = np.arange(len(vals))
+    order = cand[np.lexsort((rows[cand], -vals[cand]))][:limit]
+    return list(zip(rows[order].tolist(), vals[order].tolist(), strict=True))
+
+
+def entity_hit(state: EngineState, row: int, similarity: float, max_chunks: int | None = None) -> Hit:
     """A ``kind="entity"`` hit for entity ``row`` (layer 0) at cosine ``similarity``: score
     ``max(0, cos)``, the cosine in ``metadata["raw_score"]``, the entity's ``type`` (``""``
-    offline) in ``metadata["type"]``."""
+    offline) in ``metadata["type"]``.
+
+    ``max_chunks``: provenance bounded to the entity's ``max_chunks`` most representative
+    chunks (:func:`entity_chunks`; all of them when it has no more), its full chunk count in
+    ``metadata["chunk_count"]`` — a hub entity's hit then costs what any other costs. ``None``
+    (default): every chunk that mentions it."""
     e = state.kg.entities[state.kg.entity_ids[row]]
+    metadata = {"name": e.name, "type": e.type, "weight": e.weight, "raw_score": float(similarity)}
+    if max_chunks is not None:
+        metadata["chunk_count"] = len(e.chunk_ids)
+    if max_chunks is None or len(e.chunk_ids) <= int(max_chunks):
+        chunk_ids = list(e.chunk_ids)
+        document_ids = state.document_ids_of(chunk_ids)
+    else:
+        index = entity_chunks(state)
+        if int(max_chunks) <= index.limit:  # the hub's most representative chunks
+            chunks = state.chunks
+            rows = index.top(int(row), int(max_chunks))
+            chunk_ids = [chunks[r].id for r in rows.tolist()]
+            document_ids = provenance(state).document_ids(rows)
+        else:
+            chunk_ids = list(e.chunk_ids)[: int(max_chunks)]
+            document_ids = state.document_ids_of(chunk_ids)
     return Hit(
         id=e.id,
         text=f"{e.name}: {e.description}" if e.description else e.name,
         score=cosine(similarity),
         kind="entity",
         layer=0,
-        chunk_ids=list(e.chunk_ids),
-        document_ids=state.document_ids_of(e.chunk_ids),
-        metadata={"name": e.name, "type": e.type, "weight": e.weight, "raw_score": float(similarity)},
+        chunk_ids=chunk_ids,
+        document_ids=document_ids,
+        metadata=metadata,
     )
 
 
-def relation_hits(state: EngineState, entity_scores: Mapping[str, float]) -> list[Hit]:
+def relation_hits(
+    state: EngineState, entity_scores: Mapping[str, float], max_chunks: int | None = None
+) -> list[Hit]:
     """Relations among the retrieved entities (ArchRAG R_0, spec A12: induced subgraph).
 
     Raw score = mean of the endpoint entities' cosine similarities (``entity_scores``), score
     ``max(0, raw)``; best first. ``metadata["keywords"]``: the relation's keywords (``""``
-    offline).
+    offline). ``max_chunks``: provenance bounded to the relation's first ``max_chunks`` chunks
+    (its full count in ``metadata["chunk_count"]``); ``None`` (default): all of them.
     """
     hits = []
     for r in state.kg.induced_relations(entity_scores):
         a, b = state.kg.entities[r.source], state.kg.entities[r.target]
         raw = (entity_scores[r.source] + entity_scores[r.target]) / 2.0
+        metadata = {"source": a.name, "target": b.name, "weight": r.weight,
+                    "keywords": r.keywords, "raw_score": float(raw)}
+        if max_chunks is None:
+            chunk_ids = list(r.chunk_ids)
+        else:
+            chunk_ids = list(r.chunk_ids[: int(max_chunks)])
+            metadata["chunk_count"] = len(r.chunk_ids)
         hits.append(
             Hit(
                 id=r.id,
@@ -497,10 +794,9 @@ def relation_hits(state: EngineState, entity_scores: Mapping[str, float]) -> lis
                 score=cosine(raw),
                 kind="relation",
                 layer=0,
-                chunk_ids=list(r.chunk_ids),
-                document_ids=state.document_ids_of(r.chunk_ids),
-                metadata={"source": a.name, "target": b.name, "weight": r.weight,
-                          "keywords": r.keywords, "raw_score": float(raw)},
+                chunk_ids=chunk_ids,
+                document_ids=state.document_ids_of(chunk_ids),
+                metadata=metadata,
             )
         )
     hits.sort(key=lambda h: (-h.metadata["raw_score"], h.id))
@@ -512,6 +808,7 @@ def community_hit(state: EngineState, layer: int, row: int, similarity: float) -
     ``similarity``: score ``max(0, cos)``, the cosine in ``metadata["raw_score"]``, the LLM
     report's rating (``None`` offline) in ``metadata["rating"]``."""
     c = state.communities[layer - 1][row]
+    prov = provenance(state)
     return Hit(
         id=c.id,
         text=f"{c.title}\n{c.summary}".strip(),
@@ -519,10 +816,100 @@ def community_hit(state: EngineState, layer: int, row: int, similarity: float) -
         kind="community",
         layer=layer,
         chunk_ids=list(c.chunk_ids),
-        document_ids=state.document_ids_of(c.chunk_ids),
+        document_ids=prov.document_ids(prov.community_rows(layer, row)),
         metadata={"title": c.title, "size": len(c.entity_ids), "rating": c.rating,
                   "raw_score": float(similarity)},
     )
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Chunk rows → documents and community → chunk rows as arrays, so a hit's provenance costs
+    a few array reads instead of a dictionary lookup per chunk id. Built at index time and
+    persisted (:data:`PROVENANCE`).
+
+    Attributes:
+        doc_of: int32 ``(n_chunks,)`` index into :attr:`documents` of each chunk's document
+            (``-1``: a document the state does not hold).
+        documents: document ids, in ``state.documents`` order.
+        indptr: per community layer ``i ≥ 1`` (``indptr[i - 1]``), int64
+            ``(n_communities + 1,)`` offsets into :attr:`rows`.
+        rows: per layer, int32 chunk rows of each community's ``chunk_ids`` (unknown ids
+            dropped), in their order.
+    """
+
+    doc_of: np.ndarray
+    documents: list[str]
+    indptr: list[np.ndarray]
+    rows: list[np.ndarray]
+
+    def document_ids(self, rows: np.ndarray) -> list[str]:
+        """Distinct document ids of chunk ``rows``, in order (as
+        :meth:`~graphstrata.state.EngineState.document_ids_of`)."""
+        docs = self.documents
+        return [docs[d] for d in dict.fromkeys(self.doc_of[np.asarray(rows, np.int64)].tolist()) if d >= 0]
+
+    def community_rows(self, layer: int, row: int) -> np.ndarray:
+        """int64 chunk rows of community ``row`` of ``layer`` (≥ 1)."""
+        indptr = self.indptr[layer - 1]
+        return self.rows[layer - 1][int(indptr[row]):int(indptr[row + 1])].astype(np.int64)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays by name (:func:`_provenance_from_arrays` reads them back)."""
+        out = {"doc_of": self.doc_of, **pack_strings(self.documents),
+               "layers": np.asarray([len(self.indptr)], np.int64)}
+        for i, (indptr, rows) in enumerate(zip(self.indptr, self.rows, strict=True), 1):
+            out[f"indptr_{i}"] = indptr
+            out[f"rows_{i}"] = rows
+        return out
+
+
+def build_provenance(state: EngineState) -> Provenance:
+    """:class:`Provenance` of ``state`` (one pass over the chunks and the communities' chunk
+    lists)."""
+    documents = list(state.documents)
+    index = {d: i for i, d in enumerate(documents)}
+    doc_of = np.fromiter((index.get(c.document_id, -1) for c in state.chunks), np.int32, len(state.chunks))
+    get = state.chunk_row.get
+    indptrs, rows = [], []
+    for layer in state.communities:
+        lists = [[r for r in map(get, c.chunk_ids) if r is not None] for c in layer]
+        indptr = np.zeros(len(lists) + 1, np.int64)
+        indptr[1:] = np.cumsum([len(x) for x in lists])
+        indptrs.append(indptr)
+        rows.append(np.fromiter((r for x in lists for r in x), np.int32, int(indptr[-1])))
+    return Provenance(doc_of, documents, indptrs, rows)
+
+
+def _provenance_from_arrays(arrays: Mapping[str, np.ndarray]) -> Provenance:
+    doc_of = np.ascontiguousarray(arrays["doc_of"], np.int32).ravel()
+    documents = unpack_strings(arrays["utf8"], arrays["offsets"])
+    if len(doc_of) and (doc_of.max() >= len(documents) or doc_of.min() < -1):
+        raise ValueError("provenance: a chunk names a document out of range")
+    indptrs, rows = [], []
+    for i in range(1, int(np.asarray(arrays["layers"]).ravel()[0]) + 1):
+        indptr = np.ascontiguousarray(arrays[f"indptr_{i}"], np.int64).ravel()
+        layer_rows = np.ascontiguousarray(arrays[f"rows_{i}"], np.int32).ravel()
+        if len(indptr) < 1 or indptr[0] != 0 or indptr[-1] != len(layer_rows) or (np.diff(indptr) < 0).any():
+            raise ValueError(f"provenance: layer {i} offsets do not match its rows")
+        if len(layer_rows) and (layer_rows.min() < 0 or layer_rows.max() >= len(doc_of)):
+            raise ValueError(f"provenance: layer {i} names a chunk row out of range")
+        indptrs.append(indptr)
+        rows.append(layer_rows)
+    return Provenance(doc_of, documents, indptrs, rows)
+
+
+#: Chunk → document and community → chunk rows of a state (:class:`Provenance`), built at
+#: index time and persisted.
+PROVENANCE = register_derived(
+    DerivedSpec(key="base:provenance", build=build_provenance, to_arrays=Provenance.arrays,
+                from_arrays=_provenance_from_arrays)
+)
+
+
+def provenance(state: EngineState) -> Provenance:
+    """The cached :class:`Provenance` of ``state`` (:data:`PROVENANCE`)."""
+    return state.derived(PROVENANCE.key, lambda: build_provenance(state))
 
 
 def spread_to_chunks(
@@ -545,6 +932,30 @@ def spread_to_chunks(
             if row is not None:
                 out[row] = out.get(row, 0.0) + w
     return out
+
+
+def spread_rows(sources: Iterable[tuple[float, np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`spread_to_chunks` over chunk rows: each source ``(s, rows, size)`` adds
+    ``s / sqrt(size)`` to each of ``rows`` (``size``: the source's full chunk count, which may
+    exceed ``len(rows)`` when only its most representative chunks are read); sources with
+    ``s ≤ 0`` or ``size`` 0 add nothing.
+
+    Returns:
+        ``(rows, evidence)``: int64 distinct rows ascending and their float64 evidence
+        (unnormalised). Work: the rows given, nothing per chunk of the corpus.
+    """
+    parts_rows, weights, counts = [], [], []
+    for score, rows, size in sources:
+        if score <= 0 or size <= 0 or not len(rows):
+            continue
+        parts_rows.append(np.asarray(rows, np.int64))
+        weights.append(float(score) / math.sqrt(size))
+        counts.append(len(rows))
+    if not parts_rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    rows, inverse = np.unique(np.concatenate(parts_rows), return_inverse=True)
+    values = np.repeat(np.asarray(weights, np.float64), counts)
+    return rows, np.bincount(inverse, weights=values, minlength=len(rows))
 
 
 def bridge_evidence(

@@ -204,16 +204,18 @@ def chunk_signals(
     cos = state.chunk_index.similarity(qvec, np.asarray(rows, np.int64))
     if not bm25:
         return {r: {"dense": float(c), "bm25": 0.0, "terms": []} for r, c in zip(rows, cos.tolist(), strict=True)}
-    bm = state.bm25.scores(query)
+    from .base import bm25_scores_of
+
+    bm = bm25_scores_of(state, query, np.asarray(rows, np.int64))  # these rows only
     q_terms = list(dict.fromkeys(bm25_tokenize(query)))
     texts = lexical_texts([state.chunks[r] for r in rows], state.documents, state.config.use_titles)
     out = {}
-    for r, c, text in zip(rows, cos.tolist(), texts, strict=True):
+    for r, c, b, text in zip(rows, cos.tolist(), bm.tolist(), texts, strict=True):
         have = set(bm25_tokenize(text))
         terms = [t for t in q_terms if t in have]
         out[r] = {
             "dense": float(c),
-            "bm25": float(bm[r]) if len(bm) > r else 0.0,
+            "bm25": float(b),
             # a CamelCase / letter-digit part ("hn" of "Jähn") only when its word is not listed
             "terms": [t for t in terms if not any(t != u and t in u for u in terms)],
         }

@@ -13,7 +13,7 @@ from .base import (
     UNIT,
     Method,
     Retrieval,
-    bm25_candidates,
+    bm25_top,
     dense_candidates,
     hybrid_scores,
     rank,
@@ -59,7 +59,7 @@ class BM25(Method):
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
-        scores, _ = bm25_candidates(state, query, k)
+        scores = bm25_top(state, query, k)  # the query terms' postings only
         ranked = rank(scores, k)
         if len(ranked) < k:
             taken = set(scores)

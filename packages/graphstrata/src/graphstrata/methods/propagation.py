@@ -39,7 +39,9 @@ MuSiQue 0.63 → 0.64.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import datetime as _dt
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -48,9 +50,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..derived import DerivedSpec, register_derived
-from ..extraction import TitleIndex
+from ..extraction import TitleIndex, document_title
 from .temporal import DateIndex, document_date
-from .base import document_rows, entity_chunk_matrix, rank
+from .base import document_rows, entity_chunk_matrix, pack_strings, rank_arrays, unpack_strings
 from .graph_ops import Transition
 from .ppr import DEFAULT_EPSILON, PushGraph, bipartite_push_graph, local_pagerank
 
@@ -116,7 +118,7 @@ def build_passage_graph(
     title_nodes = []
     if title_weight > 0:
         texts = [c.text for c in state.chunks]
-        for doc_id, naming in title_index(state).mentions(texts).items():
+        for doc_id, naming in title_mentions(title_index(state), texts).items():
             own = set(by_doc.get(doc_id, ()))
             members = own | set(naming)
             if members != own and 2 <= len(members) <= max_df:  # named outside its document
@@ -124,6 +126,42 @@ def build_passage_graph(
     blocks.append(_weighted(_membership(n, title_nodes), title_weight))
     incidence = sp.hstack(blocks, format="csr")
     return PassageGraph(bipartite_push_graph(incidence), incidence.shape[1], len(title_nodes))
+
+
+def title_mentions(index: TitleIndex, texts: Sequence[str]) -> dict[str, list[int]]:
+    """:meth:`TitleIndex.mentions <graphstrata.extraction.TitleIndex.mentions>` (which texts
+    name which titles: ``{document_id: [text row, ...]}``, rows ascending), looking up at each
+    token only the title lengths that start with that token instead of every n-gram up to
+    the longest title: the same result, ~10× fewer hash lookups (it is the passage graph's
+    costliest step: 23 s of CPU at 120k chunks with titles, one pass over every chunk's text).
+    """
+    by_tokens = getattr(index, "_by_tokens", None)
+    if not isinstance(by_tokens, Mapping):  # another TitleIndex: its own scan
+        return index.mentions(texts)
+    found: dict[str, list[int]] = {}
+    if not by_tokens:
+        return found
+    lengths: dict[str, list[int]] = {}
+    for key in by_tokens:
+        lengths.setdefault(key[0], []).append(len(key))
+    starts = {first: sorted(set(ns)) for first, ns in lengths.items()}
+    get = by_tokens.get
+    for row, text in enumerate(texts):
+        tokens = _TITLE_TOKEN_RE.findall(text)
+        named: set[str] = set()
+        for i, tok in enumerate(tokens):
+            ns = starts.get(tok)
+            if ns is None:
+                continue
+            for n in ns:
+                if i + n > len(tokens):
+                    break
+                hit = get(tuple(tokens[i:i + n]))
+                if hit:
+                    named.update(hit)
+        for doc_id in sorted(named):  # a deterministic node order (a set's is per process)
+            found.setdefault(doc_id, []).append(row)
+    return found
 
 
 def _membership(n: int, groups: list[list[int]]) -> sp.csr_matrix:
@@ -179,31 +217,157 @@ DEFAULT_PASSAGE_GRAPH = register_derived(
 )
 
 
+def _build_title_index(state: EngineState) -> TitleIndex:
+    if not state.config.use_titles:
+        return TitleIndex({})
+    return TitleIndex({d.id: d.metadata.get("title") for d in state.documents.values()})
+
+
+def _titles_of(state: EngineState) -> dict[str, str]:
+    """``{document_id: title}`` of the documents with a subject title
+    (:func:`~graphstrata.extraction.document_title`); empty when ``config.use_titles`` is off."""
+    if not state.config.use_titles:
+        return {}
+    out = {}
+    for d in state.documents.values():
+        title = document_title(d.metadata.get("title"))
+        if title is not None:
+            out[d.id] = title
+    return out
+
+
+_DISAMBIGUATOR_RE = re.compile(r"\s*\([^()]*\)\s*$")
+#: the tokens :class:`~graphstrata.extraction.TitleIndex` matches titles on (words and marks)
+_TITLE_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+
+
+@dataclass
+class NamedTitles:
+    """A :class:`~graphstrata.extraction.TitleIndex` with the titles it was built from (what is
+    persisted: the index itself is rebuilt from them on load, linear in the titles)."""
+
+    titles: dict[str, str]
+
+    @cached_property
+    def index(self) -> TitleIndex:
+        """The title index of :attr:`titles`."""
+        return TitleIndex(self.titles)
+
+    @cached_property
+    def crowded(self) -> frozenset[str]:
+        """Ids of the documents whose title (less a trailing parenthesised disambiguator, as
+        the index matches it) more than :data:`MAX_DOCUMENTS_PER_TITLE` documents share."""
+        groups: dict[str, list[str]] = {}
+        for doc_id, title in self.titles.items():
+            groups.setdefault(_DISAMBIGUATOR_RE.sub("", title).strip(), []).append(doc_id)
+        return frozenset(d for docs in groups.values() if len(docs) > MAX_DOCUMENTS_PER_TITLE for d in docs)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Document ids and titles as packed UTF-8 (:func:`~graphstrata.methods.base.pack_strings`)."""
+        ids = pack_strings(self.titles)
+        titles = pack_strings(self.titles.values())
+        return {"ids_utf8": ids["utf8"], "ids_offsets": ids["offsets"],
+                "titles_utf8": titles["utf8"], "titles_offsets": titles["offsets"]}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> NamedTitles:
+        """What :meth:`arrays` wrote. Raises ``ValueError`` on mismatched arrays."""
+        ids = unpack_strings(arrays["ids_utf8"], arrays["ids_offsets"])
+        titles = unpack_strings(arrays["titles_utf8"], arrays["titles_offsets"])
+        if len(ids) != len(titles):
+            raise ValueError("titles: ids and titles differ in number")
+        return cls(dict(zip(ids, titles, strict=True)))
+
+
+#: The document titles a question may name (:func:`title_index`), built at index time and
+#: persisted (building reads every document's metadata).
+TITLES = register_derived(
+    DerivedSpec(
+        key="propagation:titles",
+        build=lambda state: NamedTitles(_titles_of(state)),
+        to_arrays=NamedTitles.arrays,
+        from_arrays=NamedTitles.from_arrays,
+        version=2,
+    )
+)
+
+
 def title_index(state: EngineState) -> TitleIndex:
     """The cached :class:`~graphstrata.extraction.TitleIndex` of the state's document titles
-    (empty when ``config.use_titles`` is off)."""
+    (empty when ``config.use_titles`` is off); persisted (:data:`TITLES`)."""
+    return state.derived(TITLES.key, lambda: NamedTitles(_titles_of(state))).index
 
-    def build() -> TitleIndex:
-        if not state.config.use_titles:
-            return TitleIndex({})
-        return TitleIndex({d.id: d.metadata.get("title") for d in state.documents.values()})
 
-    return state.derived("propagation:titles", build)
+def _dates_arrays(index: DatedDocuments) -> dict[str, np.ndarray]:
+    days = np.fromiter((d.year * 10000 + d.month * 100 + d.day for d in index.dates.values()), np.int64,
+                       len(index.dates))
+    return {**pack_strings(index.dates), "days": days}
+
+
+def _dates_from_arrays(arrays: Mapping[str, np.ndarray]) -> DatedDocuments:
+    ids = unpack_strings(arrays["utf8"], arrays["offsets"])
+    days = np.asarray(arrays["days"], np.int64).ravel()
+    if len(days) != len(ids):
+        raise ValueError("dates: ids and days differ in number")
+    try:
+        dates = {i: _dt.date(int(v) // 10000, int(v) // 100 % 100, int(v) % 100)
+                 for i, v in zip(ids, days.tolist(), strict=True)}
+    except ValueError as exc:
+        raise ValueError(f"dates: not a calendar day ({exc})") from None
+    return DatedDocuments(dates)
+
+
+@dataclass
+class DatedDocuments:
+    """The documents' days (:func:`~graphstrata.methods.temporal.document_date`) and their
+    :class:`~graphstrata.methods.temporal.DateIndex`."""
+
+    dates: dict[str, _dt.date]
+
+    @cached_property
+    def index(self) -> DateIndex:
+        """The date index of :attr:`dates`."""
+        return DateIndex(self.dates)
+
+
+def _build_dates(state: EngineState) -> DatedDocuments:
+    dates = {}
+    for d in state.documents.values():
+        day = document_date(d.text, d.metadata)
+        if day is not None:
+            dates[d.id] = day
+    return DatedDocuments(dates)
+
+
+#: The documents' days a question may name (:func:`date_index`), built at index time and
+#: persisted (building parses every document's header: 0.1 s at 44k chunks).
+DATES = register_derived(
+    DerivedSpec(key="propagation:dates", build=_build_dates, to_arrays=_dates_arrays,
+                from_arrays=_dates_from_arrays, version=2)
+)
 
 
 def date_index(state: EngineState) -> DateIndex:
     """The cached :class:`~graphstrata.methods.temporal.DateIndex` of the state's dated documents
-    (:func:`~graphstrata.methods.temporal.document_date`)."""
+    (:func:`~graphstrata.methods.temporal.document_date`); persisted (:data:`DATES`)."""
+    return state.derived(DATES.key, lambda: _build_dates(state)).index
 
-    def build() -> DateIndex:
-        dates = {}
-        for d in state.documents.values():
-            day = document_date(d.text, d.metadata)
-            if day is not None:
-                dates[d.id] = day
-        return DateIndex(dates)
 
-    return state.derived("propagation:dates", build)
+#: a title shared by more documents than this is not a link: the question does not say which
+#: of them it means (the counterpart of ``DateIndex.find``'s ``max_per_day``)
+MAX_DOCUMENTS_PER_TITLE = 20
+
+
+def named_titles(state: EngineState, text: str) -> set[str]:
+    """Ids of the documents whose title ``text`` names
+    (:meth:`TitleIndex.find <graphstrata.extraction.TitleIndex.find>`), without the titles
+    that more than :data:`MAX_DOCUMENTS_PER_TITLE` documents share (:attr:`NamedTitles.crowded`:
+    their number grows with the corpus — a page per version, per copy — and the question does
+    not say which one it means), so what a question links to stays bounded."""
+    titles: NamedTitles = state.derived(TITLES.key, lambda: NamedTitles(_titles_of(state)))
+    found = titles.index.find(text)
+    crowded = titles.crowded
+    return {d for d in found if d not in crowded} if crowded else found
 
 
 def named_chunks(state: EngineState, query: str, titles: bool = True, dates: bool = True) -> list[int]:
@@ -212,14 +376,18 @@ def named_chunks(state: EngineState, query: str, titles: bool = True, dates: boo
     Query-to-node linking (HippoRAG's step, restricted to precise links):
 
     * ``titles``: documents whose title the question names (on HotpotQA 79 % of such links are
-      gold passages);
+      gold passages), except titles that more than :data:`MAX_DOCUMENTS_PER_TITLE` documents
+      share (:func:`named_titles`);
     * ``dates``: documents dated on a day the question names
       (:class:`~graphstrata.methods.temporal.DateIndex`; "the discussion on 20260410", "on January
-      6th").
+      6th"), except days of more than 20 documents.
+
+    The work is the query's length and the named documents' chunks: nothing per document of
+    the corpus (the title and date indexes are built at index time).
     """
     docs: set[str] = set()
     if titles:
-        docs |= title_index(state).find(query)
+        docs |= named_titles(state, query)
     if dates:
         docs |= date_index(state).find(query)
     if not docs:
@@ -262,11 +430,11 @@ def propagate(
         max_df, title_weight, document_weight: passed to :func:`passage_graph`.
         named_rows: chunk rows named by the query (ignored unless in ``scores``).
         named_weight: their extra reset weight (≥ 0; 0 turns it off).
-        trace: when a dict, receives ``"reset"`` (float64 ``(n_chunks,)``, the restart
-            distribution, summing to 1, or all zeros when nothing seeded the walk) and
-            ``"mass"`` (float64 ``(n_chunks,)`` PageRank probabilities summing to 1, or
-            ``None`` when no walk ran) — what :mod:`~graphstrata.methods.explain` reports.
-            The scores do not depend on it.
+        trace: when a dict, receives ``"reset"`` (``{chunk_row: share > 0}``, the restart
+            distribution, summing to 1, or empty when nothing seeded the walk) and ``"mass"``
+            (``{chunk_row: PageRank probability > 0}`` over the reached chunks, or ``None``
+            when no walk ran) — what :mod:`~graphstrata.methods.explain` reports; sparse, so
+            explaining costs no work per chunk of the corpus. The scores do not depend on it.
         epsilon: forward-push tolerance (:func:`~graphstrata.methods.ppr.local_pagerank`):
             the walk's work is bounded by ``1 / ((1 − damping) · epsilon)`` pushes whatever the
             number of chunks, and its L1 error by the residual left.
@@ -278,41 +446,91 @@ def propagate(
         ValueError: ``seed_top_n < 1``, ``seed_power ≤ 0``, ``damping`` outside [0, 1) or
             ``epsilon ≤ 0``.
     """
+    if not scores:
+        _check_walk(seed_top_n, seed_power, damping)
+        return {}
+    rows = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
+    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    kept, out = propagate_arrays(
+        state, rows, values, seed_top_n=seed_top_n, seed_power=seed_power, damping=damping, max_df=max_df,
+        title_weight=title_weight, document_weight=document_weight, named_rows=named_rows,
+        named_weight=named_weight, trace=trace, epsilon=epsilon,
+    )
+    return dict(zip(kept.tolist(), out.tolist(), strict=True))
+
+
+def _check_walk(seed_top_n: int, seed_power: float, damping: float) -> None:
     if int(seed_top_n) < 1:
         raise ValueError(f"seed_top_n must be ≥ 1, got {seed_top_n}")
     if not float(seed_power) > 0:
         raise ValueError(f"seed_power must be > 0, got {seed_power}")
     if not 0.0 <= float(damping) < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
-    if not scores:
-        return {}
+
+
+def propagate_arrays(
+    state: EngineState,
+    rows: np.ndarray,
+    scores: np.ndarray,
+    seed_top_n: int = 10,
+    seed_power: float = 6.0,
+    damping: float = 0.5,
+    max_df: int = 50,
+    title_weight: float = 2.0,
+    document_weight: float = 0.0,
+    named_rows: Iterable[int] = (),
+    named_weight: float = 0.0,
+    trace: dict | None = None,
+    epsilon: float = DEFAULT_EPSILON,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`propagate` over arrays: ``rows`` (int64, distinct) scored ``scores`` (float64).
+
+    Returns:
+        ``(rows, scores)``: int64 rows ascending (the reached ones and every given row) and
+        their float64 scores in [0, 1]. The work is the candidates and the walk's pushes,
+        nothing per chunk of the corpus.
+
+    Raises:
+        ValueError: as :func:`propagate`, or ``rows`` and ``scores`` of different lengths.
+    """
+    _check_walk(seed_top_n, seed_power, damping)
+    rows = np.asarray(rows, np.int64)
+    raw = np.asarray(scores, np.float64)
+    if rows.shape != raw.shape:
+        raise ValueError(f"rows and scores differ in length: {len(rows)} vs {len(raw)}")
+    if not len(rows):
+        return rows, raw
     graph = passage_graph(state, max_df, title_weight, document_weight)
-    n = len(state.chunks)
-    # arrays over the scored rows and the rows the walk reaches: nothing per query is O(n)
-    rows = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
-    seed_scores = np.maximum(np.fromiter(scores.values(), dtype=np.float64, count=len(scores)), 0.0)
-    reset: dict[int, float] = {}
-    for row, s in rank(scores, int(seed_top_n)):
-        reset[int(row)] = max(float(s), 0.0) ** float(seed_power)
-    top_reset = max(reset.values(), default=0.0)
+    seed_scores = np.maximum(raw, 0.0)
+    # reset weights in a fixed order: the best seeds (ties: lower row), then the named rows
+    seeds = [int(r) for r, _ in rank_arrays(rows, raw, int(seed_top_n))]
+    order = np.argsort(rows, kind="stable")
+    position = {r: i for i, r in enumerate(seeds)}
+    weights = [float(max(raw[_find(rows, order, r)], 0.0)) ** float(seed_power) for r in seeds]
+    top_reset = max(weights, default=0.0)
     if named_weight > 0 and top_reset > 0:
         boost = float(named_weight) * top_reset
         for row in named_rows:
-            reset[int(row)] = reset.get(int(row), 0.0) + boost * max(float(scores.get(row, 0.0)), 0.0)
+            row = int(row)
+            at = _find(rows, order, row)
+            add = boost * (float(seed_scores[at]) if at >= 0 else 0.0)
+            if row in position:
+                weights[position[row]] += add
+            else:
+                position[row] = len(seeds)
+                seeds.append(row)
+                weights.append(add)
     tie = 1e-3  # weight of the seed score behind the walk's mass
     keys, vals = [rows], [tie * seed_scores]
-    total = float(sum(reset.values()))
+    total = float(sum(weights))
     if trace is not None:
-        dense_reset = np.zeros(n, dtype=np.float64)
-        dense_reset[list(reset)] = np.fromiter(reset.values(), np.float64, len(reset))
-        dense_total = float(dense_reset.sum())  # summed in row order, as an explanation reads it
-        trace["reset"] = dense_reset / dense_total if dense_total > 0 else dense_reset
+        trace["reset"] = {r: w / total for r, w in zip(seeds, weights, strict=True) if w > 0} if total > 0 else {}
         trace["mass"] = None
     if total > 0:
-        walk = local_pagerank(graph.push, list(reset), list(reset.values()), damping=float(damping),
-                              epsilon=float(epsilon))
+        walk = local_pagerank(graph.push, seeds, weights, damping=float(damping), epsilon=float(epsilon))
         if trace is not None:
-            trace["mass"] = walk.dense(n)
+            positive = walk.mass > 0
+            trace["mass"] = dict(zip(walk.nodes[positive].tolist(), walk.mass[positive].tolist(), strict=True))
         if len(walk.mass):
             best = float(walk.mass.max())
             reached = walk.mass > 1e-12 * best
@@ -322,4 +540,12 @@ def propagate(
     top = 1.0 + tie * max(0.0, float(seed_scores.max()))
     kept, inverse = np.unique(np.concatenate(keys), return_inverse=True)
     summed = np.bincount(inverse, weights=np.concatenate(vals), minlength=len(kept))
-    return dict(zip(kept.tolist(), np.minimum(summed / top, 1.0).tolist(), strict=True))
+    return kept, np.minimum(summed / top, 1.0)
+
+
+def _find(rows: np.ndarray, order: np.ndarray, row: int) -> int:
+    """Index of ``row`` in ``rows`` (``order`` sorts them), ``-1`` when absent."""
+    i = int(np.searchsorted(rows, row, sorter=order))
+    if i < len(rows) and rows[order[i]] == row:
+        return int(order[i])
+    return -1
