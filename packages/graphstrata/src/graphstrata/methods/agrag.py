@@ -131,7 +131,9 @@ FACT_FILTER_STAGE = "query:fact_filter"
 #: PPR weight multipliers of the edge types by default: fact, synonym, passage, title passage
 #: (the options ``fact_edge_weight`` … ``title_edge_weight``); their push graph is persisted
 DEFAULT_WEIGHTS = (0.1, 1.0, 1.0, 4.0)
-#: default forward-push tolerance of the PPR (option ``ppr_epsilon``), chosen on the dev sets
+#: default forward-push tolerance of the PPR (option ``ppr_epsilon``), chosen on the dev sets:
+#: recall@2/5/10 equal to the exact PageRank's on MuSiQue, HotpotQA and LiHua-World (1e-5 lost
+#: 0.004 R@5 on MuSiQue); about 2,000 pushes a query at 44k chunks
 PPR_EPSILON = 3e-6
 #: default number of query-nearest entities whose mutual facts are fact candidates
 ENTITY_CANDIDATES = 50
