@@ -213,3 +213,15 @@ def test_query_work_does_not_grow_with_unrelated_documents(corpus, small_config,
     assert grown == base
     big.insert(_unrelated(120, seed=1))
     assert _work(big, monkeypatch) == base
+
+
+def test_explain_still_produced(gs):
+    hits = gs.retrieve(Q, method="agrag", k=3, explain=True)
+    chunks = [h for h in hits if h.kind == "chunk"]
+    assert len(chunks) == 3 and all(h.explain and h.explain["reason"] for h in chunks)
+    assert all("ppr_mass" in h.explain and "hybrid" in h.explain["seeds"] for h in chunks[:2])
+    paths = [h for h in hits if h.kind == "path"]
+    assert paths and all(h.explain["reasoning_path"]["triples"] for h in paths)
+    assert any(h.explain.get("reasoning_path") for h in chunks)
+    plain = gs.retrieve(Q, method="agrag", k=3)
+    assert [(h.id, h.score) for h in plain] == [(h.id, h.score) for h in hits]
