@@ -194,7 +194,7 @@ def _work(g: GraphStrata, monkeypatch) -> dict[str, int]:
         mp.setattr(AGRAG, "_subgraph", sub)
         mp.setattr(agrag, "local_pagerank", push)
         hits = g.retrieve(Q, method="agrag", k=3, candidates=3, entity_candidates=2)
-    seen["entities"] = len(sims[0].cache)
+    seen["entities"] = len(sims[0])
     seen["answer"] = [h.id for h in hits if h.kind == "chunk"]
     return seen
 

@@ -526,27 +526,37 @@ GRAPH_SPEC = register_derived(DerivedSpec(key=GRAPH_KEY, build=build_graph, to_a
 
 
 class _EntitySims:
-    """Cosine of the query to entity rows, computed on demand (a few hundred rows a query,
-    never the whole entity matrix) and cached for the query so each row has one value."""
+    """Cosine of the query to entity rows, computed on demand (a few thousand rows a query,
+    never the whole entity matrix) and kept for the query, so each row has one value."""
 
     def __init__(self, vecs: np.ndarray | None, qvec: np.ndarray) -> None:
         self.vecs = vecs if vecs is not None and len(vecs) else None
         self.q = np.asarray(qvec, np.float32)
-        self.cache: dict[int, float] = {}
+        self.rows = np.zeros(0, np.int64)  # sorted rows computed so far
+        self.vals = np.zeros(0)
 
     def of(self, rows) -> np.ndarray:
         """float64 ``(len(rows),)`` cosines (0 without entity vectors)."""
         rows = np.asarray(rows, np.int64).ravel()
-        if self.vecs is None:
+        if self.vecs is None or not len(rows):
             return np.zeros(len(rows))
-        miss = np.asarray(sorted({int(r) for r in rows.tolist()} - self.cache.keys()), np.int64)
-        if len(miss):
-            vals = (self.vecs[miss] @ self.q).astype(np.float64)
-            self.cache.update(zip(miss.tolist(), vals.tolist(), strict=True))
-        return np.fromiter((self.cache[r] for r in rows.tolist()), np.float64, len(rows))
+        uniq, inverse = np.unique(rows, return_inverse=True)
+        pos = np.minimum(np.searchsorted(self.rows, uniq), max(len(self.rows) - 1, 0))
+        known = (self.rows[pos] == uniq) if len(self.rows) else np.zeros(len(uniq), bool)
+        if not known.all():
+            miss = uniq[~known]
+            rows_all = np.concatenate([self.rows, miss])
+            vals_all = np.concatenate([self.vals, (self.vecs[miss] @ self.q).astype(np.float64)])
+            order = np.argsort(rows_all, kind="stable")
+            self.rows, self.vals = rows_all[order], vals_all[order]
+            pos = np.searchsorted(self.rows, uniq)
+        return self.vals[pos][inverse]
 
     def __getitem__(self, row: int) -> float:
         return float(self.of([row])[0])
+
+    def __len__(self) -> int:
+        return len(self.rows)
 
 
 @dataclass
