@@ -4,7 +4,9 @@ The paper's method is not LLM-free (spec §0): triples come from an LLM at index
 filters the query's facts. This preset keeps AGRAG's retrieval pipeline (§2) over the core's
 statistical graph and replaces both LLM steps with the spec's offline variant (§6.3):
 
-**Graph** (built lazily per index state, ``state.derived("agrag:graph")``, not persisted):
+**Graph** (:func:`build_graph`, ``state.derived("agrag:graph")``; registered with
+:mod:`graphstrata.derived` so it is built at index time and persisted with the index, together
+with the push graph of the default PPR walk, :data:`DEFAULT_PUSH_SPEC`):
 
 * entity nodes: the core's entities (TF-IDF 1–3-gram hints, capitalised spans, titles —
   :mod:`graphstrata.extraction`), passage nodes: the chunks;
@@ -21,12 +23,16 @@ statistical graph and replaces both LLM steps with the spec's offline variant (�
 **Query** (§2.11):
 
 1. Hybrid chunk scores ``HS`` = ``alpha``·minmax(cos) + (1 − ``alpha``)·minmax(BM25) over the
-   dense ∪ BM25 top-``candidates`` (§2.10, §6.4; :func:`~.base.hybrid_scores`). The paper
-   averages the two (``alpha=0.5``); we default to 0.65, which measured better on MuSiQue
-   and no worse on HotpotQA with MiniLM.
+   dense ∪ BM25 top-``candidates`` (§2.10, §6.4; :func:`hybrid_candidates`, the values of
+   :func:`~.base.hybrid_scores` from the C-HNSW and the query terms' BM25 postings only).
+   The paper averages the two (``alpha=0.5``); we default to 0.65, which measured better on
+   MuSiQue and no worse on HotpotQA with MiniLM.
 2. Fact scores without embedding any relation text (§2.1, our composition):
    ``MS(q, f) = w·(cos(q, e_s) + cos(q, e_o))/2 + (1 − w)·max_{t ∈ chunks(f)} HS(t)`` with
-   ``w = fact_entity_weight``. Top-``top_facts`` facts (k_F = 5).
+   ``w = fact_entity_weight``. Top-``top_facts`` facts (k_F = 5) among the candidates: the
+   facts of the HS candidate chunks and the facts joining two of the ``entity_candidates``
+   entities nearest the query (C-HNSW layer 0) — a fact outside both has MS ≤ w, far below
+   the facts of the best chunks (the same facts as scoring every fact on the dev sets).
 3. Fact filter (§2.2). With an LLM (the ``llm`` option, else the state's ``llm``):
    one call, stage ``"query:fact_filter"`` (:mod:`graphstrata.llm.prompts.agrag_query`), the
    returned facts snapped to the candidates; output the parser cannot read falls back to the
@@ -35,7 +41,9 @@ statistical graph and replaces both LLM steps with the spec's offline variant (�
    callable (see :class:`FactFilter`) wins over both. At most ``max_facts`` (4, the
    filter's cap) are kept.
 4. Anchors = endpoints of the kept facts (§2.3).
-5. Personalised PageRank (§2.4; d = 0.5, tol 1e-7, weighted, undirected) with a reset split
+5. Personalised PageRank (§2.4; d = 0.5, weighted, undirected) by forward push
+   (:func:`~.ppr.local_pagerank`, tolerance ``ppr_epsilon``; ``ppr_epsilon=None``: the spec's
+   exact power iteration to ``ppr_tol`` = 1e-7 over the whole graph) with a reset split
    between the anchors (uniform, mass ``1 − passage_seed_weight``) and the top
    ``seed_passages`` chunks weighted by their HS (mass ``passage_seed_weight``): the HippoRAG 2
    seeding that measured best offline (DESIGN.md, "What measured well offline"). The paper
@@ -45,8 +53,9 @@ statistical graph and replaces both LLM steps with the spec's offline variant (�
 7. Edge costs (§2.5, paper scale /2): fact ``(1 − MS)/2``, passage ``(1 − HS)/2``, synonym
    ``(1 − max(cos(q,e_u), cos(q,e_v)))/2``, pseudo 10, clamped ≥ 1e-6.
 8. Steiner tree (Mehlhorn) over the anchors and greedy MCMI expansion (§2.7), both on a
-   bounded subgraph: the top-``subgraph_nodes`` nodes by PPR ∪ anchors ∪ each anchor's best
-   passage. Output: the induced subgraph.
+   bounded subgraph: the top-``subgraph_nodes`` nodes by PPR (among the nodes the push
+   reached) ∪ anchors ∪ each anchor's best passage, its edges looked up pair by pair
+   (:func:`~.graph_ops.csr_find`). Output: the induced subgraph.
 9. Reasoning paths: one ``"(s [SEP] p [SEP] o) [SEP_REC] …"`` string per component (§2.9),
    exposed as ``kind="path"`` hits; passages on the subgraph ("Reference Passages", cap
    ``max_path_passages`` by ``s_v``, §6.2 #13).
@@ -72,13 +81,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
+from ..derived import DerivedSpec, register_derived
 from ..extraction import canonical, split_sentences
+from ..index import bm25_tokenize
 from ..llm.client import LLMClient
 from ..llm.prompts.agrag_query import filter_request, parse_fact_filter
 from ..scores import bounded, relative, unit
@@ -90,9 +102,8 @@ from .base import (
     Method,
     OptionSpec,
     Retrieval,
-    entity_chunk_matrix,
     hit_scores,
-    hybrid_scores,
+    minmax,
     query_llm,
     rank,
     scored,
@@ -101,12 +112,14 @@ from .graph_ops import (
     MCMI_MODES,
     MIN_COST,
     Transition,
+    csr_find,
     mcmi_expand,
     personalized_pagerank,
     render_paths,
     steiner_tree,
     transition_matrix,
 )
+from .ppr import PushGraph, local_pagerank
 
 PREDICATE = "co-occurs with"
 SYNONYM = "synonym"
@@ -115,6 +128,15 @@ SYNONYM_K = 10
 PSEUDO = -1
 #: ledger stage of the fact-filter call
 FACT_FILTER_STAGE = "query:fact_filter"
+#: PPR weight multipliers of the edge types by default: fact, synonym, passage, title passage
+#: (the options ``fact_edge_weight`` … ``title_edge_weight``); their push graph is persisted
+DEFAULT_WEIGHTS = (0.1, 1.0, 1.0, 4.0)
+#: default forward-push tolerance of the PPR (option ``ppr_epsilon``), chosen on the dev sets:
+#: recall@2/5/10 equal to the exact PageRank's on MuSiQue, HotpotQA and LiHua-World (1e-5 lost
+#: 0.004 R@5 on MuSiQue); about 2,000 pushes a query at 44k chunks
+PPR_EPSILON = 3e-6
+#: default number of query-nearest entities whose mutual facts are fact candidates
+ENTITY_CANDIDATES = 50
 
 
 @dataclass(frozen=True)
@@ -184,49 +206,123 @@ def llm_fact_filter(client: LLMClient, query: str, facts: Sequence[Fact], max_fa
 
 @dataclass
 class AgragGraph:
-    """The derived AGRAG graph over ``N = n_entities + n_chunks`` nodes (entities first).
+    """The derived AGRAG graph over ``N = n_entities + n_chunks`` nodes (entities first; the
+    passage node of chunk row ``r`` is ``n_entities + r``), stored as the typed adjacency a query
+    reads piecewise (:func:`build_graph`; persisted by :data:`GRAPH_SPEC`).
 
     Attributes:
-        n_entities, n_chunks: node counts; passage node of chunk row ``r`` is ``n_entities + r``.
-        rel_keys: relation keys ``(source, target)`` in relation-row order.
-        rel_src, rel_dst: entity rows of each relation.
-        rel_weight: co-occurrence count of each relation.
+        n_entities, n_chunks: node counts.
+        rel_src, rel_dst: int32 ``(n_relations,)`` entity rows of each relation, in
+            ``kg.relations`` order (the relation row; :meth:`rel_key` gives its key).
+        rel_weight: float64 ``(n_relations,)`` co-occurrence count of each relation (≥ 1).
         chunk_rel: CSR ``(n_chunks, n_relations)``: which relations occur in which chunk.
-        fact: CSR ``(N, N)`` symmetric, value = relation row + 1.
-        synonym: CSR ``(N, N)`` symmetric, value = cosine.
-        contains: CSR ``(N, N)`` symmetric, value 1 on chunk–entity pairs.
-        title_contains: the subset of ``contains`` whose entity is a document title.
-        entity_chunks: CSR ``(n_entities, n_chunks)`` entity mentions (for anchor passages).
+        entity_facts: CSR ``(n_entities, n_entities)`` symmetric, value = relation row (int32;
+            the first relation of a pair when two keys join the same entities; no self-loops).
+        entity_synonyms: CSR ``(n_entities, n_entities)`` symmetric, value = cosine (float64).
+        entity_chunks: CSR ``(n_entities, n_chunks)``: the chunks mentioning each entity (int8 1).
+        chunk_entities: CSR ``(n_chunks, n_entities)``: its transpose.
+        titles: int32 sorted entity rows that are document titles.
+
+    Every CSR has sorted indices (:func:`~.graph_ops.csr_find` looks edges up in them). The
+    ``(N, N)`` matrices of the typed graph (:attr:`fact`, :attr:`synonym`, :attr:`contains`,
+    :attr:`title_contains`) are materialised on first access only (inspection, exact PageRank).
     """
 
     n_entities: int
     n_chunks: int
-    rel_keys: list[tuple[str, str]]
     rel_src: np.ndarray
     rel_dst: np.ndarray
     rel_weight: np.ndarray
     chunk_rel: sp.csr_matrix
-    fact: sp.csr_matrix
-    synonym: sp.csr_matrix
-    contains: sp.csr_matrix
-    title_contains: sp.csr_matrix
+    entity_facts: sp.csr_matrix
+    entity_synonyms: sp.csr_matrix
     entity_chunks: sp.csr_matrix
+    chunk_entities: sp.csr_matrix
+    titles: np.ndarray
 
     @property
     def n(self) -> int:
+        """All nodes: entities then passages."""
         return self.n_entities + self.n_chunks
 
-    def walk(
+    @property
+    def nbytes(self) -> int:
+        """Memory of the arrays, in bytes."""
+        total = self.rel_src.nbytes + self.rel_dst.nbytes + self.rel_weight.nbytes + self.titles.nbytes
+        for m in (self.chunk_rel, self.entity_facts, self.entity_synonyms, self.entity_chunks,
+                  self.chunk_entities):
+            total += m.indptr.nbytes + m.indices.nbytes + m.data.nbytes
+        return int(total)
+
+    def rel_key(self, state, row: int) -> tuple[str, str]:
+        """The ``kg.relations`` key ``(source id, target id)`` of relation ``row``."""
+        ids = state.kg.entity_ids
+        return ids[int(self.rel_src[row])], ids[int(self.rel_dst[row])]
+
+    def _square(self, block: sp.spmatrix, offset: int = 0) -> sp.csr_matrix:
+        """``block`` (rows: entities) as an ``(N, N)`` symmetric matrix, its columns shifted by
+        ``offset``."""
+        c = sp.coo_matrix(block)
+        return _sym(c.row.astype(np.int64), c.col.astype(np.int64) + offset,
+                    c.data.astype(np.float64), self.n)
+
+    @cached_property
+    def fact(self) -> sp.csr_matrix:
+        """CSR ``(N, N)`` symmetric, value = relation row + 1 (the entity block only)."""
+        m = sp.triu(self.entity_facts, k=1).tocoo()
+        return self._square(sp.coo_matrix((m.data.astype(np.float64) + 1.0, (m.row, m.col)), m.shape))
+
+    @cached_property
+    def synonym(self) -> sp.csr_matrix:
+        """CSR ``(N, N)`` symmetric, value = cosine."""
+        return self._square(sp.triu(self.entity_synonyms, k=1))
+
+    @cached_property
+    def contains(self) -> sp.csr_matrix:
+        """CSR ``(N, N)`` symmetric, 1.0 on chunk–entity pairs."""
+        return self._square(self.entity_chunks, self.n_entities)
+
+    @cached_property
+    def title_contains(self) -> sp.csr_matrix:
+        """The part of :attr:`contains` whose entity is a document title."""
+        keep = np.zeros(self.n_entities)
+        keep[self.titles] = 1.0
+        return self._square(sp.diags(keep) @ self.entity_chunks, self.n_entities)
+
+    def adjacency(
         self, fact_w: float, synonym_w: float, passage_w: float, title_w: float = 0.0
-    ) -> Transition:
-        """PPR operator of the typed graph with per-type weight multipliers (``title_w`` is
-        added to passage edges whose entity is a document title)."""
+    ) -> sp.csr_matrix:
+        """Float64 CSR ``(N, N)``: the symmetric weighted adjacency of the PPR walk (fact
+        edges ``fact_w`` × co-occurrence count, synonym ``synonym_w`` × cosine, passage
+        ``passage_w``, plus ``title_w`` on passage edges to a document-title entity)."""
         weights = self.fact.copy()
         if weights.nnz:
             weights.data = self.rel_weight[weights.data.astype(np.int64) - 1]
         adj = (fact_w * weights + synonym_w * self.synonym + passage_w * self.contains
                + title_w * self.title_contains)
-        return transition_matrix(adj)
+        return sp.csr_matrix(adj)
+
+    def walk(
+        self, fact_w: float, synonym_w: float, passage_w: float, title_w: float = 0.0
+    ) -> Transition:
+        """PPR operator of the typed graph with per-type weight multipliers
+        (:meth:`adjacency`), for exact power iteration."""
+        return transition_matrix(self.adjacency(fact_w, synonym_w, passage_w, title_w))
+
+    def push(
+        self, fact_w: float, synonym_w: float, passage_w: float, title_w: float = 0.0
+    ) -> PushGraph:
+        """The same walk as :meth:`walk` as a forward-push graph (:mod:`.ppr`): each node's
+        out-edges with probability ``weight / weighted degree``; a node without edges is
+        dangling."""
+        a = self.adjacency(fact_w, synonym_w, passage_w, title_w)
+        a.eliminate_zeros()
+        a.sort_indices()
+        deg = np.asarray(a.sum(axis=1)).ravel()
+        src = np.repeat(np.arange(a.shape[0]), np.diff(a.indptr))
+        probs = (a.data / deg[src]).astype(np.float32)
+        return PushGraph(np.ascontiguousarray(a.indptr, np.int64), np.ascontiguousarray(a.indices, np.int32),
+                         probs, None, a.shape[0])
 
 
 def _shortest_sentence(description: str) -> str:
@@ -241,58 +337,88 @@ def _sym(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int) -> sp.csr
     return (m + m.T).tocsr()
 
 
+def _incidence(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+    """0/1 CSR (int8, sorted indices, duplicates once) of the ``(rows, cols)`` pairs."""
+    key = np.unique(np.asarray(rows, np.int64) * max(shape[1], 1) + np.asarray(cols, np.int64))
+    r, c = np.divmod(key, max(shape[1], 1))
+    indptr = np.zeros(shape[0] + 1, np.int64)
+    np.cumsum(np.bincount(r, minlength=shape[0]), out=indptr[1:])
+    return sp.csr_matrix((np.ones(len(c), np.int8), c.astype(np.int32), indptr), shape=shape)
+
+
+def _symmetric_pairs(a: np.ndarray, b: np.ndarray, vals: np.ndarray, n: int) -> sp.csr_matrix:
+    """CSR ``(n, n)`` holding ``vals[i]`` at ``(a[i], b[i])`` and ``(b[i], a[i])``; a pair
+    given twice keeps its first value, self-pairs are dropped; sorted indices."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    keep = lo != hi
+    lo, hi, vals = lo[keep], hi[keep], np.asarray(vals)[keep]
+    _, first = np.unique(lo * max(n, 1) + hi, return_index=True)
+    first.sort()
+    lo, hi, vals = lo[first], hi[first], vals[first]
+    m = sp.coo_matrix((np.concatenate([vals, vals]), (np.concatenate([lo, hi]), np.concatenate([hi, lo]))),
+                      shape=(n, n)).tocsr()
+    m.sort_indices()
+    return m
+
+
 def build_graph(state) -> AgragGraph:
-    """Build the AGRAG graph from the state's store (spec §1.4–§1.6, §6.3); O(store) time."""
+    """Build the AGRAG graph from the state's store (spec §1.4–§1.6, §6.3).
+
+    O(store) time: one pass over the relations and the entity mentions, plus one batched
+    C-HNSW search (layer 0) for the synonym edges, which dominates (about 15 s for 118k
+    entities on one thread). Run at index time (:data:`GRAPH_SPEC`), never per query.
+    """
     kg = state.kg
     n_e, n_c = len(kg.entity_ids), len(state.chunks)
-    n = n_e + n_c
     keys = list(kg.relations)
-    src = np.fromiter((kg.row[a] for a, _ in keys), np.int64, len(keys))
-    dst = np.fromiter((kg.row[b] for _, b in keys), np.int64, len(keys))
-    wts = np.fromiter((r.weight for r in kg.relations.values()), np.float64, len(keys))
-    wts = np.maximum(wts, 1.0) if len(wts) else wts
-    fact = _sym(src, dst, np.arange(1, len(keys) + 1, dtype=np.float64), n)
+    n_r = len(keys)
+    src = np.fromiter((kg.row[a] for a, _ in keys), np.int64, n_r)
+    dst = np.fromiter((kg.row[b] for _, b in keys), np.int64, n_r)
+    wts = np.fromiter((r.weight for r in kg.relations.values()), np.float64, n_r)
+    wts = np.maximum(wts, 1.0) if n_r else wts
+    chunk_row = state.chunk_row
     # relation ↔ chunk
     cr_rows, cr_cols = [], []
     for i, r in enumerate(kg.relations.values()):
         for cid in r.chunk_ids:
-            row = state.chunk_row.get(cid)
+            row = chunk_row.get(cid)
             if row is not None:
                 cr_rows.append(row)
                 cr_cols.append(i)
-    chunk_rel = sp.csr_matrix(
-        (np.ones(len(cr_rows)), (cr_rows, cr_cols)), shape=(n_c, len(keys))
-    )
+    chunk_rel = _incidence(np.asarray(cr_rows, np.int64), np.asarray(cr_cols, np.int64), (n_c, n_r))
     # entity ↔ chunk (Contains edges)
-    entity_chunks = entity_chunk_matrix(state)
-    ec = entity_chunks.tocoo()
-    contains = _sym(ec.row.astype(np.int64), ec.col.astype(np.int64) + n_e, ec.data, n)
-    contains.data[:] = 1.0
-    titles = {
+    ec_rows, ec_cols = [], []
+    for i, eid in enumerate(kg.entity_ids):
+        for cid in kg.entities[eid].chunk_ids:
+            row = chunk_row.get(cid)
+            if row is not None:
+                ec_rows.append(i)
+                ec_cols.append(row)
+    ec_rows_a, ec_cols_a = np.asarray(ec_rows, np.int64), np.asarray(ec_cols, np.int64)
+    entity_chunks = _incidence(ec_rows_a, ec_cols_a, (n_e, n_c))
+    chunk_entities = _incidence(ec_cols_a, ec_rows_a, (n_c, n_e))
+    titles = sorted({
         kg.row[key]
         for d in state.documents.values()
         if d.metadata.get("title") and (key := canonical(str(d.metadata["title"]))) in kg.row
-    }
-    is_title = np.zeros(n, bool)
-    is_title[list(titles)] = True
-    tc = contains.tocoo()
-    keep = is_title[tc.row] | is_title[tc.col]
-    title_contains = sp.csr_matrix(
-        (tc.data[keep], (tc.row[keep], tc.col[keep])), shape=(n, n)
-    )
-    synonym = _synonym_edges(state, n)
+    })
+    entity_facts = _symmetric_pairs(src, dst, np.arange(n_r, dtype=np.int32), n_e)
     return AgragGraph(
-        n_e, n_c, keys, src, dst, wts, chunk_rel.tocsr(), fact, synonym, contains,
-        title_contains, entity_chunks.tocsr(),
+        n_e, n_c, src.astype(np.int32), dst.astype(np.int32), wts, chunk_rel, entity_facts,
+        _synonym_edges(state), entity_chunks, chunk_entities, np.asarray(titles, np.int32),
     )
 
 
-def _synonym_edges(state, n: int) -> sp.csr_matrix:
-    """Entity pairs with cosine ≥ ``SYNONYM_THRESHOLD`` (≤ ``SYNONYM_K`` per entity, §1.6)."""
+def _synonym_edges(state) -> sp.csr_matrix:
+    """Entity pairs with cosine ≥ ``SYNONYM_THRESHOLD`` (≤ ``SYNONYM_K`` per entity, §1.6):
+    CSR ``(n_entities, n_entities)`` symmetric, value = cosine (float64 of the float32
+    similarity)."""
+    n_e = len(state.kg.entity_ids)
     vecs = state.vectors.get("entities")
     layered = state.layered
     if vecs is None or len(vecs) < 2 or layered is None:
-        return sp.csr_matrix((n, n))
+        return sp.csr_matrix((n_e, n_e))
     kg = state.kg
     ok = np.fromiter(
         (sum(ch.isalnum() for ch in kg.entities[e].name) > 2 for e in kg.entity_ids),
@@ -300,7 +426,9 @@ def _synonym_edges(state, n: int) -> sp.csr_matrix:
         len(kg.entity_ids),
     )
     k = min(SYNONYM_K + 1, len(vecs))
-    ids, sims = layered.search_layer(vecs, k, layer=0)
+    # one batch search of layer 0 on the index threads, beam max(32, 2k) (LayeredIndex.knn; the
+    # default beam 64 on one thread took 24 s for 118k entities and found 99.7 % of these pairs)
+    ids, sims = layered.knn(k, layer=0)
     sims = sims.astype(np.float64)
     rows = np.repeat(np.arange(len(vecs)), ids.shape[1])
     cols, vals = ids.ravel(), sims.ravel()
@@ -308,21 +436,268 @@ def _synonym_edges(state, n: int) -> sp.csr_matrix:
     rows, cols, vals = rows[keep], cols[keep], vals[keep]
     keep = ok[rows] & ok[cols]
     rows, cols, vals = rows[keep], cols[keep], vals[keep]
-    a, b = np.minimum(rows, cols), np.maximum(rows, cols)
-    _, first = np.unique(a * n + b, return_index=True)  # a pair found from both sides: once
-    m = sp.coo_matrix((vals[first], (a[first], b[first])), shape=(n, n)).tocsr()
-    return (m + m.T).tocsr()
+    # a pair found from both sides: once (its first finding in row order, as before)
+    return _symmetric_pairs(rows, cols, vals, n_e)
+
+
+def agrag_graph(state) -> AgragGraph:
+    """The state's AGRAG graph (built at index time and persisted, :data:`GRAPH_SPEC`; built
+    here on first use when a state has none)."""
+    return state.derived(GRAPH_KEY, lambda: build_graph(state))
+
+
+def push_key(fact_w: float, synonym_w: float, passage_w: float, title_w: float) -> str:
+    """The :meth:`~graphstrata.state.EngineState.derived` key of the push graph for these
+    edge-type weights."""
+    return f"agrag:push:{float(fact_w):g}:{float(synonym_w):g}:{float(passage_w):g}:{float(title_w):g}"
+
+
+def agrag_push(state, fact_w: float, synonym_w: float, passage_w: float, title_w: float) -> PushGraph:
+    """The cached forward-push graph of the state's AGRAG walk for these weights (the default
+    weights' is built at index time and persisted: :data:`DEFAULT_PUSH_SPEC`)."""
+    return state.derived(push_key(fact_w, synonym_w, passage_w, title_w),
+                         lambda: agrag_graph(state).push(fact_w, synonym_w, passage_w, title_w))
+
+
+_CSR_FIELDS = ("chunk_rel", "entity_facts", "entity_synonyms", "entity_chunks", "chunk_entities")
+_CSR_DATA = {"chunk_rel": None, "entity_facts": np.int32, "entity_synonyms": np.float32,
+             "entity_chunks": None, "chunk_entities": None}  # None: 0/1, not stored
+
+
+def _graph_arrays(g: AgragGraph) -> dict[str, np.ndarray]:
+    """:data:`GRAPH_SPEC`'s codec: the graph as named numeric arrays (synonym cosines as
+    float32, which is what they were computed in)."""
+    out = {
+        "shape": np.asarray([g.n_entities, g.n_chunks], np.int64),
+        "rel_src": g.rel_src, "rel_dst": g.rel_dst, "rel_weight": g.rel_weight, "titles": g.titles,
+    }
+    for name in _CSR_FIELDS:
+        m = getattr(g, name)
+        out[f"{name}.indptr"] = np.asarray(m.indptr, np.int64)
+        out[f"{name}.indices"] = np.asarray(m.indices, np.int32)
+        if _CSR_DATA[name] is not None:
+            out[f"{name}.data"] = np.asarray(m.data, _CSR_DATA[name])
+    return out
+
+
+def _graph_from_arrays(arrays) -> AgragGraph:
+    """The graph :func:`_graph_arrays` wrote.
+
+    Raises:
+        ValueError: a missing array or inconsistent lengths (named).
+    """
+    try:
+        n_e, n_c = (int(x) for x in np.asarray(arrays["shape"]).ravel()[:2])
+        src = np.asarray(arrays["rel_src"], np.int32)
+        dst = np.asarray(arrays["rel_dst"], np.int32)
+        wts = np.asarray(arrays["rel_weight"], np.float64)
+        titles = np.asarray(arrays["titles"], np.int32)
+        n_r = len(src)
+        shapes = {"chunk_rel": (n_c, n_r), "entity_facts": (n_e, n_e), "entity_synonyms": (n_e, n_e),
+                  "entity_chunks": (n_e, n_c), "chunk_entities": (n_c, n_e)}
+        mats = {}
+        for name in _CSR_FIELDS:
+            indptr = np.asarray(arrays[f"{name}.indptr"], np.int64)
+            indices = np.asarray(arrays[f"{name}.indices"], np.int32)
+            kind = _CSR_DATA[name]
+            data = (np.ones(len(indices), np.int8) if kind is None
+                    else np.asarray(arrays[f"{name}.data"], kind))
+            if name == "entity_synonyms":
+                data = data.astype(np.float64)
+            shape = shapes[name]
+            if (len(indptr) != shape[0] + 1 or indptr[-1] != len(indices) or len(data) != len(indices)
+                    or (len(indices) and (indices.min() < 0 or indices.max() >= shape[1]))):
+                raise ValueError(f"agrag graph: {name} arrays are inconsistent")
+            m = sp.csr_matrix((data, indices, indptr), shape=shape)
+            m.sort_indices()  # written sorted (build_graph): a check, no copy
+            mats[name] = m
+    except KeyError as exc:
+        raise ValueError(f"agrag graph: missing array {exc}") from None
+    if len(dst) != n_r or len(wts) != n_r:
+        raise ValueError("agrag graph: relation arrays differ in length")
+    return AgragGraph(n_e, n_c, src, dst, wts, mats["chunk_rel"], mats["entity_facts"],
+                      mats["entity_synonyms"], mats["entity_chunks"], mats["chunk_entities"], titles)
+
+
+GRAPH_KEY = "agrag:graph"
+#: the AGRAG graph, built at index time and persisted (:mod:`graphstrata.derived`)
+GRAPH_SPEC = register_derived(DerivedSpec(key=GRAPH_KEY, build=build_graph, to_arrays=_graph_arrays,
+                                          from_arrays=_graph_from_arrays))
+
+
+class _EntitySims:
+    """Cosine of the query to entity rows, computed on demand (a few thousand rows a query,
+    never the whole entity matrix) and kept for the query, so each row has one value."""
+
+    def __init__(self, vecs: np.ndarray | None, qvec: np.ndarray) -> None:
+        self.vecs = vecs if vecs is not None and len(vecs) else None
+        self.q = np.asarray(qvec, np.float32)
+        self.rows = np.zeros(0, np.int64)  # sorted rows computed so far
+        self.vals = np.zeros(0)
+
+    def of(self, rows) -> np.ndarray:
+        """float64 ``(len(rows),)`` cosines (0 without entity vectors)."""
+        rows = np.asarray(rows, np.int64).ravel()
+        if self.vecs is None or not len(rows):
+            return np.zeros(len(rows))
+        uniq, inverse = np.unique(rows, return_inverse=True)
+        pos = np.minimum(np.searchsorted(self.rows, uniq), max(len(self.rows) - 1, 0))
+        known = (self.rows[pos] == uniq) if len(self.rows) else np.zeros(len(uniq), bool)
+        if not known.all():
+            miss = uniq[~known]
+            rows_all = np.concatenate([self.rows, miss])
+            vals_all = np.concatenate([self.vals, (self.vecs[miss] @ self.q).astype(np.float64)])
+            order = np.argsort(rows_all, kind="stable")
+            self.rows, self.vals = rows_all[order], vals_all[order]
+            pos = np.searchsorted(self.rows, uniq)
+        return self.vals[pos][inverse]
+
+    def __getitem__(self, row: int) -> float:
+        return float(self.of([row])[0])
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+@dataclass
+class _Mass:
+    """Sparse PageRank output: ``nodes`` (int64, ascending) and their ``mass`` (float64)."""
+
+    nodes: np.ndarray
+    mass: np.ndarray
+
+    def of(self, nodes) -> np.ndarray:
+        """float64 mass of each of ``nodes`` (0 where none)."""
+        nodes = np.asarray(nodes, np.int64).ravel()
+        if not len(self.nodes) or not len(nodes):
+            return np.zeros(len(nodes))
+        pos = np.minimum(np.searchsorted(self.nodes, nodes), len(self.nodes) - 1)
+        return np.where(self.nodes[pos] == nodes, self.mass[pos], 0.0)
+
+    def __getitem__(self, node: int) -> float:
+        return float(self.of([node])[0])
+
+    def top(self, m: int, lo: int = 0) -> np.ndarray:
+        """The ``m`` nodes ``≥ lo`` with the most (positive) mass, best first, ties by id."""
+        start = int(np.searchsorted(self.nodes, lo))
+        nodes, mass = self.nodes[start:], self.mass[start:]
+        keep = mass > 0
+        nodes, mass = nodes[keep], mass[keep]
+        if m <= 0 or not len(nodes):
+            return np.zeros(0, np.int64)
+        if len(nodes) > m:  # every node that can make the cut, ties at the m-th included
+            kth = np.partition(mass, len(mass) - m)[len(mass) - m]
+            cand = mass >= kth
+            nodes, mass = nodes[cand], mass[cand]
+        return nodes[np.lexsort((nodes, -mass))][:m]
+
+
+@dataclass
+class _FactScores:
+    """``MS(q, f)`` of any fact (module doc step 2): ``w`` × mean endpoint cosine +
+    ``(1 − w)`` × its best candidate chunk's HS (``chunk_rels`` / ``chunk_part``, sorted by
+    relation; 0 for a fact in no candidate chunk)."""
+
+    g: AgragGraph
+    sims: _EntitySims
+    w: float
+    chunk_rels: np.ndarray
+    chunk_part: np.ndarray
+
+    def of(self, rels) -> np.ndarray:
+        rels = np.asarray(rels, np.int64).ravel()
+        if not len(rels):
+            return np.zeros(0)
+        ent = (self.sims.of(self.g.rel_src[rels]) + self.sims.of(self.g.rel_dst[rels])) / 2.0
+        part = np.zeros(len(rels))
+        if len(self.chunk_rels):
+            pos = np.minimum(np.searchsorted(self.chunk_rels, rels), len(self.chunk_rels) - 1)
+            hit = self.chunk_rels[pos] == rels
+            part[hit] = self.chunk_part[pos[hit]]
+        return self.w * ent + (1.0 - self.w) * part
+
+    def __getitem__(self, rel: int) -> float:
+        return float(self.of([rel])[0])
+
+
+def _bm25_of_rows(bm25, query: str, rows: np.ndarray) -> np.ndarray:
+    """BM25 scores of chunk ``rows`` for ``query`` (float32, as
+    :meth:`~graphstrata.index.BM25Index.scores` gives them) from the query terms' postings:
+    one binary search per (term, row), not a score for every chunk.
+
+    Reads the bm25s score matrix the way :meth:`~graphstrata.index.BM25Index.top` does (CSC
+    over the vocabulary, rows sorted within a term); any other BM25 object falls back to
+    :meth:`scores`.
+    """
+    rows = np.asarray(rows, np.int64)
+    inner = getattr(bm25, "_bm25", None)
+    mat = getattr(inner, "scores", None)
+    if not isinstance(mat, dict) or "indptr" not in mat:
+        full = bm25.scores(query)
+        return full[rows] if len(full) else np.zeros(len(rows), np.float32)
+    acc = np.zeros(len(rows))
+    tokens = bm25_tokenize(query)
+    ids = inner.get_tokens_ids(tokens) if tokens and len(rows) else []
+    indptr, indices, data = mat["indptr"], mat["indices"], mat["data"]
+    for tid in ids:  # a repeated query token counts once per repeat, as in bm25s
+        a, b = int(indptr[tid]), int(indptr[tid + 1])
+        if a == b:
+            continue
+        col = indices[a:b]
+        pos = np.minimum(np.searchsorted(col, rows), b - a - 1)
+        hit = col[pos] == rows
+        acc[hit] += data[a + pos[hit]]
+    return acc.astype(np.float32)
+
+
+def hybrid_candidates(state, query: str, qvec: np.ndarray, n: int, alpha: float) -> dict[int, float]:
+    """AGRAG's hybrid chunk scores HS (module doc step 1; spec §2.10, §6.4): the same fusion
+    as :func:`~.base.hybrid_scores`, ``alpha · minmax(cosine) + (1 − alpha) · minmax(BM25)``
+    over the dense top-``n`` (C-HNSW) ∪ BM25 top-``n`` (:meth:`~graphstrata.index.BM25Index.top`,
+    ties by row), with exact cosines and BM25 scores of every candidate — but no array over the
+    corpus: the work is ``n`` and the query terms' postings.
+
+    Returns:
+        ``{chunk_row: HS in [0, 1]}`` (empty for an empty index).
+    """
+    n = max(int(n), 0)
+    if n == 0 or not len(state.chunks):
+        return {}
+    dense_rows, _ = state.chunk_index.search(qvec, n)
+    lex_rows, lex_scores = state.bm25.top(query, n)
+    dense_rows = np.asarray(dense_rows, np.int64)
+    rows = np.union1d(dense_rows[dense_rows >= 0], np.asarray(lex_rows, np.int64))
+    if not len(rows):
+        return {}
+    bm = np.zeros(len(rows), np.float32)
+    if len(lex_rows):
+        pos = np.searchsorted(rows, lex_rows)
+        bm[pos] = lex_scores
+        rest = np.ones(len(rows), bool)
+        rest[pos] = False
+    else:
+        rest = np.ones(len(rows), bool)
+    if rest.any():
+        bm[rest] = _bm25_of_rows(state.bm25, query, rows[rest])
+    cos = state.chunk_index.similarity(qvec, rows)
+    fused = alpha * minmax(cos) + (1.0 - alpha) * minmax(bm)
+    return dict(zip(rows.tolist(), fused.astype(np.float64).tolist(), strict=True))
 
 
 class AGRAG(Method):
     """AGRAG-offline: fact anchors → PPR → Steiner tree → MCMI expansion → paths + chunks.
 
-    See the module docstring for the pipeline and spec references.
+    See the module docstring for the pipeline and spec references. A query's work is bounded
+    by its candidates (``candidates`` chunks, ``entity_candidates`` entities, the facts they
+    hold), the forward push (``ppr_epsilon``) and the subgraph (``subgraph_nodes``), not by
+    the corpus size.
 
     Options (per query):
         compat: ``"paper"`` or ``"agrag_code_2025"`` (spec §6.2 decisions, see module doc).
         alpha: dense weight of the hybrid score HS (0–1; §2.10 uses 0.5, default 0.65).
         candidates: dense and BM25 candidates each for HS (chunks).
+        entity_candidates: entities nearest the query (C-HNSW layer 0) whose mutual facts
+            are fact candidates besides the facts of the HS candidate chunks (≥ 0).
         top_facts: k_F, candidate facts by MS (spec: 5).
         max_facts: facts kept after the filter (spec: ≤ 4).
         fact_delta: offline filter margin: keep facts with MS ≥ max − delta (spec §6.3: 0.1).
@@ -333,14 +708,19 @@ class AGRAG(Method):
         llm: the :class:`~graphstrata.llm.LLMClient` of the fact filter (``None``: the
             state's ``llm``; none there either: the offline rule).
         damping: PPR follow-edge probability d (spec: 0.5).
-        ppr_tol: PPR L1 tolerance (spec: 1e-7).
+        ppr_epsilon: forward-push tolerance of the PPR (:func:`~.ppr.local_pagerank`; > 0):
+            at most ``1 / ((1 − d) · ppr_epsilon)`` units of out-degree pushed per query.
+            ``None``: exact power iteration to ``ppr_tol`` over the whole graph (the spec's
+            PPR, O(graph) per query).
+        ppr_tol: L1 tolerance of the exact PPR (spec: 1e-7; only with ``ppr_epsilon=None``).
         passage_seed_weight: share of the PPR reset mass on passages, by HS (0–1; 0 = paper).
         seed_passages: passages seeded (top by HS).
         fact_edge_weight, synonym_edge_weight, passage_edge_weight: PPR weight multipliers
             of the edge types (fact weight × co-occurrence count, synonym × cosine,
             passage × 1). Facts default to 0.1: sentence co-occurrence edges are dense and
             noisy, and mass leaking through them lowered recall (they still carry the
-            Steiner tree and the rendered paths).
+            Steiner tree and the rendered paths). Other weights than the defaults build their
+            push graph on first use (O(graph) once per state).
         title_edge_weight: extra PPR weight of passage edges to an entity that is a document
             title (DESIGN.md: title links gave most of the offline gain).
         passage_score_factor: passage ``s_v`` multiplier for MCMI (``None``: 0.05 in paper
@@ -359,19 +739,21 @@ class AGRAG(Method):
         "compat": "paper",
         "alpha": 0.65,
         "candidates": 100,
+        "entity_candidates": ENTITY_CANDIDATES,
         "top_facts": 5,
         "max_facts": 4,
         "fact_delta": 0.1,
         "fact_entity_weight": 0.5,
         "fact_filter": None,
         "damping": 0.5,
+        "ppr_epsilon": PPR_EPSILON,
         "ppr_tol": 1e-7,
         "passage_seed_weight": 0.5,
         "seed_passages": 20,
-        "fact_edge_weight": 0.1,
-        "synonym_edge_weight": 1.0,
-        "passage_edge_weight": 1.0,
-        "title_edge_weight": 4.0,
+        "fact_edge_weight": DEFAULT_WEIGHTS[0],
+        "synonym_edge_weight": DEFAULT_WEIGHTS[1],
+        "passage_edge_weight": DEFAULT_WEIGHTS[2],
+        "title_edge_weight": DEFAULT_WEIGHTS[3],
         "passage_score_factor": None,
         "subgraph_nodes": 200,
         "max_expansion": 20,
@@ -388,6 +770,7 @@ class AGRAG(Method):
         "fact_entity_weight": UNIT,
         "fact_filter": OptionSpec("callable"),
         "damping": DAMPING,
+        "ppr_epsilon": OptionSpec("float", gt=0.0, optional=True),
         "ppr_tol": OptionSpec(gt=0.0),
         "passage_seed_weight": UNIT,
         "passage_score_factor": OptionSpec("float", ge=0.0),
@@ -404,52 +787,43 @@ class AGRAG(Method):
     # -- query ---------------------------------------------------------------------------
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
-        g: AgragGraph = state.derived("agrag:graph", lambda: build_graph(state))
-        wkey = (float(o["fact_edge_weight"]), float(o["synonym_edge_weight"]),
-                float(o["passage_edge_weight"]), float(o["title_edge_weight"]))
-        walk = state.derived(f"agrag:walk:{wkey}", lambda: g.walk(*wkey))
+        g = agrag_graph(state)
         n_e, n_c = g.n_entities, g.n_chunks
         scale = 0.5 if o["compat"] == "paper" else 1.0
 
         # 1. hybrid chunk scores
-        hs_map = hybrid_scores(state, query, qvec, max(int(o["candidates"]), k), float(o["alpha"]))
-        hs = np.zeros(n_c)
-        if hs_map:
-            hs[np.fromiter(hs_map, np.int64)] = np.fromiter(hs_map.values(), np.float64)
+        hs_map = hybrid_candidates(state, query, qvec, max(int(o["candidates"]), k), float(o["alpha"]))
 
         # 2-4. facts, filter, anchors
-        ent_vecs = state.vectors.get("entities")
-        ent_sim = (
-            ent_vecs @ np.asarray(qvec, np.float32) if ent_vecs is not None and len(ent_vecs)
-            else np.zeros(0, np.float32)
-        ).astype(np.float64)
-        ms = self._fact_scores(g, ent_sim, hs, float(o["fact_entity_weight"]))
-        facts = self._select_facts(state, g, query, ms, o)
+        sims = _EntitySims(state.vectors.get("entities"), qvec)
+        ms, cands = self._fact_candidates(state, g, qvec, hs_map, sims, o)
+        facts = self._select_facts(state, g, query, ms, cands, o)
         anchors = sorted({int(r) for f in facts for r in (g.rel_src[f.index], g.rel_dst[f.index])})
 
         # 5-6. PPR
-        reset = np.zeros(g.n)
+        reset: dict[int, float] = {}
         psw = float(o["passage_seed_weight"]) if anchors else 1.0
-        if anchors:
-            reset[anchors] = (1.0 - psw) / len(anchors)
+        for a in anchors:
+            reset[a] = (1.0 - psw) / len(anchors)
         seeds = rank(hs_map, int(o["seed_passages"]))
         seed_total = sum(s for _, s in seeds)
         if seeds and seed_total > 0:
             for r, s in seeds:
-                reset[n_e + r] += psw * s / seed_total
+                reset[n_e + r] = reset.get(n_e + r, 0.0) + psw * s / seed_total
         elif anchors:
-            reset[anchors] = 1.0 / len(anchors)
-        ppr = personalized_pagerank(walk, reset, float(o["damping"]), float(o["ppr_tol"]))
-        node_s = ppr.copy()
-        node_s[n_e:] *= float(o["passage_score_factor"])
+            reset = {a: 1.0 / len(anchors) for a in anchors}
+        ppr = self._pagerank(state, g, reset, o)
 
         # 7-9. Steiner tree + MCMI on a bounded subgraph, rendered paths
         paths, path_rows, sub = [], [], None
         if anchors:
-            sub = self._subgraph(g, anchors, ppr, ms, hs, ent_sim, scale, o)
+            sub = self._subgraph(g, anchors, ppr, ms, hs_map, sims, scale, o)
             tree = steiner_tree(sub, anchors)
             tree.remove_nodes_from([PSEUDO])
-            scores = {v: float(node_s[v]) for v in sub.nodes if v != PSEUDO}
+            # node influence s_v: PPR, passage nodes × passage_score_factor
+            nodes = np.asarray(sorted(v for v in sub.nodes if v != PSEUDO), np.int64)
+            s_v = ppr.of(nodes) * np.where(nodes >= n_e, float(o["passage_score_factor"]), 1.0)
+            scores = dict(zip(nodes.tolist(), s_v.tolist(), strict=True))
             result = mcmi_expand(
                 sub, scores, anchors, mode=o["compat"], max_expansion=int(o["max_expansion"]),
                 exclude=(PSEUDO,), tree=tree,
@@ -464,18 +838,17 @@ class AGRAG(Method):
         # 10. chunk ranking
         pool = set(hs_map) | set(path_rows)
         if int(o["ppr_candidates"]) > 0 and n_c:
-            top = np.argsort(-ppr[n_e:], kind="stable")[: int(o["ppr_candidates"])]
-            pool |= {int(r) for r in top}
+            pool |= {int(v) - n_e for v in ppr.top(int(o["ppr_candidates"]), lo=n_e)}
         rows = np.asarray(sorted(pool), np.int64)
         scores_out: dict[int, float] = {}
         if len(rows):
-            pp = ppr[n_e + rows]
+            pp = ppr.of(n_e + rows)
             lo, hi = pp.min(), pp.max()
             pp = (pp - lo) / (hi - lo) if hi - lo > 1e-15 else np.zeros_like(pp)
             on_path = set(path_rows)
             w_ppr, w_path = float(o["ppr_weight"]), float(o["path_weight"])
             for r, p in zip(rows.tolist(), pp.tolist(), strict=True):
-                scores_out[r] = hs[r] + w_ppr * p + (w_path if r in on_path else 0.0)
+                scores_out[r] = hs_map.get(r, 0.0) + w_ppr * p + (w_path if r in on_path else 0.0)
         ranked = rank(scores_out, k)
         if len(ranked) < k:  # tiny pools: fill in corpus order
             taken = set(scores_out)
@@ -492,42 +865,90 @@ class AGRAG(Method):
         bound = 1.0 + float(o["ppr_weight"]) + float(o["path_weight"])
         out = scored(ranked, lambda v: bounded(v, bound), context)
         if o["explain"]:
-            _explain(state, g, query, qvec, out, hs_map, ent_sim, facts, anchors, reset, ppr, paths, path_rows,
+            _explain(state, g, query, qvec, out, hs_map, sims, facts, anchors, reset, ppr, paths, path_rows,
                      rows, o)
         return out
 
     # -- helpers -------------------------------------------------------------------------
     @staticmethod
-    def _fact_scores(g: AgragGraph, ent_sim: np.ndarray, hs: np.ndarray, w: float) -> np.ndarray:
-        """MS(q, f) for every fact (module doc step 2)."""
-        if not len(g.rel_keys):
-            return np.zeros(0)
-        ent_part = (ent_sim[g.rel_src] + ent_sim[g.rel_dst]) / 2.0
-        chunk_part = np.zeros(len(g.rel_keys))
-        rows = np.flatnonzero(hs > 0)
-        if len(rows):
-            sub = g.chunk_rel[rows]
-            vals = np.repeat(hs[rows], np.diff(sub.indptr))
-            np.maximum.at(chunk_part, sub.indices, vals)
-        return w * ent_part + (1.0 - w) * chunk_part
+    def _pagerank(state, g: AgragGraph, reset: dict[int, float], o) -> _Mass:
+        """PPR of the AGRAG walk from ``reset`` (module doc step 5): forward push on the
+        state's push graph, or exact power iteration with ``ppr_epsilon=None``."""
+        weights = (float(o["fact_edge_weight"]), float(o["synonym_edge_weight"]),
+                   float(o["passage_edge_weight"]), float(o["title_edge_weight"]))
+        if o["ppr_epsilon"] is None:
+            walk = state.derived(f"agrag:walk:{weights}", lambda: g.walk(*weights))
+            dense = np.zeros(g.n)
+            for v, w in reset.items():
+                dense[v] += w
+            s = personalized_pagerank(walk, dense, float(o["damping"]), float(o["ppr_tol"]))
+            nodes = np.flatnonzero(s > 0)
+            return _Mass(nodes.astype(np.int64), s[nodes])
+        if not reset:
+            return _Mass(np.zeros(0, np.int64), np.zeros(0))
+        push = agrag_push(state, *weights)
+        lr = local_pagerank(push, np.fromiter(reset, np.int64, len(reset)),
+                            np.fromiter(reset.values(), np.float64, len(reset)),
+                            damping=float(o["damping"]), epsilon=float(o["ppr_epsilon"]))
+        return _Mass(lr.nodes, lr.mass)
 
-    def _select_facts(self, state, g: AgragGraph, query: str, ms: np.ndarray, o) -> list[Fact]:
-        kf = min(int(o["top_facts"]), len(ms))
+    @staticmethod
+    def _fact_candidates(state, g: AgragGraph, qvec, hs_map, sims: _EntitySims, o):
+        """MS of the candidate facts (module doc step 2): the facts of the HS candidate chunks
+        and the facts joining two of the ``entity_candidates`` entities nearest the query.
+
+        A fact outside both sets has no HS candidate chunk, so its MS is at most
+        ``w · (1 + cos_K) / 2`` (``cos_K`` the K-th best entity cosine) — below the facts of
+        the best chunks in practice (same kept facts as scoring every fact on the dev sets).
+
+        Returns:
+            ``(scores, candidate relation rows sorted)``: a :class:`_FactScores` (any fact's
+            MS) and the candidates.
+        """
+        w = float(o["fact_entity_weight"])
+        rows = np.asarray(sorted(r for r, s in hs_map.items() if s > 0), np.int64)
+        rels = np.zeros(0, np.int64)
+        part = np.zeros(0)
+        if len(rows) and g.chunk_rel.shape[1]:
+            sub = g.chunk_rel[rows]
+            vals = np.repeat(np.fromiter((hs_map[r] for r in rows.tolist()), np.float64, len(rows)),
+                             np.diff(sub.indptr))
+            rels, inverse = np.unique(sub.indices.astype(np.int64), return_inverse=True)
+            part = np.zeros(len(rels))
+            np.maximum.at(part, inverse, vals)
+        scores = _FactScores(g, sims, w, rels, part)
+        kk = int(o["entity_candidates"])
+        near = np.zeros(0, np.int64)
+        if kk > 0 and state.layered is not None and g.entity_facts.nnz and sims.vecs is not None:
+            ids, _ = state.layered.search_layer(np.asarray(qvec, np.float32)[None, :], min(kk, g.n_entities),
+                                                layer=0)
+            near = np.unique(ids[0][(ids[0] >= 0) & (ids[0] < g.n_entities)].astype(np.int64))
+        if len(near) >= 2:
+            iu, ju = np.triu_indices(len(near), 1)
+            pos = csr_find(g.entity_facts, near[iu], near[ju])
+            extra = g.entity_facts.data[pos[pos >= 0]].astype(np.int64)
+            cands = np.union1d(rels, extra)
+        else:
+            cands = rels
+        return scores, cands
+
+    def _select_facts(self, state, g: AgragGraph, query: str, ms: _FactScores, cands: np.ndarray, o) -> list[Fact]:
+        kf = min(int(o["top_facts"]), len(cands))
         if kf <= 0:
             return []
-        top = np.argpartition(-ms, kf - 1)[:kf]
-        top = sorted(top.tolist(), key=lambda i: (-ms[i], i))
-        cands = [self._fact(state, g, i, float(ms[i])) for i in top]
+        vals = ms.of(cands)
+        top = np.lexsort((cands, -vals))[:kf]
+        cands_f = [self._fact(state, g, int(cands[i]), float(vals[i])) for i in top]
         picked = None
         if o["fact_filter"] is not None:
-            picked = o["fact_filter"](query, list(cands)) or []
+            picked = o["fact_filter"](query, list(cands_f)) or []
         elif (client := query_llm(state, o)) is not None:
-            picked = llm_fact_filter(client, query, cands, int(o["max_facts"]))
+            picked = llm_fact_filter(client, query, cands_f, int(o["max_facts"]))
         if picked is None:  # offline rule (also the fallback for unreadable LLM output)
-            best = cands[0].score
-            kept = [f for f in cands if f.score >= best - float(o["fact_delta"])]
+            best = cands_f[0].score
+            kept = [f for f in cands_f if f.score >= best - float(o["fact_delta"])]
         else:
-            by_index = {f.index: f for f in cands}
+            by_index = {f.index: f for f in cands_f}
             kept = []
             for f in picked:
                 f = by_index.get(getattr(f, "index", None))
@@ -537,27 +958,48 @@ class AGRAG(Method):
 
     @staticmethod
     def _fact(state, g: AgragGraph, i: int, score: float) -> Fact:
-        a, b = g.rel_keys[i]
+        a, b = g.rel_key(state, i)
         rel = state.kg.relations[(a, b)]
         ea, eb = state.kg.entities[a], state.kg.entities[b]
         sentence = _shortest_sentence(rel.description)
         return Fact(i, a, b, ea.name, PREDICATE, eb.name, sentence, score, tuple(rel.chunk_ids))
 
-    def _subgraph(self, g, anchors, ppr, ms, hs, ent_sim, scale, o) -> nx.Graph:
+    @staticmethod
+    def _best_passage(g: AgragGraph, entity: int, ppr: _Mass) -> int | None:
+        """The chunk row mentioning ``entity`` with the most PPR mass (ties: lowest row; none
+        reached: its lowest row), looked up from the smaller side (its chunks or the reached
+        passages); ``None`` for an entity in no chunk."""
+        ec = g.entity_chunks
+        lo, hi = int(ec.indptr[entity]), int(ec.indptr[entity + 1])
+        if lo == hi:
+            return None
+        start = int(np.searchsorted(ppr.nodes, g.n_entities))
+        reached = ppr.nodes[start:] - g.n_entities
+        if hi - lo <= len(reached):
+            chunks = ec.indices[lo:hi].astype(np.int64)
+            mass = ppr.of(g.n_entities + chunks)
+        else:
+            pos = csr_find(ec, np.full(len(reached), entity), reached)
+            chunks = reached[pos >= 0]
+            mass = ppr.mass[start:][pos >= 0]
+        if not len(chunks) or not (mass > 0).any():
+            return int(ec.indices[lo])
+        return int(chunks[np.lexsort((chunks, -mass))[0]])
+
+    def _subgraph(self, g, anchors, ppr: _Mass, ms: _FactScores, hs_map, sims: _EntitySims, scale, o) -> nx.Graph:
         """Bounded Steiner/MCMI graph: top PPR nodes ∪ anchors ∪ anchors' best passages,
-        with query-dependent costs (module doc step 7) and the pseudo connector."""
+        with query-dependent costs (module doc step 7) and the pseudo connector. Its edges are
+        looked up among its own nodes (:func:`~.graph_ops.csr_find`), never read from a whole
+        row of a hub."""
         n_e = g.n_entities
         m = min(int(o["subgraph_nodes"]), g.n)
         nodes = set(anchors)
         if m > 0:
-            top = np.argpartition(-ppr, m - 1)[:m]
-            nodes |= {int(v) for v in top if ppr[v] > 0}
+            nodes |= {int(v) for v in ppr.top(m)}
         for a in anchors:
-            lo, hi = g.entity_chunks.indptr[a], g.entity_chunks.indptr[a + 1]
-            chunks = g.entity_chunks.indices[lo:hi]
-            if len(chunks):
-                best = chunks[np.lexsort((chunks, -ppr[n_e + chunks]))[0]]
-                nodes.add(int(n_e + best))
+            best = self._best_passage(g, a, ppr)
+            if best is not None:
+                nodes.add(n_e + best)
         idx = np.asarray(sorted(nodes), np.int64)
         sub = nx.Graph()
         sub.add_nodes_from(idx.tolist())
@@ -574,20 +1016,34 @@ class AGRAG(Method):
                 costs[key] = c
                 sub.add_edge(*key, cost=c, **attrs)
 
-        for mat, kind in ((g.fact, "fact"), (g.synonym, "synonym"), (g.contains, "contains")):
-            blk = mat[idx][:, idx].tocoo()
-            for i, j, val in zip(blk.row.tolist(), blk.col.tolist(), blk.data.tolist(), strict=True):
-                if i >= j:
-                    continue
-                u, v = int(idx[i]), int(idx[j])
-                if kind == "fact":
-                    r = int(val) - 1
-                    put(u, v, scale * (1.0 - ms[r]), fact=r)
-                elif kind == "synonym":
-                    put(u, v, scale * (1.0 - max(ent_sim[u], ent_sim[v])), synonym=float(val))
-                else:
-                    p = max(u, v) - n_e
-                    put(u, v, scale * (1.0 - hs[p]), contains=True)
+        ents = idx[idx < n_e]
+        passages = idx[idx >= n_e] - n_e
+        iu, ju = np.triu_indices(len(ents), 1)
+        eu, ev = ents[iu], ents[ju]  # entity pairs u < v, row-major
+        # fact edges
+        pos = csr_find(g.entity_facts, eu, ev) if len(eu) else np.zeros(0, np.int64)
+        found = pos >= 0
+        rels = g.entity_facts.data[pos[found]].astype(np.int64)
+        for u, v, r, c in zip(eu[found].tolist(), ev[found].tolist(), rels.tolist(), ms.of(rels).tolist(),
+                              strict=True):
+            put(u, v, scale * (1.0 - c), fact=r)
+        # synonym edges
+        pos = csr_find(g.entity_synonyms, eu, ev) if len(eu) else np.zeros(0, np.int64)
+        found = pos >= 0
+        su, sv, sval = eu[found], ev[found], g.entity_synonyms.data[pos[found]]
+        best = np.maximum(sims.of(su), sims.of(sv))
+        for u, v, val, c in zip(su.tolist(), sv.tolist(), sval.tolist(), best.tolist(), strict=True):
+            put(u, v, scale * (1.0 - c), synonym=float(val))
+        # contains edges (entity u < passage node v), from the passages' side
+        if len(passages) and len(ents):
+            ce = g.chunk_entities[passages]
+            e_of = ce.indices.astype(np.int64)
+            p_of = np.repeat(passages, np.diff(ce.indptr))
+            keep = np.isin(e_of, ents)
+            e_of, p_of = e_of[keep], p_of[keep]
+            order = np.lexsort((p_of, e_of))
+            for u, p in zip(e_of[order].tolist(), p_of[order].tolist(), strict=True):
+                put(u, n_e + p, scale * (1.0 - hs_map.get(p, 0.0)), contains=True)
         for v in idx.tolist():
             if v >= n_e:
                 sub.add_edge(PSEUDO, v, cost=float(o["pseudo_cost"]), pseudo=True)
@@ -599,7 +1055,7 @@ class AGRAG(Method):
         ents = state.kg.entities
         out = []
         if "fact" in data:
-            a, b = g.rel_keys[data["fact"]]
+            a, b = g.rel_key(state, data["fact"])
             out.append((ents[a].name, PREDICATE, ents[b].name))
         if "synonym" in data:
             a, b = state.kg.entity_ids[u], state.kg.entity_ids[v]
@@ -628,7 +1084,7 @@ class AGRAG(Method):
         for (u, v), t in zip(p.edges, p.triples, strict=True):
             data = sub.edges[u, v]
             if "fact" in data and t[1] == PREDICATE:
-                rel = state.kg.relations[g.rel_keys[data["fact"]]]
+                rel = state.kg.relations[g.rel_key(state, data["fact"])]
                 chunk_ids.update(dict.fromkeys(rel.chunk_ids))
                 facts.append({"triple": list(t), "sentence": _shortest_sentence(rel.description),
                               "chunk_ids": list(rel.chunk_ids)})
@@ -654,6 +1110,15 @@ class AGRAG(Method):
         )
 
 
+#: the default PPR walk's push graph, built at index time and persisted with the graph
+DEFAULT_PUSH_SPEC = register_derived(DerivedSpec(
+    key=push_key(*DEFAULT_WEIGHTS),
+    build=lambda state: agrag_graph(state).push(*DEFAULT_WEIGHTS),
+    to_arrays=PushGraph.arrays,
+    from_arrays=PushGraph.from_arrays,
+))
+
+
 def _path_entities(g: AgragGraph, state, p) -> list[dict[str, Any]]:
     """The entity nodes of a rendered path in the order its triples visit them."""
     order: dict[int, None] = {}
@@ -663,8 +1128,8 @@ def _path_entities(g: AgragGraph, state, p) -> list[dict[str, Any]]:
     return [ex.entity_ref(state, ids[v]) for v in order]
 
 
-def _explain(state, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent_sim, facts, anchors, reset, ppr,
-             paths, path_rows, pool_rows, o) -> None:
+def _explain(state, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent_sims: _EntitySims, facts, anchors,
+             reset: dict[int, float], ppr: _Mass, paths, path_rows, pool_rows, o) -> None:
     """Fill ``out.explain`` and the context hits' ``explain`` (:mod:`.explain`): a chunk's seed
     signals (HS, its share of the PageRank restart mass, the anchors that mention it and
     theirs), its PageRank mass, the anchor facts it states, the reasoning path whose subgraph
@@ -673,8 +1138,11 @@ def _explain(state, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent
     name = AGRAG.name
     n_e = g.n_entities
     ids = state.kg.entity_ids
-    total = float(reset.sum())
-    share = reset / total if total > 0 else reset
+    total = float(sum(reset.values()))
+
+    def share(v: int) -> float:
+        return reset.get(v, 0.0) / total if total > 0 else 0.0
+
     anchor_ids = {ids[a]: a for a in anchors}
     path_hits = [h for h in out.context if h.kind == "path"]
     rendered = []
@@ -686,8 +1154,8 @@ def _explain(state, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent
             rp["truncated"] = len(triples) - ex.MAX_TRIPLES
         rendered.append((p, h, rp))
     on_path_entities = {e["id"] for _, _, rp in rendered for e in rp["entities"]}
-    sims = {e: float(ent_sim[state.kg.row[e]]) for e in set(anchor_ids) | on_path_entities}
-    pp = ppr[n_e + np.asarray(pool_rows, np.int64)] if len(pool_rows) else np.zeros(0)
+    sims = {e: ent_sims[state.kg.row[e]] for e in set(anchor_ids) | on_path_entities}
+    pp = ppr.of(n_e + np.asarray(pool_rows, np.int64)) if len(pool_rows) else np.zeros(0)
     lo, hi = (float(pp.min()), float(pp.max())) if len(pp) else (0.0, 0.0)
     in_pool = set(np.asarray(pool_rows).tolist())
     on_path = set(path_rows)
@@ -697,7 +1165,7 @@ def _explain(state, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent
     for r in rows:
         cid = state.chunks[r].id
         here = ex.chunk_entity_ids(state, r)
-        seeds = [ex.entity_ref(state, e, value=float(share[anchor_ids[e]])) for e in here if e in anchor_ids]
+        seeds = [ex.entity_ref(state, e, value=share(anchor_ids[e])) for e in here if e in anchor_ids]
         stated = [{"id": f"{f.source}\u241f{f.target}", "triple": [f.subject, f.predicate, f.object],
                    "fact_score": float(f.score)} for f in facts if cid in f.chunk_ids]
         path = None
@@ -710,8 +1178,8 @@ def _explain(state, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent
                 # a passage node of this path: keep looking for a path one of whose facts it states
         ppr_part = None
         if r in in_pool and hi - lo > 1e-15:
-            ppr_part = w_ppr * (float(ppr[n_e + r]) - lo) / (hi - lo)
-        node_share = float(share[n_e + r])
+            ppr_part = w_ppr * (ppr[n_e + r] - lo) / (hi - lo)
+        node_share = share(n_e + r)
         lead = "reference passage of the reasoning subgraph" if r in on_path else None
         out.explain[r] = ex.explanation(
             name,
@@ -722,7 +1190,7 @@ def _explain(state, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent
             facts=stated,
             reasoning_path=path,
             on_path=r in on_path,
-            ppr_mass=float(ppr[n_e + r]),
+            ppr_mass=ppr[n_e + r],
             score_parts=ex.parts(hybrid=hs_map.get(r), ppr=ppr_part, path=w_path if r in on_path else None),
         )
     for h in out.context:
@@ -731,7 +1199,7 @@ def _explain(state, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent
             h.explain = ex.explanation(
                 name, "anchor fact: among the top facts by MS and kept by the fact filter", layer=0,
                 seeds={"fact_score": float(h.metadata["raw_score"]),
-                       "entities": [ex.entity_ref(state, e, value=float(share[anchor_ids[e]])) for e in ends]},
+                       "entities": [ex.entity_ref(state, e, value=share(anchor_ids[e])) for e in ends]},
                 matched_entities=[ex.entity_ref(state, e, similarity=sims[e]) for e in ends],
             )
     for p, h, rp in rendered:
@@ -741,5 +1209,5 @@ def _explain(state, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent
             name, f"reasoning path of the MCMI subgraph ({len(p.triples)} triple{'s' if len(p.triples) != 1 else ''})",
             reasoning_path=rp,
             matched_entities=[ex.entity_ref(state, e, similarity=sims[e]) for e in anchors_in[: ex.MAX_LISTED]],
-            ppr_mass=float(ppr[best]) if best is not None and best >= 0 else None,
+            ppr_mass=ppr[best] if best is not None and best >= 0 else None,
         )

@@ -130,6 +130,52 @@ def personalized_pagerank(
     return s
 
 
+# -- sparse look-ups ---------------------------------------------------------------------------
+
+
+def csr_find(matrix: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Where entries ``(rows[i], cols[i])`` are stored in a CSR matrix, by binary search within
+    each row: the work is ``len(rows) · log(longest row)``, never the matrix's size (a query
+    reading the edges among a few hundred nodes of a graph with millions).
+
+    Args:
+        matrix: CSR with sorted column indices within each row (``has_sorted_indices``).
+        rows, cols: int arrays of the same length, ``0 ≤ rows < n_rows``.
+
+    Returns:
+        int64 ``(len(rows),)``: the position of each entry in ``matrix.indices`` /
+        ``matrix.data``, ``-1`` where the matrix stores none.
+
+    Raises:
+        ValueError: unsorted indices, lengths that differ, or a row out of range.
+    """
+    rows = np.asarray(rows, np.int64).ravel()
+    cols = np.asarray(cols, np.int64).ravel()
+    if rows.shape != cols.shape:
+        raise ValueError(f"rows and cols differ in length: {rows.size} vs {cols.size}")
+    if not matrix.has_sorted_indices:
+        raise ValueError("csr_find needs a CSR matrix with sorted indices (call sort_indices())")
+    if not len(rows):
+        return np.zeros(0, np.int64)
+    if rows.min() < 0 or rows.max() >= matrix.shape[0]:
+        raise ValueError(f"row out of range [0, {matrix.shape[0]})")
+    indptr, indices = matrix.indptr, matrix.indices
+    lo = indptr[rows].astype(np.int64)
+    end = indptr[rows + 1].astype(np.int64)
+    hi = end.copy()
+    while True:  # lower bound of cols[i] in indices[lo:hi], all rows at once
+        live = lo < hi
+        if not live.any():
+            break
+        mid = (lo + hi) // 2
+        go_right = live & (indices[np.minimum(mid, len(indices) - 1)] < cols)
+        lo = np.where(go_right, mid + 1, lo)
+        hi = np.where(live & ~go_right, mid, hi)
+    found = lo < end
+    found[found] = indices[lo[found]] == cols[found]
+    return np.where(found, lo, -1)
+
+
 # -- Steiner tree ------------------------------------------------------------------------------
 
 
