@@ -829,6 +829,12 @@ def unpack_strings(data: np.ndarray, offsets: np.ndarray) -> list[str]:
         raise ValueError(f"strings are not UTF-8: {exc}") from None
 
 
+def _compact(weights: np.ndarray) -> np.ndarray:
+    """``weights`` as float32 when that loses nothing (counts, simple fractions), else float64."""
+    w32 = weights.astype(np.float32)
+    return w32 if np.array_equal(w32.astype(np.float64), weights) else weights
+
+
 def hi_index_arrays(hi: HiIndex) -> dict[str, np.ndarray]:
     """:class:`HiIndex` as named numpy arrays (no objects; the entity layer is the state's and
     is not stored): what :mod:`graphstrata.derived` persists."""
@@ -838,7 +844,7 @@ def hi_index_arrays(hi: HiIndex) -> dict[str, np.ndarray]:
         "summary_vectors": hi.summary_vectors,
         "indptr": hi.indptr,
         "indices": hi.indices,
-        "weights": hi.weights,
+        "weights": _compact(hi.weights),
         "community_indptr": hi.community_indptr,
         "community_members": hi.community_members,
         "node_community": hi.node_community,

@@ -53,8 +53,7 @@ from .base import (
     scored,
     spread_to_chunks,
 )
-from .graph_ops import add_second_hop
-from .lightrag import count_tokens
+from .lightrag import add_second_hop, count_tokens
 
 MODES = ("local", "global", "bridge", "hi")
 

@@ -62,7 +62,6 @@ from .base import (
     rank,
     scored,
 )
-from .graph_ops import add_second_hop
 
 #: ledger stage of the keyword-extraction call
 KEYWORDS_STAGE = "query:keywords"
@@ -237,7 +236,7 @@ class LightGraph:
         src, dst: int32 ``(n_relations,)`` entity rows of the endpoints (key order).
         weight: float64 ``(n_relations,)`` relation weights.
         degree: int32 ``(n_entities,)`` neighbours per entity.
-        rank: int64 ``(n_relations,)`` position of each relation in LightRAG's relation order
+        rank: int32 ``(n_relations,)`` position of each relation in LightRAG's relation order
             (edge degree ``deg(u) + deg(v)`` descending, then weight (at float32 precision, as
             the adjacency matrix holds it) descending, then the endpoint rows).
         inc_indptr, inc_rel: CSR entity → incident relations, each list in ``rank`` order.
@@ -245,6 +244,7 @@ class LightGraph:
             order, repeats kept, unknown ids dropped).
         chunk_rel_indptr, chunk_rel: CSR chunk row → relations sourced from it (ascending).
         ent_chunk_indptr, ent_chunk_rows: CSR entity → its chunk rows (``chunk_ids`` order).
+        chunk_ent_indptr, chunk_ent: CSR chunk row → the entities listing it (ascending rows).
         chunk_doc: int32 ``(n_chunks,)`` index into ``doc_ids`` of each chunk's document.
         doc_ids: document ids by index.
     """
@@ -262,6 +262,8 @@ class LightGraph:
     chunk_rel: np.ndarray
     ent_chunk_indptr: np.ndarray
     ent_chunk_rows: np.ndarray
+    chunk_ent_indptr: np.ndarray
+    chunk_ent: np.ndarray
     chunk_doc: np.ndarray
     doc_ids: list[str]
 
@@ -273,6 +275,7 @@ class LightGraph:
             and len(self.rel_chunk_indptr) == n_rel + 1 and self.rel_chunk_indptr[-1] == len(self.rel_chunk_rows)
             and len(self.chunk_rel_indptr) == n_chunks + 1 and self.chunk_rel_indptr[-1] == len(self.chunk_rel)
             and len(self.ent_chunk_indptr) == n_ent + 1 and self.ent_chunk_indptr[-1] == len(self.ent_chunk_rows)
+            and len(self.chunk_ent_indptr) == n_chunks + 1 and self.chunk_ent_indptr[-1] == len(self.chunk_ent)
         )
         if not ok:
             raise ValueError("LightGraph arrays do not fit together")
@@ -324,8 +327,8 @@ def build_light_graph(state) -> LightGraph:
     edeg = degree[lo].astype(np.int64) + degree[hi]
     w32 = weight.astype(np.float32).astype(np.float64)
     order = np.lexsort((hi, lo, -w32, -edeg))
-    rank = np.empty(n_rel, np.int64)
-    rank[order] = np.arange(n_rel)
+    rank = np.empty(n_rel, np.int32)
+    rank[order] = np.arange(n_rel, dtype=np.int32)
     ends = np.concatenate([src, dst])
     rel2 = np.concatenate([np.arange(n_rel), np.arange(n_rel)])
     inc_order = np.lexsort((rank[rel2], ends))
@@ -343,6 +346,10 @@ def build_light_graph(state) -> LightGraph:
     ent_chunk_indptr, ent_chunk_rows = _csr_from_lists(
         [[chunk_row[c] for c in kg.entities[e].chunk_ids if c in chunk_row] for e in kg.entity_ids]
     )
+    ent_owner = np.repeat(np.arange(n_ent, dtype=np.int64), np.diff(ent_chunk_indptr))
+    by_chunk_order = np.lexsort((ent_owner, ent_chunk_rows))
+    chunk_ent_indptr = np.zeros(n_chunks + 1, np.int64)
+    np.cumsum(np.bincount(ent_chunk_rows, minlength=n_chunks), out=chunk_ent_indptr[1:])
     doc_index: dict[str, int] = {}
     chunk_doc = np.fromiter(
         (doc_index.setdefault(c.document_id, len(doc_index)) for c in state.chunks), np.int32, n_chunks
@@ -353,13 +360,15 @@ def build_light_graph(state) -> LightGraph:
         rel_chunk_indptr=rel_chunk_indptr, rel_chunk_rows=rel_chunk_rows,
         chunk_rel_indptr=chunk_rel_indptr, chunk_rel=by_rel.astype(np.int32),
         ent_chunk_indptr=ent_chunk_indptr, ent_chunk_rows=ent_chunk_rows,
+        chunk_ent_indptr=chunk_ent_indptr, chunk_ent=ent_owner[by_chunk_order].astype(np.int32),
         chunk_doc=chunk_doc, doc_ids=list(doc_index),
     )
 
 
 _GRAPH_ARRAYS = (
     "src", "dst", "weight", "degree", "rank", "inc_indptr", "inc_rel", "rel_chunk_indptr",
-    "rel_chunk_rows", "chunk_rel_indptr", "chunk_rel", "ent_chunk_indptr", "ent_chunk_rows", "chunk_doc",
+    "rel_chunk_rows", "chunk_rel_indptr", "chunk_rel", "ent_chunk_indptr", "ent_chunk_rows",
+    "chunk_ent_indptr", "chunk_ent", "chunk_doc",
 )
 
 
@@ -677,6 +686,45 @@ def _spread(g: LightGraph, sources: list[tuple[float, str, int]], max_chunks: in
     return uniq, total
 
 
+def add_second_hop(state, scores: dict[int, float], base: dict[int, float], o: Mapping[str, Any]) -> dict[int, float]:
+    """:func:`graphstrata.methods.graph_ops.add_second_hop` (the same evidence, scores and
+    result) read from :class:`LightGraph`'s chunk ↔ entity arrays instead of the KG's
+    chunk → entities dict, which a loaded index would build on its first query: a chunk of
+    another document sharing an entity of 2 … ``second_hop_max_df`` chunks with one of the top
+    ``second_hop_seeds`` chunks of ``base`` gains ``seed score / log2(1 + df)`` per shared
+    entity, normalised to at most ``second_hop_weight`` and added to ``scores`` in place.
+
+    Returns:
+        ``{chunk_row: the amount added}`` (empty when nothing was)."""
+    w = float(o["second_hop_weight"])
+    if w <= 0 or not base:
+        return {}
+    g = light_graph(state)
+    max_df = int(o["second_hop_max_df"])
+    rows_parts, weight_parts = [], []
+    for row, score in rank(base, int(o["second_hop_seeds"])):
+        if score <= 0:
+            continue
+        ents = g.chunk_ent[g.chunk_ent_indptr[row] : g.chunk_ent_indptr[row + 1]].astype(np.int64)
+        df = g.ent_chunk_indptr[ents + 1] - g.ent_chunk_indptr[ents]
+        ents, df = ents[(df >= 2) & (df <= max_df)], df[(df >= 2) & (df <= max_df)]
+        pos, owner = _ranges(g.ent_chunk_indptr, ents)
+        rows = g.ent_chunk_rows[pos].astype(np.int64)
+        other = g.chunk_doc[rows] != g.chunk_doc[row]
+        rows_parts.append(rows[other])
+        weight_parts.append((float(score) / np.log2(1.0 + df.astype(np.float64)))[owner[other]])
+    if not rows_parts or not sum(len(r) for r in rows_parts):
+        return {}
+    uniq, inv = np.unique(np.concatenate(rows_parts), return_inverse=True)
+    ev = np.bincount(inv, weights=np.concatenate(weight_parts), minlength=len(uniq))
+    top = float(ev.max())
+    added = {}
+    for r, v in zip(uniq.tolist(), ev.tolist(), strict=True):
+        added[r] = w * v / top
+        scores[r] = scores.get(r, 0.0) + added[r]
+    return added
+
+
 @dataclass
 class LightRAGContext:
     """The three context sections of one query (spec §2.5: Entities, Relationships, Sources).
@@ -949,7 +997,7 @@ class LightRAG(Method):
         scores = dict(base)
         for r, v in evidence.items():
             scores[r] = scores.get(r, 0.0) + v
-        hop = add_second_hop(state, scores, base, o)
+        hop = add_second_hop(state, scores, base, o)  # this module's, from the persisted arrays
         # hybrid (≤ 1) + each evidence part and the second hop (≤ its weight)
         bound = 1.0 + sum(
             float(o[w])
