@@ -1,10 +1,14 @@
 """HiRAG's hierarchical index as an indexing stage (spec seed-hirag.md §2.5–2.7 HiIndex).
 
-HiRAG retrieval (:mod:`graphstrata.methods.hirag`) reads the index through :func:`hi_index`,
-built lazily once per state with ``state.derived`` — or eagerly by a build with an LLM
-(:func:`summary_entity_stage`), whose state is constructed with it in its derived cache.
+HiRAG retrieval (:mod:`graphstrata.methods.hirag`) reads the index through :func:`hi_index`
+(``state.derived``). The default index is a registered derived structure
+(:data:`DEFAULT_HI_INDEX`, :mod:`graphstrata.derived`): built at index time — by the build's
+LLM stage (:func:`summary_entity_stage`) when there is an LLM — and persisted as arrays with
+the index (:func:`hi_index_arrays`), so a loaded index's first HiRAG query builds nothing.
 :func:`build_hi_index` is a function of the state's records alone (the KG, the entity vectors,
-the embedder and, for LLM summaries, the state's LLM client).
+the embedder and, for LLM summaries, the state's LLM client). The :class:`HiIndex` holds no
+per-entity Python objects: G_k and the communities are CSR arrays over node indices, and the
+entity layer (ids, vectors) is the state's, attached by :meth:`HiIndex.bind`.
 
 1. Layer 0 = the KG entities, with their stored vectors.
 2. Layer ``i`` = summary entities of a Gaussian-mixture clustering of layer ``i − 1``
@@ -26,7 +30,8 @@ the embedder and, for LLM summaries, the state's LLM client).
    relative to the previous layer (``CS_prev`` starts at 0.01, so one layer is always built),
    when ≤ 2 nodes remain, or at ``max_layers``.
 4. Communities: Leiden (graspologic-native ``hierarchical_leiden``, leaf clusters of at most
-   ``leiden_max_cluster_size`` nodes, fixed seed) over the *multi-layer* graph G_k
+   ``leiden_max_cluster_size`` nodes, fixed seed, edges in sorted order) over the
+   *multi-layer* graph G_k
    (KG relations + inter-layer edges), as the spec says — not ArchRAG's layer-1 communities,
    which are built on the flat KG plus k-NN edges. Reports are extractive and made on demand
    by the retrieval (title = the top members by degree, body = the first sentence of the top
