@@ -835,7 +835,8 @@ def unpack_strings(data: np.ndarray, offsets: np.ndarray) -> list[str]:
 
 
 def _compact(weights: np.ndarray) -> np.ndarray:
-    """``weights`` as float32 when that loses nothing (counts, simple fractions), else float64."""
+    """float64 ``weights`` as float32 when that loses nothing (counts, simple fractions), else
+    unchanged: what a codec stores (decoders widen them back to float64)."""
     w32 = weights.astype(np.float32)
     return w32 if np.array_equal(w32.astype(np.float64), weights) else weights
 

@@ -288,15 +288,17 @@ def bridge_triples_rows(hi: HiIndex, path: Sequence[int]) -> list[tuple[int, int
         return []
     arr = np.asarray(nodes, np.int64)
     found: dict[tuple[int, int], float] = {}
-    hubs = []
-    for i in nodes:
-        s, e = int(hi.indptr[i]), int(hi.indptr[i + 1])
-        if e - s > _HUB_DEGREE:
-            hubs.append(i)
-            continue
-        nb = hi.indices[s:e]
-        hit = np.flatnonzero(np.isin(nb, arr))
-        for j, w in zip(nb[hit].tolist(), hi.weights[s + hit].tolist(), strict=True):
+    deg = hi.degree[arr]
+    hubs = arr[deg > _HUB_DEGREE].tolist()
+    small = arr[deg <= _HUB_DEGREE]
+    if len(small):
+        starts = hi.indptr[small]
+        lens = hi.indptr[small + 1] - starts
+        owner = np.repeat(small, lens)
+        pos = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(starts, lens)
+        nb = hi.indices[pos].astype(np.int64)
+        hit = np.isin(nb, arr)
+        for i, j, w in zip(owner[hit].tolist(), nb[hit].tolist(), hi.weights[pos[hit]].tolist(), strict=True):
             found[(min(i, j), max(i, j))] = w
     for x, y in combinations(hubs, 2):
         w = hi.edge_weight(x, y)

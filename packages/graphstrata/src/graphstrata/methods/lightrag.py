@@ -57,7 +57,7 @@ import scipy.sparse as sp
 
 from ..derived import DerivedSpec, register_derived
 from ..extraction import canonical, capitalised_spans
-from ..indexing.hirag import pack_strings, unpack_strings
+from ..indexing.hirag import _compact, pack_strings, unpack_strings
 from ..llm.client import LLMClient
 from ..llm.prompts.lightrag_query import keywords_request, parse_keywords
 from ..scores import bounded, relative
@@ -305,8 +305,8 @@ class LightGraph:
 
     def documents(self, chunk_rows: np.ndarray) -> list[str]:
         """Distinct document ids of ``chunk_rows``, in order (as ``state.document_ids_of``)."""
-        if len(chunk_rows) == 0:
-            return []
+        if len(chunk_rows) <= 64:  # the common case: plain Python beats numpy's set routines
+            return [self.doc_ids[d] for d in dict.fromkeys(self.chunk_doc[chunk_rows].tolist())]
         docs = self.chunk_doc[chunk_rows]
         _, first = np.unique(docs, return_index=True)
         return [self.doc_ids[d] for d in docs[np.sort(first)].tolist()]
@@ -388,6 +388,7 @@ _GRAPH_ARRAYS = (
 def light_graph_arrays(g: LightGraph) -> dict[str, np.ndarray]:
     """:class:`LightGraph` as named numpy arrays (document ids packed as UTF-8)."""
     out = {name: getattr(g, name) for name in _GRAPH_ARRAYS}
+    out["weight"] = _compact(g.weight)
     out["doc_ids"], out["doc_ids_offsets"] = pack_strings(g.doc_ids)
     return out
 
@@ -399,7 +400,8 @@ def light_graph_from_arrays(arrays: Mapping[str, np.ndarray]) -> LightGraph:
         KeyError: a missing array; ValueError: arrays that do not fit together.
     """
     return LightGraph(
-        **{name: np.asarray(arrays[name]) for name in _GRAPH_ARRAYS},
+        **{name: np.asarray(arrays[name]) for name in _GRAPH_ARRAYS if name != "weight"},
+        weight=np.asarray(arrays["weight"], np.float64),
         doc_ids=unpack_strings(arrays["doc_ids"], arrays["doc_ids_offsets"]),
     )
 
