@@ -70,7 +70,10 @@ class SummaryCluster:
             frequent first (by the occurrence weight of their top entity): what the spec's
             prompt summarises (§2.5.1).
         entity_names: every KG entity under the cluster (flattened), by occurrence weight
-            descending: what the extractive summary names.
+            descending: what the extractive summary names. For :func:`extractive_summariser`
+            itself the build passes a read-only sequence that looks names up on access (and
+            leaves the member lists empty: it reads neither), so a layer of 10⁶ entities does
+            not materialise their names.
     """
 
     member_names: list[str]
@@ -515,6 +518,22 @@ def _summariser(state, config: HiIndexConfig) -> SummariseFn:
     return extractive_summariser if llm is None else llm_summariser(llm)
 
 
+class _LazyNames(Sequence):
+    """Entity names of ``rows`` (int array) read on access: the extractive summary reads ten of
+    a cluster's thousands."""
+
+    def __init__(self, rows: np.ndarray, name: Callable[[int], str]) -> None:
+        self._rows, self._name = rows, name
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._name(int(r)) for r in self._rows[i]]
+        return self._name(int(self._rows[i]))
+
+
 def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
     """Build HiIndex over ``state``'s KG (see the module docstring).
 
@@ -548,11 +567,13 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
     descriptions: list[str] = []
     chunk_lists: list[list[str]] = []
     vec_parts = [ent_vecs]
-    # layer-0 entity rows under each node of the current layer, for names and provenance
+    # occurrence weight of each entity row (orders members and names)
     weight = np.asarray([kg.entities[e].weight for e in kg.entity_ids], np.float64)
     cur_nodes = list(range(n0))
     cur_vecs = ent_vecs
-    cur_ents: list[list[int]] = [[i] for i in range(n0)]
+    # entity rows under each node of the current layer, most frequent first (None: layer 0,
+    # where node i is entity i)
+    cur_ents: list[np.ndarray] | None = None
     inter_edges: list[tuple[int, int]] = []
     sparsity: list[float] = []
     cs_prev = 0.01
@@ -563,10 +584,12 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
     def node_description(i: int) -> str:
         return kg.entities[kg.entity_ids[i]].description if i < n0 else descriptions[i - n0]
 
+    def entity_name(e: int) -> str:
+        return kg.entities[kg.entity_ids[e]].name
+
     summarise = _summariser(state, config)
-    embed = config.summary_vectors == "embedding" or (
-        config.summary_vectors == "auto" and summarise is not extractive_summariser
-    )
+    extractive = summarise is extractive_summariser
+    embed = config.summary_vectors == "embedding" or (config.summary_vectors == "auto" and not extractive)
     for level in range(1, config.max_layers + 1):
         n = len(cur_nodes)
         if n <= 2:
@@ -580,19 +603,28 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
         ):
             break
         cs_prev = cs
+        top_ent = (
+            np.arange(n, dtype=np.int64) if cur_ents is None
+            else np.fromiter((e[0] for e in cur_ents), np.int64, len(cur_ents))
+        )
         cluster_ents = {}
         todo: list[SummaryCluster] = []
         for ci, members in enumerate(clusters):
             if len(members) == 1:
                 continue
-            ents = sorted({e for m in members for e in cur_ents[m]}, key=lambda e: (-weight[e], e))
+            m = np.asarray(members, np.int64)
+            ents = m if cur_ents is None else np.unique(np.concatenate([cur_ents[i] for i in members]))
+            ents = ents[np.lexsort((ents, -weight[ents]))]  # by occurrence weight, then row
             cluster_ents[ci] = ents
-            below = sorted(members, key=lambda m: (-weight[cur_ents[m][0]], m))
+            if extractive:  # reads the entity names only, and of them the first ten
+                todo.append(SummaryCluster([], [], _LazyNames(ents, entity_name)))
+                continue
+            below = [cur_nodes[i] for i in m[np.lexsort((m, -weight[top_ent[m]]))].tolist()]
             todo.append(
                 SummaryCluster(
-                    member_names=[node_name(cur_nodes[m]) for m in below],
-                    member_descriptions=[node_description(cur_nodes[m]) for m in below],
-                    entity_names=[kg.entities[kg.entity_ids[e]].name for e in ents],
+                    member_names=[node_name(i) for i in below],
+                    member_descriptions=[node_description(i) for i in below],
+                    entity_names=[entity_name(e) for e in ents.tolist()],
                 )
             )
         texts = summarise(level, todo) if todo else []
@@ -613,7 +645,7 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
                     seen_single.add(m)
                     next_nodes.append(cur_nodes[m])
                     next_vecs.append(cur_vecs[m])
-                    next_ents.append(cur_ents[m])
+                    next_ents.append(np.asarray([m]) if cur_ents is None else cur_ents[m])
                 continue
             ents = cluster_ents[ci]
             title, desc = texts[done]
@@ -622,7 +654,7 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
             layers.append(level)
             names.append(title)
             descriptions.append(desc)
-            top_chunks = [kg.entities[kg.entity_ids[e]].chunk_ids for e in ents[:5]]
+            top_chunks = [kg.entities[kg.entity_ids[e]].chunk_ids for e in ents[:5].tolist()]
             chunk_lists.append(rank_chunks(top_chunks, limit=10))
             if summary_vecs is not None:
                 v = summary_vecs[done]
