@@ -1,10 +1,14 @@
 """HiRAG's hierarchical index as an indexing stage (spec seed-hirag.md §2.5–2.7 HiIndex).
 
-HiRAG retrieval (:mod:`graphstrata.methods.hirag`) reads the index through :func:`hi_index`,
-built lazily once per state with ``state.derived`` — or eagerly by a build with an LLM
-(:func:`summary_entity_stage`), whose state is constructed with it in its derived cache.
+HiRAG retrieval (:mod:`graphstrata.methods.hirag`) reads the index through :func:`hi_index`
+(``state.derived``). The default index is a registered derived structure
+(:data:`DEFAULT_HI_INDEX`, :mod:`graphstrata.derived`): built at index time — by the build's
+LLM stage (:func:`summary_entity_stage`) when there is an LLM — and persisted as arrays with
+the index (:func:`hi_index_arrays`), so a loaded index's first HiRAG query builds nothing.
 :func:`build_hi_index` is a function of the state's records alone (the KG, the entity vectors,
-the embedder and, for LLM summaries, the state's LLM client).
+the embedder and, for LLM summaries, the state's LLM client). The :class:`HiIndex` holds no
+per-entity Python objects: G_k and the communities are CSR arrays over node indices, and the
+entity layer (ids, vectors) is the state's, attached by :meth:`HiIndex.bind`.
 
 1. Layer 0 = the KG entities, with their stored vectors.
 2. Layer ``i`` = summary entities of a Gaussian-mixture clustering of layer ``i − 1``
@@ -26,7 +30,8 @@ the embedder and, for LLM summaries, the state's LLM client).
    relative to the previous layer (``CS_prev`` starts at 0.01, so one layer is always built),
    when ≤ 2 nodes remain, or at ``max_layers``.
 4. Communities: Leiden (graspologic-native ``hierarchical_leiden``, leaf clusters of at most
-   ``leiden_max_cluster_size`` nodes, fixed seed) over the *multi-layer* graph G_k
+   ``leiden_max_cluster_size`` nodes, fixed seed, edges in sorted order) over the
+   *multi-layer* graph G_k
    (KG relations + inter-layer edges), as the spec says — not ArchRAG's layer-1 communities,
    which are built on the flat KG plus k-NN edges. Reports are extractive and made on demand
    by the retrieval (title = the top members by degree, body = the first sentence of the top
@@ -35,13 +40,15 @@ the embedder and, for LLM summaries, the state's LLM client).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
+from ..derived import DerivedSpec, register_derived
 from ..hierarchy import LEIDEN_SEED, rank_chunks
 from ..llm.client import LLMClient
 from ..llm.prompts.hirag import META_TYPES
@@ -63,7 +70,10 @@ class SummaryCluster:
             frequent first (by the occurrence weight of their top entity): what the spec's
             prompt summarises (§2.5.1).
         entity_names: every KG entity under the cluster (flattened), by occurrence weight
-            descending: what the extractive summary names.
+            descending: what the extractive summary names. For :func:`extractive_summariser`
+            itself the build passes a read-only sequence that looks names up on access (and
+            leaves the member lists empty: it reads neither), so a layer of 10⁶ entities does
+            not materialise their names.
     """
 
     member_names: list[str]
@@ -122,37 +132,248 @@ class HiIndexConfig:
             )
 
 
-@dataclass
 class HiIndex:
-    """All layers of HiRAG's hierarchical KG plus its communities.
+    """All layers of HiRAG's hierarchical KG plus its communities, as flat arrays.
 
-    Node ``i < n_entities`` is KG entity row ``i``; the rest are summary entities.
+    Node ``i < n_entities`` is KG entity row ``i`` (its id, row and vector are the state's:
+    ``kg.entity_ids[i]``, ``vectors["entities"][i]``, attached by :meth:`bind`); node
+    ``n_entities + j`` is summary entity ``j``. Everything a query reads is an array or a list
+    of the (few) summary entities, so the index persists as arrays
+    (:func:`hi_index_arrays`, :data:`DEFAULT_HI_INDEX`) and a query touches only the nodes it
+    visits: nothing here is sized by the corpus except the CSR arrays.
 
     Attributes:
-        node_ids: node ids (entity ids, then ``"§hirag:L<l>S<j>"``).
-        node_row: id → node index.
-        layer: int layer per node.
-        names, descriptions: per summary node (index ``i − n_entities``).
+        n_entities: KG entities (layer 0).
+        summary_ids: summary node ids ``"§hirag:L<l>S<j>"``, in node order.
+        summary_layer: int64 ``(n_summary,)`` layer (≥ 1) of each summary node.
+        names, descriptions: per summary node.
         chunk_ids: per summary node, the source chunks of its most frequent entities.
-        vectors: float32 ``(n_nodes, dim)`` normalised.
-        graph: networkx G_k (KG relations with their weights, inter-layer edges weight 1).
-        communities: Leiden communities as sorted node-index lists.
-        community_of: node index → community indices.
+        summary_vectors: float32 ``(n_summary, dim)`` normalised.
+        indptr, indices, weights: G_k (KG relations with their weights, inter-layer edges of
+            weight 1) as CSR: int64 ``(n_nodes + 1,)``, int32 ``(2 · edges,)`` neighbour node
+            indices and float64 edge weights; each node's neighbours are in edge insertion
+            order (KG relations in ``kg.relations`` order, then the inter-layer edges), the
+            order a networkx graph built from the same edges iterates them in.
+        community_indptr, community_members: Leiden leaf communities as CSR: int64
+            ``(n_communities + 1,)`` and int32 sorted member node indices.
+        node_community: int32 ``(n_nodes,)`` the community of each node, ``-1`` for none
+            (leaf communities partition the nodes they cover).
         sparsity: cluster sparsity of each clustered layer.
+        variant: which summaries it holds: ``"extractive"``, ``"llm:<model id>"`` or
+            ``"custom"`` (:func:`hi_index_key`).
+
+    Compatibility views (built on access, for inspection and tests; queries do not use them):
+    :attr:`node_ids`, :attr:`node_row`, :attr:`layer`, :attr:`vectors`, :attr:`graph`
+    (networkx), :attr:`communities`, :attr:`community_of`.
     """
 
-    n_entities: int
-    node_ids: list[str]
-    node_row: dict[str, int]
-    layer: np.ndarray
-    names: list[str]
-    descriptions: list[str]
-    chunk_ids: list[list[str]]
-    vectors: np.ndarray
-    graph: nx.Graph
-    communities: list[list[int]]
-    community_of: dict[int, list[int]]
-    sparsity: list[float] = field(default_factory=list)
+    def __init__(
+        self,
+        n_entities: int,
+        summary_ids: list[str],
+        summary_layer: np.ndarray,
+        names: list[str],
+        descriptions: list[str],
+        chunk_ids: list[list[str]],
+        summary_vectors: np.ndarray,
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        weights: np.ndarray,
+        community_indptr: np.ndarray,
+        community_members: np.ndarray,
+        node_community: np.ndarray,
+        sparsity: list[float] | None = None,
+        variant: str = "extractive",
+    ) -> None:
+        self.n_entities = int(n_entities)
+        self.summary_ids = list(summary_ids)
+        self.summary_layer = np.asarray(summary_layer, np.int64)
+        self.names = list(names)
+        self.descriptions = list(descriptions)
+        self.chunk_ids = [list(c) for c in chunk_ids]
+        self.summary_vectors = np.asarray(summary_vectors, np.float32)
+        self.indptr = np.asarray(indptr, np.int64)
+        self.indices = np.asarray(indices, np.int32)
+        self.weights = np.asarray(weights, np.float64)
+        self.community_indptr = np.asarray(community_indptr, np.int64)
+        self.community_members = np.asarray(community_members, np.int32)
+        self.node_community = np.asarray(node_community, np.int32)
+        self.sparsity = list(sparsity or [])
+        self.variant = str(variant)
+        self.summary_row = {nid: self.n_entities + j for j, nid in enumerate(self.summary_ids)}
+        self.degree = np.diff(self.indptr)
+        self._entity_ids: Sequence[str] | None = None
+        self._entity_row: Mapping[str, int] | None = None
+        self._entity_vectors: np.ndarray | None = None
+        self._check()
+
+    def _check(self) -> None:
+        n = self.n_nodes
+        s = len(self.summary_ids)
+        if not (len(self.summary_layer) == len(self.names) == len(self.descriptions) == len(self.chunk_ids) == s):
+            raise ValueError("HiIndex: summary arrays of different lengths")
+        if self.summary_vectors.ndim != 2 or len(self.summary_vectors) != s:
+            raise ValueError(f"HiIndex: summary_vectors of shape {self.summary_vectors.shape} for {s} summary nodes")
+        if len(self.indptr) != n + 1 or self.indptr[0] != 0 or self.indptr[-1] != len(self.indices):
+            raise ValueError("HiIndex: graph indptr does not match the node count or the edges")
+        if len(self.weights) != len(self.indices) or (len(self.indices) and not (
+            0 <= int(self.indices.min()) and int(self.indices.max()) < n
+        )):
+            raise ValueError("HiIndex: graph edges name unknown nodes")
+        c = self.community_indptr
+        if len(c) < 1 or c[0] != 0 or c[-1] != len(self.community_members) or len(self.node_community) != n:
+            raise ValueError("HiIndex: community arrays do not match")
+
+    # -- binding to the state's entity layer --------------------------------------------------
+    def bind(self, kg, entity_vectors: np.ndarray | None) -> HiIndex:
+        """Attach the state's entity ids, rows and vectors (node ``i < n_entities`` is entity
+        row ``i``); returns ``self``. A persisted index is decoded without them.
+
+        Raises:
+            ValueError: ``kg`` or ``entity_vectors`` hold another number of entities.
+        """
+        if self._entity_ids is kg.entity_ids and self._entity_vectors is entity_vectors:
+            return self
+        if len(kg.entity_ids) != self.n_entities:
+            raise ValueError(f"HiIndex of {self.n_entities} entities bound to a graph of {len(kg.entity_ids)}")
+        if entity_vectors is not None and len(entity_vectors) != self.n_entities:
+            raise ValueError(f"HiIndex of {self.n_entities} entities bound to {len(entity_vectors)} entity vectors")
+        self._entity_ids, self._entity_row, self._entity_vectors = kg.entity_ids, kg.row, entity_vectors
+        return self
+
+    def _bound(self) -> tuple[Sequence[str], Mapping[str, int]]:
+        if self._entity_ids is None or self._entity_row is None:
+            raise ValueError("HiIndex is not bound to a state's entities (hi_index() binds it)")
+        return self._entity_ids, self._entity_row
+
+    # -- per-node access (what queries use) ---------------------------------------------------
+    @property
+    def n_nodes(self) -> int:
+        """Entities plus summary entities."""
+        return self.n_entities + len(self.summary_ids)
+
+    def node_id(self, i: int) -> str:
+        """The id of node ``i`` (an entity id or a summary id)."""
+        if i < self.n_entities:
+            return self._bound()[0][i]
+        return self.summary_ids[i - self.n_entities]
+
+    def row_of(self, node_id: str) -> int | None:
+        """The node index of ``node_id``, ``None`` when it is not a node."""
+        i = self.summary_row.get(node_id)
+        return i if i is not None else self._bound()[1].get(node_id)
+
+    def layer_of(self, i: int) -> int:
+        """The layer of node ``i`` (0 for entities)."""
+        return 0 if i < self.n_entities else int(self.summary_layer[i - self.n_entities])
+
+    def neighbours(self, i: int) -> np.ndarray:
+        """int32 neighbour node indices of node ``i`` (a view), in edge insertion order."""
+        return self.indices[self.indptr[i] : self.indptr[i + 1]]
+
+    def edge_weight(self, i: int, j: int) -> float | None:
+        """The weight of edge ``(i, j)``, ``None`` when there is none (scans the smaller of
+        the two neighbour lists)."""
+        a, b = (i, j) if self.degree[i] <= self.degree[j] else (j, i)
+        nbrs = self.neighbours(a)
+        hit = np.flatnonzero(nbrs == b)
+        return float(self.weights[self.indptr[a] + hit[0]]) if len(hit) else None
+
+    @property
+    def n_communities(self) -> int:
+        """Leiden leaf communities."""
+        return len(self.community_indptr) - 1
+
+    def members(self, c: int) -> np.ndarray:
+        """int32 sorted member node indices of community ``c`` (a view)."""
+        return self.community_members[self.community_indptr[c] : self.community_indptr[c + 1]]
+
+    def similarity(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """float32 cosine of ``query`` (float32 ``(dim,)``, normalised) to nodes ``rows``
+        (int array): entity rows read the bound entity vectors, summary rows their own."""
+        rows = np.asarray(rows, np.int64)
+        q = np.asarray(query, np.float32)
+        out = np.empty(len(rows), np.float32)
+        ent = rows < self.n_entities
+        if ent.any():
+            if self._entity_vectors is None:
+                raise ValueError("HiIndex is not bound to a state's entity vectors")
+            out[ent] = self._entity_vectors[rows[ent]] @ q
+        if (~ent).any():
+            out[~ent] = self.summary_vectors[rows[~ent] - self.n_entities] @ q
+        return out
+
+    # -- compatibility views --------------------------------------------------------------
+    @property
+    def node_ids(self) -> list[str]:
+        """Every node id (entity ids, then summary ids): a new list of ``n_nodes``."""
+        return list(self._bound()[0]) + self.summary_ids
+
+    @property
+    def node_row(self) -> Mapping[str, int]:
+        """``{node id: node index}`` as a read-only mapping over the state's entity rows and
+        the summary ids (nothing copied)."""
+        return _NodeRow(self)
+
+    @property
+    def layer(self) -> np.ndarray:
+        """int64 ``(n_nodes,)`` layer per node."""
+        return np.concatenate([np.zeros(self.n_entities, np.int64), self.summary_layer])
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """float32 ``(n_nodes, dim)``: entity vectors then summary vectors (a new array)."""
+        if self._entity_vectors is None:
+            raise ValueError("HiIndex is not bound to a state's entity vectors")
+        return np.vstack([self._entity_vectors, self.summary_vectors]).astype(np.float32)
+
+    @cached_property
+    def graph(self) -> nx.Graph:
+        """G_k as a networkx graph (node ids, edge attribute ``weight``); built on first access."""
+        ids = self.node_ids
+        g = nx.Graph()
+        g.add_nodes_from(ids)
+        src = np.repeat(np.arange(self.n_nodes), self.degree)
+        keep = src < self.indices
+        g.add_weighted_edges_from(
+            (ids[a], ids[b], float(w))
+            for a, b, w in zip(src[keep].tolist(), self.indices[keep].tolist(), self.weights[keep].tolist(), strict=True)
+        )
+        return g
+
+    @property
+    def communities(self) -> list[list[int]]:
+        """Leiden leaf communities as sorted node-index lists."""
+        return [self.members(c).tolist() for c in range(self.n_communities)]
+
+    @property
+    def community_of(self) -> dict[int, list[int]]:
+        """``{node index: [community]}`` for the nodes in a community."""
+        nodes = np.flatnonzero(self.node_community >= 0)
+        return {int(i): [int(self.node_community[i])] for i in nodes}
+
+
+class _NodeRow(Mapping):
+    """:attr:`HiIndex.node_row`: node id → node index without building a dict of every node."""
+
+    def __init__(self, hi: HiIndex) -> None:
+        self._hi = hi
+
+    def __getitem__(self, key: str) -> int:
+        i = self._hi.row_of(key)
+        if i is None:
+            raise KeyError(key)
+        return i
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._hi.row_of(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._hi._bound()[0]
+        yield from self._hi.summary_ids
+
+    def __len__(self) -> int:
+        return self._hi.n_nodes
 
 
 def cluster_sparsity(clusters: Sequence[Sequence[int]], n: int) -> float:
@@ -297,6 +518,22 @@ def _summariser(state, config: HiIndexConfig) -> SummariseFn:
     return extractive_summariser if llm is None else llm_summariser(llm)
 
 
+class _LazyNames(Sequence):
+    """Entity names of ``rows`` (int array) read on access: the extractive summary reads ten of
+    a cluster's thousands."""
+
+    def __init__(self, rows: np.ndarray, name: Callable[[int], str]) -> None:
+        self._rows, self._name = rows, name
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._name(int(r)) for r in self._rows[i]]
+        return self._name(int(self._rows[i]))
+
+
 def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
     """Build HiIndex over ``state``'s KG (see the module docstring).
 
@@ -330,11 +567,13 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
     descriptions: list[str] = []
     chunk_lists: list[list[str]] = []
     vec_parts = [ent_vecs]
-    # layer-0 entity rows under each node of the current layer, for names and provenance
+    # occurrence weight of each entity row (orders members and names)
     weight = np.asarray([kg.entities[e].weight for e in kg.entity_ids], np.float64)
     cur_nodes = list(range(n0))
     cur_vecs = ent_vecs
-    cur_ents: list[list[int]] = [[i] for i in range(n0)]
+    # entity rows under each node of the current layer, most frequent first (None: layer 0,
+    # where node i is entity i)
+    cur_ents: list[np.ndarray] | None = None
     inter_edges: list[tuple[int, int]] = []
     sparsity: list[float] = []
     cs_prev = 0.01
@@ -345,10 +584,12 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
     def node_description(i: int) -> str:
         return kg.entities[kg.entity_ids[i]].description if i < n0 else descriptions[i - n0]
 
+    def entity_name(e: int) -> str:
+        return kg.entities[kg.entity_ids[e]].name
+
     summarise = _summariser(state, config)
-    embed = config.summary_vectors == "embedding" or (
-        config.summary_vectors == "auto" and summarise is not extractive_summariser
-    )
+    extractive = summarise is extractive_summariser
+    embed = config.summary_vectors == "embedding" or (config.summary_vectors == "auto" and not extractive)
     for level in range(1, config.max_layers + 1):
         n = len(cur_nodes)
         if n <= 2:
@@ -362,19 +603,28 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
         ):
             break
         cs_prev = cs
+        top_ent = (
+            np.arange(n, dtype=np.int64) if cur_ents is None
+            else np.fromiter((e[0] for e in cur_ents), np.int64, len(cur_ents))
+        )
         cluster_ents = {}
         todo: list[SummaryCluster] = []
         for ci, members in enumerate(clusters):
             if len(members) == 1:
                 continue
-            ents = sorted({e for m in members for e in cur_ents[m]}, key=lambda e: (-weight[e], e))
+            m = np.asarray(members, np.int64)
+            ents = m if cur_ents is None else np.unique(np.concatenate([cur_ents[i] for i in members]))
+            ents = ents[np.lexsort((ents, -weight[ents]))]  # by occurrence weight, then row
             cluster_ents[ci] = ents
-            below = sorted(members, key=lambda m: (-weight[cur_ents[m][0]], m))
+            if extractive:  # reads the entity names only, and of them the first ten
+                todo.append(SummaryCluster([], [], _LazyNames(ents, entity_name)))
+                continue
+            below = [cur_nodes[i] for i in m[np.lexsort((m, -weight[top_ent[m]]))].tolist()]
             todo.append(
                 SummaryCluster(
-                    member_names=[node_name(cur_nodes[m]) for m in below],
-                    member_descriptions=[node_description(cur_nodes[m]) for m in below],
-                    entity_names=[kg.entities[kg.entity_ids[e]].name for e in ents],
+                    member_names=[node_name(i) for i in below],
+                    member_descriptions=[node_description(i) for i in below],
+                    entity_names=[entity_name(e) for e in ents.tolist()],
                 )
             )
         texts = summarise(level, todo) if todo else []
@@ -395,7 +645,7 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
                     seen_single.add(m)
                     next_nodes.append(cur_nodes[m])
                     next_vecs.append(cur_vecs[m])
-                    next_ents.append(cur_ents[m])
+                    next_ents.append(np.asarray([m]) if cur_ents is None else cur_ents[m])
                 continue
             ents = cluster_ents[ci]
             title, desc = texts[done]
@@ -404,7 +654,7 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
             layers.append(level)
             names.append(title)
             descriptions.append(desc)
-            top_chunks = [kg.entities[kg.entity_ids[e]].chunk_ids for e in ents[:5]]
+            top_chunks = [kg.entities[kg.entity_ids[e]].chunk_ids for e in ents[:5].tolist()]
             chunk_lists.append(rank_chunks(top_chunks, limit=10))
             if summary_vecs is not None:
                 v = summary_vecs[done]
@@ -422,45 +672,72 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
             break
         cur_nodes, cur_ents = next_nodes, next_ents
         cur_vecs = np.vstack(next_vecs).astype(np.float32)
-    vectors = np.vstack(vec_parts).astype(np.float32) if len(node_ids) else ent_vecs
-    graph = nx.Graph()
-    graph.add_nodes_from(node_ids)
-    graph.add_weighted_edges_from(
-        (a, b, r.weight) for (a, b), r in kg.relations.items()
+    summary_ids = node_ids[n0:]
+    dim = int(ent_vecs.shape[1]) if ent_vecs.ndim == 2 else 1
+    summary_vectors = (
+        np.vstack(vec_parts[1:]).astype(np.float32) if len(vec_parts) > 1 else np.zeros((0, dim), np.float32)
     )
-    graph.add_weighted_edges_from((node_ids[a], node_ids[b], 1.0) for a, b in inter_edges)
-    communities = _leiden(graph, node_ids, config)
-    community_of: dict[int, list[int]] = {}
-    for ci, members in enumerate(communities):
-        for m in members:
-            community_of.setdefault(m, []).append(ci)
-    return HiIndex(
+    n_nodes = len(node_ids)
+    row = kg.row
+    rel_a = np.fromiter((row[a] for a, _ in kg.relations), np.int64, len(kg.relations))
+    rel_b = np.fromiter((row[b] for _, b in kg.relations), np.int64, len(kg.relations))
+    rel_w = np.fromiter((float(r.weight) for r in kg.relations.values()), np.float64, len(kg.relations))
+    inter = np.asarray(inter_edges, np.int64).reshape(-1, 2)
+    ea = np.concatenate([rel_a, inter[:, 0]])
+    eb = np.concatenate([rel_b, inter[:, 1]])
+    ew = np.concatenate([rel_w, np.ones(len(inter), np.float64)])
+    indptr, indices, weights = _csr(n_nodes, ea, eb, ew)
+    communities = _leiden(ea, eb, ew, config)
+    sizes = np.asarray([len(c) for c in communities], np.int64)
+    community_indptr = np.zeros(len(communities) + 1, np.int64)
+    np.cumsum(sizes, out=community_indptr[1:])
+    members = np.asarray([m for c in communities for m in c], np.int32)
+    node_community = np.full(n_nodes, -1, np.int32)
+    node_community[members] = np.repeat(np.arange(len(communities), dtype=np.int32), sizes)
+    hi = HiIndex(
         n_entities=n0,
-        node_ids=node_ids,
-        node_row={nid: i for i, nid in enumerate(node_ids)},
-        layer=np.asarray(layers, np.int64),
+        summary_ids=summary_ids,
+        summary_layer=np.asarray(layers[n0:], np.int64),
         names=names,
         descriptions=descriptions,
         chunk_ids=chunk_lists,
-        vectors=vectors,
-        graph=graph,
-        communities=communities,
-        community_of=community_of,
+        summary_vectors=summary_vectors,
+        indptr=indptr,
+        indices=indices,
+        weights=weights,
+        community_indptr=community_indptr,
+        community_members=members,
+        node_community=node_community,
         sparsity=sparsity,
+        variant=_variant(state, config),
     )
+    return hi.bind(kg, ent_vecs if len(ent_vecs) == n0 else None)
 
 
-def _leiden(graph: nx.Graph, node_ids: list[str], config: HiIndexConfig) -> list[list[int]]:
-    """Leaf communities of hierarchical Leiden over G_k (spec §2.7); isolated nodes get none."""
-    if graph.number_of_edges() == 0:
+def _csr(n: int, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Undirected edges ``(a[e], b[e], w[e])`` as CSR over ``n`` nodes: int64 indptr, int32
+    neighbours, float64 weights; each node's neighbours in edge order (as networkx adds them)."""
+    u = np.concatenate([a, b])
+    v = np.concatenate([b, a])
+    e = np.concatenate([np.arange(len(a)), np.arange(len(a))])
+    order = np.lexsort((e, u))
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(u, minlength=n), out=indptr[1:])
+    return indptr, v[order].astype(np.int32), np.concatenate([w, w])[order]
+
+
+def _leiden(a: np.ndarray, b: np.ndarray, w: np.ndarray, config: HiIndexConfig) -> list[list[int]]:
+    """Leaf communities of hierarchical Leiden over G_k (spec §2.7), the undirected edges
+    ``(a[e], b[e], w[e])`` over node indices; isolated nodes get none. Communities are sorted
+    node-index lists, ordered by their first member."""
+    if len(a) == 0:
         return []
     import graspologic_native as gn
 
-    row = {nid: str(i) for i, nid in enumerate(node_ids)}
-    edges = []
-    for a, b, w in graph.edges(data="weight", default=1.0):
-        ra, rb = sorted((int(row[a]), int(row[b])))
-        edges.append((str(ra), str(rb), float(max(w, 1e-6))))
+    lo, hi = np.minimum(a, b).tolist(), np.maximum(a, b).tolist()
+    edges = [
+        (str(x), str(y), float(max(z, 1e-6))) for x, y, z in zip(lo, hi, w.tolist(), strict=True)
+    ]
     edges.sort()
     result = gn.hierarchical_leiden(
         edges,
@@ -478,6 +755,15 @@ def _leiden(graph: nx.Graph, node_ids: list[str], config: HiIndexConfig) -> list
     return sorted(groups.values(), key=lambda m: m[0])
 
 
+def _variant(state, config: HiIndexConfig) -> str:
+    """``extractive``, ``llm:<model id>`` (no ``summarise_fn`` and an
+    :class:`~graphstrata.llm.LLMClient` as ``state.llm``) or ``custom`` (a ``summarise_fn``)."""
+    if config.summarise_fn is not None:
+        return "custom"
+    llm = _state_llm(state)
+    return "extractive" if llm is None else f"llm:{llm.id}"
+
+
 def hi_index_key(state, config: HiIndexConfig | None = None) -> str:
     """The key of ``state``'s HiIndex for ``config`` in the state's derived cache
     (:meth:`~graphstrata.state.EngineState.derived`): ``"hirag:index:<config repr>:<variant>"``,
@@ -485,20 +771,30 @@ def hi_index_key(state, config: HiIndexConfig | None = None) -> str:
     :class:`~graphstrata.llm.LLMClient` as ``state.llm``) or ``custom`` (a
     ``summarise_fn``), so the variants never share an index."""
     config = config or HiIndexConfig()
-    variant = "extractive"
-    if config.summarise_fn is None:
-        llm = _state_llm(state)
-        if llm is not None:
-            variant = f"llm:{llm.id}"
-    else:
-        variant = "custom"
-    return f"hirag:index:{config!r}:{variant}"
+    return f"hirag:index:{config!r}:{_variant(state, config)}"
+
+
+#: the derived-cache key the default HiIndex is persisted under (:data:`DEFAULT_HI_INDEX`); it
+#: holds whichever variant the state had when it was prepared (``HiIndex.variant``)
+PERSISTED_KEY = "hirag:index"
+
+
+def _snapshot(state) -> Mapping[str, Any]:
+    """The derived cache of ``state`` (an EngineState, the facade, or a wrapper of either)."""
+    for obj in (state, getattr(state, "state", None)):
+        snap = getattr(obj, "derived_snapshot", None)
+        if callable(snap):
+            return snap()
+    return {}
 
 
 def hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
     """The cached :class:`HiIndex` of ``state`` for ``config`` (built on first use per
-    state, :meth:`~graphstrata.state.EngineState.derived`, under :func:`hi_index_key`).
+    state, :meth:`~graphstrata.state.EngineState.derived`, under :func:`hi_index_key`), bound
+    to the state's entities (:meth:`HiIndex.bind`).
 
+    With the default config, an index found under :data:`PERSISTED_KEY` (built at index time or
+    loaded with the index, :data:`DEFAULT_HI_INDEX`) is used when its variant is the state's.
     With ``config.summarise_fn`` unset and an :class:`~graphstrata.llm.LLMClient` as
     ``state.llm``, the summary entities are the LLM's (stage ``"hirag_summaries"``; the
     client's response cache makes rebuilding an unchanged layer free); the cache key names the
@@ -506,9 +802,19 @@ def hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
 
     Raises:
         LLMError: as :func:`build_hi_index`.
+        ValueError: a persisted index that does not fit the state's entities.
     """
     config = config or HiIndexConfig()
-    return state.derived(hi_index_key(state, config), lambda: build_hi_index(state, config))
+
+    def build() -> HiIndex:
+        if config == HiIndexConfig():
+            stored = _snapshot(state).get(PERSISTED_KEY)
+            if stored is not None and stored.variant == _variant(state, config):
+                return stored
+        return build_hi_index(state, config)
+
+    hi = state.derived(hi_index_key(state, config), build)
+    return hi.bind(state.kg, state.vectors.get("entities"))
 
 
 def summary_entity_stage(state) -> dict[str, HiIndex]:
@@ -518,14 +824,127 @@ def summary_entity_stage(state) -> dict[str, HiIndex]:
 
     A build or update with an LLM runs it on the state it is about to publish, then constructs
     the published state with the result as its ``derived_seed``
-    (:class:`~graphstrata.state.EngineState`): the first HiRAG query finds the index built.
+    (:class:`~graphstrata.state.EngineState`): the first HiRAG query finds the index built, and
+    it is persisted with the index (under :data:`PERSISTED_KEY`).
     An index already in ``state``'s derived cache is returned without a call.
 
     Returns:
-        ``{hi_index_key(state): HiIndex}``.
+        ``{hi_index_key(state): HiIndex, PERSISTED_KEY: the same HiIndex}``.
 
     Raises:
         LLMError: an LLM call failed after its retries.
     """
     config = HiIndexConfig()
-    return {hi_index_key(state, config): hi_index(state, config)}
+    hi = hi_index(state, config)
+    return {hi_index_key(state, config): hi, PERSISTED_KEY: hi}
+
+
+# -- persistence ---------------------------------------------------------------------------
+
+
+def pack_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Strings as arrays: uint8 UTF-8 bytes of all of them and int64 ``(len + 1,)`` offsets."""
+    data = [s.encode("utf-8") for s in strings]
+    offsets = np.zeros(len(data) + 1, np.int64)
+    np.cumsum([len(d) for d in data], out=offsets[1:])
+    return np.frombuffer(b"".join(data), np.uint8).copy(), offsets
+
+
+def unpack_strings(data: np.ndarray, offsets: np.ndarray) -> list[str]:
+    """The inverse of :func:`pack_strings`.
+
+    Raises:
+        ValueError: offsets that do not fit the data, or bytes that are not UTF-8.
+    """
+    raw = np.asarray(data, np.uint8).tobytes()
+    off = np.asarray(offsets, np.int64).ravel()
+    if len(off) < 1 or off[0] != 0 or off[-1] != len(raw) or (np.diff(off) < 0).any():
+        raise ValueError("string offsets do not fit their data")
+    try:
+        return [raw[s:e].decode("utf-8") for s, e in zip(off[:-1].tolist(), off[1:].tolist(), strict=True)]
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"strings are not UTF-8: {exc}") from None
+
+
+def _compact(weights: np.ndarray) -> np.ndarray:
+    """float64 ``weights`` as float32 when that loses nothing (counts, simple fractions), else
+    unchanged: what a codec stores (decoders widen them back to float64)."""
+    w32 = weights.astype(np.float32)
+    return w32 if np.array_equal(w32.astype(np.float64), weights) else weights
+
+
+def hi_index_arrays(hi: HiIndex) -> dict[str, np.ndarray]:
+    """:class:`HiIndex` as named numpy arrays (no objects; the entity layer is the state's and
+    is not stored): what :mod:`graphstrata.derived` persists."""
+    out: dict[str, np.ndarray] = {
+        "counts": np.asarray([hi.n_entities, len(hi.summary_ids)], np.int64),
+        "summary_layer": hi.summary_layer,
+        "summary_vectors": hi.summary_vectors,
+        "indptr": hi.indptr,
+        "indices": hi.indices,
+        "weights": _compact(hi.weights),
+        "community_indptr": hi.community_indptr,
+        "community_members": hi.community_members,
+        "node_community": hi.node_community,
+        "sparsity": np.asarray(hi.sparsity, np.float64),
+        "chunk_counts": np.asarray([len(c) for c in hi.chunk_ids], np.int64),
+    }
+    for name, strings in (
+        ("summary_ids", hi.summary_ids),
+        ("names", hi.names),
+        ("descriptions", hi.descriptions),
+        ("chunk_ids", [c for cs in hi.chunk_ids for c in cs]),
+        ("variant", [hi.variant]),
+    ):
+        out[name], out[f"{name}_offsets"] = pack_strings(strings)
+    return out
+
+
+def hi_index_from_arrays(arrays: Mapping[str, np.ndarray]) -> HiIndex:
+    """The inverse of :func:`hi_index_arrays` (unbound: :func:`hi_index` binds it).
+
+    Raises:
+        KeyError: a missing array; ValueError: arrays that do not fit together.
+    """
+    text = {
+        name: unpack_strings(arrays[name], arrays[f"{name}_offsets"])
+        for name in ("summary_ids", "names", "descriptions", "chunk_ids", "variant")
+    }
+    counts = np.asarray(arrays["counts"], np.int64).ravel()
+    chunk_counts = np.asarray(arrays["chunk_counts"], np.int64).ravel()
+    if len(counts) != 2 or int(chunk_counts.sum()) != len(text["chunk_ids"]) or len(text["variant"]) != 1:
+        raise ValueError("HiIndex arrays: counts do not match")
+    ends = np.cumsum(chunk_counts).tolist()
+    flat = text["chunk_ids"]
+    chunk_ids = [flat[e - k : e] for e, k in zip(ends, chunk_counts.tolist(), strict=True)]
+    if len(text["summary_ids"]) != int(counts[1]):
+        raise ValueError("HiIndex arrays: summary count does not match")
+    return HiIndex(
+        n_entities=int(counts[0]),
+        summary_ids=text["summary_ids"],
+        summary_layer=arrays["summary_layer"],
+        names=text["names"],
+        descriptions=text["descriptions"],
+        chunk_ids=chunk_ids,
+        summary_vectors=arrays["summary_vectors"],
+        indptr=arrays["indptr"],
+        indices=arrays["indices"],
+        weights=arrays["weights"],
+        community_indptr=arrays["community_indptr"],
+        community_members=arrays["community_members"],
+        node_community=arrays["node_community"],
+        sparsity=np.asarray(arrays["sparsity"], np.float64).tolist(),
+        variant=text["variant"][0],
+    )
+
+
+#: HiRAG's default HiIndex, built at index time (:func:`graphstrata.derived.prepare`) and
+#: persisted with the index, so the first HiRAG query after a load does not build it.
+DEFAULT_HI_INDEX = register_derived(
+    DerivedSpec(
+        key=PERSISTED_KEY,
+        build=lambda state: hi_index(state),
+        to_arrays=hi_index_arrays,
+        from_arrays=hi_index_from_arrays,
+    )
+)

@@ -6,15 +6,24 @@ it through :func:`~graphstrata.indexing.hirag.hi_index` (cached once per state).
 
 **HiRetrieval** (:class:`HiRAG`, spec §3.1 Eqs. 12–16):
 
-* local: ``top_n`` entities of all layers by cosine (exact dot product);
+* local: ``top_n`` entities of all layers by cosine (entity layer: its C-HNSW, beam
+  ``ef_search``, cosines recomputed exactly; summary entities, a few hundred at most: exact);
 * global: the communities containing them, ranked by (local hits, best member similarity),
   at most ``max_communities`` and ``max_report_tokens``;
 * bridge: the ``top_m`` most similar members of each community (Eq. 14 over *all* members),
   in community order then similarity order, de-duplicated stably (spec §9 #3, #4); the
   shortest paths in G_k between consecutive key entities (unweighted hops by default,
-  spec §9 #14; disconnected pairs are skipped) form the path; the bridge triples are all
-  edges among the path's nodes, ranked by (edge degree, weight), cut at
+  spec §9 #14; disconnected pairs, and pairs whose search scans more than
+  ``max_path_visits`` neighbour entries, are skipped) form the path; the bridge triples are
+  all edges among the path's nodes, ranked by (edge degree, weight), cut at
   ``max_bridge_tokens``.
+
+Issue 33: a query reads only the nodes it touches. The HiIndex is arrays (CSR G_k, community
+CSR, summary entities; the entity layer is the state's), built at index time and persisted
+(:data:`~graphstrata.indexing.hirag.DEFAULT_HI_INDEX`); similarities are computed for the
+local candidates, the retrieved communities' members and the path only; the shortest paths
+are a level-synchronous bidirectional BFS over the CSR arrays (:func:`shortest_path`, the
+path networkx finds) with per-thread scratch marks, so a search costs what it visits.
 
 Chunks: candidates are the hybrid (dense + BM25) top-N plus the chunks of every retrieved
 entity, community and bridge triple; score = hybrid score + weighted, hub-damped graph
@@ -26,8 +35,11 @@ stay extractive.
 
 from __future__ import annotations
 
+import heapq
 import re
+import threading
 from collections.abc import Sequence
+from itertools import combinations, count
 from typing import Any
 
 import networkx as nx
@@ -50,8 +62,7 @@ from .base import (
     scored,
     spread_to_chunks,
 )
-from .graph_ops import add_second_hop
-from .lightrag import count_tokens
+from .lightrag import add_second_hop, count_tokens
 
 MODES = ("local", "global", "bridge", "hi")
 
@@ -106,6 +117,202 @@ def bridge_triples(graph: nx.Graph, path: Sequence[str]) -> list[tuple[str, str]
     )
 
 
+# -- bridge paths over the HiIndex arrays (what retrieval uses) -----------------------------
+
+_SCRATCH = threading.local()
+
+#: neighbour lists longer than this are not scanned for the induced bridge edges; an edge
+#: between two such nodes is looked up directly
+_HUB_DEGREE = 4096
+
+
+def _marks(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """This thread's BFS scratch arrays for ``n`` nodes: int8 marks (all 0 between calls) and
+    int64 parents. Allocated once per thread (grown when a bigger index comes), so a search
+    costs what it visits, not the graph's size."""
+    s = getattr(_SCRATCH, "arrays", None)
+    if s is None or len(s[0]) < n:
+        s = (np.zeros(n, np.int8), np.full(n, -1, np.int64))
+        _SCRATCH.arrays = s
+    return s
+
+
+def _gather(hi: HiIndex, level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The neighbours of the nodes ``level`` (int64) concatenated in order (int64), and the
+    cumulative neighbour counts (position ``p`` belongs to ``level[searchsorted(cum, p,
+    "right")]``)."""
+    starts = hi.indptr[level]
+    lens = hi.indptr[level + 1] - starts
+    cum = np.cumsum(lens)
+    total = int(cum[-1]) if len(cum) else 0
+    if total == 0:
+        return np.zeros(0, np.int64), cum
+    idx = np.repeat(starts - (cum - lens), lens) + np.arange(total, dtype=np.int64)
+    return hi.indices[idx].astype(np.int64), cum
+
+
+def shortest_path(hi: HiIndex, a: int, b: int, max_visits: int | None = None) -> list[int] | None:
+    """An unweighted shortest path between nodes ``a`` and ``b`` of G_k (bidirectional BFS,
+    level by level, vectorised over each level; the same path ``networkx``'s
+    ``bidirectional_shortest_path`` returns for a graph built from the same edges: the smaller
+    fringe is expanded, neighbours in edge order, the first neighbour seen from the other side
+    is the meeting node).
+
+    Args:
+        hi: the index (its CSR graph).
+        a, b: node indices.
+        max_visits: stop after scanning this many neighbour entries (``None``: no bound).
+
+    Returns:
+        The node indices from ``a`` to ``b``, or ``None`` when they are disconnected or the
+        budget ran out first.
+    """
+    if a == b:
+        return [a]
+    mark, parent = _marks(hi.n_nodes)
+    touched = [np.asarray([a, b], np.int64)]
+    mark[a], mark[b], parent[a], parent[b] = 1, 2, -1, -1
+    try:
+        fringe = {1: np.asarray([a], np.int64), 2: np.asarray([b], np.int64)}
+        visits = 0
+        while len(fringe[1]) and len(fringe[2]):
+            side = 1 if len(fringe[1]) <= len(fringe[2]) else 2
+            level = fringe[side]
+            nbr, cum = _gather(hi, level)
+            visits += len(nbr)
+            if max_visits is not None and visits > max_visits:
+                return None
+            mk = mark[nbr]
+            meet = np.flatnonzero(mk == 3 - side)
+            if len(meet):
+                p = int(meet[0])
+                w = int(nbr[p])
+                v = int(level[np.searchsorted(cum, p, side="right")])
+                pred_w, succ_w = (v, int(parent[w])) if side == 1 else (int(parent[w]), v)
+                front = [w]
+                x = pred_w
+                while x != -1:
+                    front.append(x)
+                    x = int(parent[x])
+                front.reverse()
+                x = succ_w
+                while x != -1:
+                    front.append(x)
+                    x = int(parent[x])
+                return front
+            fresh = np.flatnonzero(mk == 0)
+            cand = nbr[fresh]
+            _, first = np.unique(cand, return_index=True)
+            first.sort()
+            new = cand[first]
+            mark[new] = side
+            parent[new] = level[np.searchsorted(cum, fresh[first], side="right")]
+            touched.append(new)
+            fringe[side] = new
+        return None
+    finally:
+        for t in touched:
+            mark[t] = 0
+
+
+def weighted_path(hi: HiIndex, a: int, b: int, max_visits: int | None = None) -> list[int] | None:
+    """A shortest path between nodes ``a`` and ``b`` with edge length ``1 / weight``
+    (Dijkstra from ``a``, stopped at ``b``; ties as networkx's ``dijkstra_path``).
+
+    Returns:
+        The node indices from ``a`` to ``b``, or ``None`` when they are disconnected or more
+        than ``max_visits`` neighbour entries were scanned first.
+    """
+    dist: dict[int, float] = {}
+    seen: dict[int, float] = {a: 0.0}
+    pred: dict[int, int] = {}
+    tick = count()
+    fringe: list[tuple[float, int, int]] = [(0.0, next(tick), a)]
+    visits = 0
+    while fringe:
+        d, _, v = heapq.heappop(fringe)
+        if v in dist:
+            continue
+        dist[v] = d
+        if v == b:
+            break
+        s, e = int(hi.indptr[v]), int(hi.indptr[v + 1])
+        visits += e - s
+        if max_visits is not None and visits > max_visits:
+            return None
+        for u, w in zip(hi.indices[s:e].tolist(), hi.weights[s:e].tolist(), strict=True):
+            vu = d + 1.0 / max(w, 1e-6)
+            if u in dist:
+                continue
+            if u not in seen or vu < seen[u]:
+                seen[u] = vu
+                heapq.heappush(fringe, (vu, next(tick), u))
+                pred[u] = v
+    if b not in dist:
+        return None
+    path = [b]
+    while path[-1] in pred:
+        path.append(pred[path[-1]])
+    path.reverse()
+    return path
+
+
+def bridge_path_rows(
+    hi: HiIndex, keys: Sequence[int], weighted: bool = False, max_visits: int | None = None
+) -> list[int]:
+    """:func:`bridge_path` over the HiIndex arrays (spec §3.1 Eq. 15): node indices in, node
+    indices out. A pair whose search exceeds ``max_visits`` scanned neighbour entries is
+    treated as disconnected (the next key simply follows)."""
+    keys = [int(k) for k in keys if 0 <= int(k) < hi.n_nodes]
+    if not keys:
+        return []
+    search = weighted_path if weighted else shortest_path
+    path = [keys[0]]
+    for a, b in zip(keys, keys[1:], strict=False):
+        if a == b:
+            continue
+        seg = search(hi, a, b, max_visits) or [a, b]
+        if path[-1] == seg[0]:
+            seg = seg[1:]
+        path.extend(seg)
+    return path
+
+
+def bridge_triples_rows(hi: HiIndex, path: Sequence[int]) -> list[tuple[int, int]]:
+    """:func:`bridge_triples` over the HiIndex arrays (Eq. 16): every edge among the path's
+    nodes as a node-index pair ordered by node id, ranked by (edge degree, weight) descending,
+    ties by the node ids. Work: the neighbour lists of the path's nodes of degree at most
+    4096, plus one vectorised scan per pair of larger nodes."""
+    nodes = sorted(set(int(i) for i in path))
+    if len(nodes) < 2:
+        return []
+    arr = np.asarray(nodes, np.int64)
+    found: dict[tuple[int, int], float] = {}
+    deg = hi.degree[arr]
+    hubs = arr[deg > _HUB_DEGREE].tolist()
+    small = arr[deg <= _HUB_DEGREE]
+    if len(small):
+        starts = hi.indptr[small]
+        lens = hi.indptr[small + 1] - starts
+        owner = np.repeat(small, lens)
+        pos = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(starts, lens)
+        nb = hi.indices[pos].astype(np.int64)
+        hit = np.isin(nb, arr)
+        for i, j, w in zip(owner[hit].tolist(), nb[hit].tolist(), hi.weights[pos[hit]].tolist(), strict=True):
+            found[(min(i, j), max(i, j))] = w
+    for x, y in combinations(hubs, 2):
+        w = hi.edge_weight(x, y)
+        if w is not None:
+            found[(x, y)] = w
+    ids = {i: hi.node_id(i) for i in nodes}
+    deg = hi.degree
+    pairs = [(i, j) if ids[i] <= ids[j] else (j, i) for i, j in found]
+    return sorted(
+        pairs,
+        key=lambda e: (-(int(deg[e[0]]) + int(deg[e[1]])), -found[(min(e), max(e))], ids[e[0]], ids[e[1]]),
+    )
+
+
 class HiRAG(Method):
     """HiRAG hierarchical retrieval, offline (spec seed-hirag.md §3; HiIndex §2.5–2.7).
 
@@ -131,7 +338,16 @@ class HiRAG(Method):
             from the top hybrid chunks (as in :class:`~.lightrag.LightRAG`, same 0.3
             default and trade-off); 0 disables.
         index_config: a :class:`HiIndexConfig` (``None`` = defaults) — build parameters of
-            the lazily built, cached HiIndex.
+            the HiIndex (the default one is built at index time and persisted; others are
+            built on first use and cached).
+        ef_search: beam of the entity C-HNSW search of the local step (512: the dev sets'
+            recall needs the exact top 20; 128 lost 0.011 recall@5 on musique).
+        max_path_visits: neighbour entries one shortest-path search may scan before its pair
+            is skipped like a disconnected one (200,000; ``None`` = no bound). Measured
+            maxima per pair over 60 questions: 7,300 (musique), 4,500 (hotpotqa), 2,000
+            (lihua_world), 28,600 (44k-chunk kernel docs); the layer-1 summary entities' degree
+            grows with the entity count (at most ``max_clusters`` of them), so the budget is
+            what bounds a search at 10⁶ chunks.
 
     Ambiguities (spec §9) taken: #1 m = 10; #2 n = 20; #3 exact Eq. 14 over all community
     members; #4 stable order (community order, then similarity); #5 communities ranked by
@@ -168,8 +384,12 @@ class HiRAG(Method):
         "second_hop_seeds": 1,
         "second_hop_max_df": 50,
         "index_config": None,
+        "ef_search": 512,
+        "max_path_visits": 200_000,
     }
     option_specs = {
+        "ef_search": OptionSpec("int", ge=1),
+        "max_path_visits": OptionSpec("int", ge=1, optional=True),
         "mode": OptionSpec(choices=MODES),
         "min_similarity": COSINE,
         "max_report_tokens": TOKEN_BUDGET,
@@ -216,16 +436,14 @@ class HiRAG(Method):
     # -- HiRetrieval -----------------------------------------------------------------------
     def _hi_retrieve(self, state, hi: HiIndex, qvec, o, sources) -> list[Hit]:
         mode = o["mode"]
-        sims = hi.vectors @ np.asarray(qvec, np.float32)
-        n = min(int(o["top_n"]), len(sims))
-        local = []
-        if n:
-            local = sorted(np.argpartition(-sims, n - 1)[:n].tolist(), key=lambda i: (-sims[i], i))
+        q = np.asarray(qvec, np.float32)
+        sims = _Similarity(hi, q)
+        local = _local_nodes(state, hi, sims, int(o["top_n"]), int(o["ef_search"]))
         local = [i for i in local if sims[i] >= float(o["min_similarity"])]
         hits: list[Hit] = []
         if mode in ("local", "hi"):
             for i in local:
-                h = self._node_hit(state, hi, i, float(sims[i]))
+                h = self._node_hit(state, hi, i, sims[i])
                 sources["entity"].append((h.metadata["raw_score"], h.chunk_ids))
                 hits.append(h)
         if mode == "local":
@@ -234,9 +452,10 @@ class HiRAG(Method):
         count: dict[int, int] = {}
         best: dict[int, float] = {}
         for i in local:
-            for c in hi.community_of.get(i, []):
+            c = int(hi.node_community[i])
+            if c >= 0:
                 count[c] = count.get(c, 0) + 1
-                best[c] = max(best.get(c, -1.0), float(sims[i]))
+                best[c] = max(best.get(c, -1.0), sims[i])
         order = sorted(count, key=lambda c: (-count[c], -best[c], c))[: int(o["max_communities"])]
         reports = []
         used = 0
@@ -258,19 +477,24 @@ class HiRAG(Method):
         keys: dict[int, None] = {}
         m = int(o["top_m"])
         for c, _ in reports:
-            members = hi.communities[c]
+            members = hi.members(c).tolist()
+            sims.fill(members)
             for i in sorted(members, key=lambda i: (-sims[i], i))[:m]:
                 keys.setdefault(i, None)
         if not keys:
             keys = dict.fromkeys(local[:m])
-        key_ids = [hi.node_ids[i] for i in keys]
-        path = bridge_path(hi.graph, key_ids, weighted=bool(o["weighted_paths"]))
-        triples = bridge_triples(hi.graph, path)
+        key_ids = [hi.node_id(i) for i in keys]
+        path_rows = bridge_path_rows(
+            hi, list(keys), weighted=bool(o["weighted_paths"]), max_visits=o["max_path_visits"]
+        )
+        path = [hi.node_id(i) for i in path_rows]
+        triples = bridge_triples_rows(hi, path_rows)
+        sims.fill(path_rows)
         limit = o["max_bridge_tokens"]
         used = 0
         bridge_hits = []
-        for u, v in triples:
-            h = self._triple_hit(state, hi, u, v, sims)
+        for iu, iv in triples:
+            h = self._triple_hit(state, hi, iu, iv, sims)
             t = count_tokens(h.text)
             if limit is not None and used + t > limit:
                 break
@@ -279,7 +503,7 @@ class HiRAG(Method):
             sources["bridge"].append((h.metadata["raw_score"], h.chunk_ids))
         if path:
             chunk_ids = list(dict.fromkeys(c for h in bridge_hits for c in h.chunk_ids))
-            names = [self._name(state, hi, hi.node_row[p]) for p in path]
+            names = [self._name(state, hi, i) for i in path_rows]
             score = float(np.mean([sims[i] for i in keys])) if keys else 0.0
             hits.append(
                 Hit(
@@ -300,12 +524,12 @@ class HiRAG(Method):
     @staticmethod
     def _name(state, hi: HiIndex, i: int) -> str:
         if i < hi.n_entities:
-            return state.kg.entities[hi.node_ids[i]].name
+            return state.kg.entities[hi.node_id(i)].name
         return hi.names[i - hi.n_entities]
 
     def _node_hit(self, state, hi: HiIndex, i: int, score: float) -> Hit:
         if i < hi.n_entities:
-            e = state.kg.entities[hi.node_ids[i]]
+            e = state.kg.entities[hi.node_id(i)]
             return Hit(
                 id=e.id,
                 text=f"{e.name}: {e.description}" if e.description else e.name,
@@ -318,11 +542,11 @@ class HiRAG(Method):
             )
         j = i - hi.n_entities
         return Hit(
-            id=hi.node_ids[i],
+            id=hi.summary_ids[j],
             text=f"{hi.names[j]}: {hi.descriptions[j]}",
             score=cosine(score),
             kind="entity",
-            layer=int(hi.layer[i]),
+            layer=hi.layer_of(i),
             chunk_ids=list(hi.chunk_ids[j]),
             document_ids=state.document_ids_of(hi.chunk_ids[j]),
             metadata={"name": hi.names[j], "summary": True, "raw_score": score},
@@ -330,22 +554,22 @@ class HiRAG(Method):
 
     def _community_hit(self, state, hi: HiIndex, c: int, score: float) -> Hit:
         kg = state.kg
-        members = hi.communities[c]
-        deg = hi.graph.degree
-        top = sorted(members, key=lambda i: (-deg[hi.node_ids[i]], i))
+        members = hi.members(c).tolist()
+        deg = hi.degree
+        top = sorted(members, key=lambda i: (-int(deg[i]), i))
         title = ", ".join(self._name(state, hi, i) for i in top[:3])
         sentences = []
         for i in top:
             if i >= hi.n_entities:
                 continue
-            desc = kg.entities[hi.node_ids[i]].description
+            desc = kg.entities[hi.node_id(i)].description
             if desc:
                 first = re.split(r"(?<=[.!?])\s+", desc, maxsplit=1)[0]
                 if first not in sentences:
                     sentences.append(first)
             if len(sentences) >= 3:
                 break
-        ents = [hi.node_ids[i] for i in members if i < hi.n_entities]
+        ents = [hi.node_id(i) for i in members if i < hi.n_entities]
         chunk_ids = rank_chunks([kg.entities[e].chunk_ids for e in ents])
         return Hit(
             id=f"hirag:C{c}",
@@ -356,16 +580,16 @@ class HiRAG(Method):
             chunk_ids=chunk_ids,
             document_ids=state.document_ids_of(chunk_ids),
             metadata={"title": title, "size": len(members),
-                      "members": [hi.node_ids[i] for i in members], "raw_score": float(score)},
+                      "members": [hi.node_id(i) for i in members], "raw_score": float(score)},
         )
 
-    def _triple_hit(self, state, hi: HiIndex, u: str, v: str, sims: np.ndarray) -> Hit:
+    def _triple_hit(self, state, hi: HiIndex, iu: int, iv: int, sims: _Similarity) -> Hit:
         kg = state.kg
-        iu, iv = hi.node_row[u], hi.node_row[v]
+        u, v = hi.node_id(iu), hi.node_id(iv)
         score = float(sims[iu] + sims[iv]) / 2.0
         r = kg.relation(u, v) if iu < hi.n_entities and iv < hi.n_entities else None
         nu, nv = self._name(state, hi, iu), self._name(state, hi, iv)
-        deg = hi.graph.degree[u] + hi.graph.degree[v]
+        deg = int(hi.degree[iu] + hi.degree[iv])
         if r is not None:
             return Hit(
                 id=r.id,
@@ -378,17 +602,17 @@ class HiRAG(Method):
                 metadata={"source": nu, "target": nv, "weight": r.weight, "rank": deg,
                           "bridge": True, "raw_score": score},
             )
-        lo, hi_node = (iu, iv) if hi.layer[iu] <= hi.layer[iv] else (iv, iu)
+        lo, hi_node = (iu, iv) if hi.layer_of(iu) <= hi.layer_of(iv) else (iv, iu)
         member, summary = self._name(state, hi, lo), self._name(state, hi, hi_node)
         chunk_ids = []
         if lo < hi.n_entities:
-            chunk_ids = list(state.kg.entities[hi.node_ids[lo]].chunk_ids)
+            chunk_ids = list(state.kg.entities[hi.node_id(lo)].chunk_ids)
         return Hit(
-            id=f"{hi.node_ids[lo]}\u241f{hi.node_ids[hi_node]}",
+            id=f"{hi.node_id(lo)}\u241f{hi.node_id(hi_node)}",
             text=f"{member} — {summary}: {member} belongs to the summary entity '{summary}'.",
             score=cosine(score),
             kind="relation",
-            layer=int(hi.layer[hi_node]),
+            layer=hi.layer_of(hi_node),
             chunk_ids=chunk_ids[:10],
             document_ids=state.document_ids_of(chunk_ids[:10]),
             metadata={"source": member, "target": summary, "weight": 1.0, "rank": deg,
@@ -396,13 +620,54 @@ class HiRAG(Method):
         )
 
 
+class _Similarity:
+    """Cosine of one query to HiIndex nodes, computed for the nodes a query touches only
+    (``sims[i]``; :meth:`fill` computes many at once)."""
+
+    def __init__(self, hi: HiIndex, query: np.ndarray) -> None:
+        self.hi, self.query, self.known = hi, query, {}
+
+    def fill(self, rows: Sequence[int]) -> None:
+        todo = [int(i) for i in rows if int(i) not in self.known]
+        if todo:
+            values = self.hi.similarity(np.asarray(todo, np.int64), self.query)
+            self.known.update(zip(todo, values.tolist(), strict=True))
+
+    def __getitem__(self, i: int) -> float:
+        i = int(i)
+        if i not in self.known:
+            self.fill([i])
+        return self.known[i]
+
+
+def _local_nodes(state, hi: HiIndex, sims: _Similarity, n: int, ef: int) -> list[int]:
+    """The top-``n`` nodes of every layer by cosine (spec Eq. 12), best first (ties: lower
+    node index): entity candidates from the entity layer's C-HNSW (``ef`` beam; an exact scan
+    when the state has none), every summary entity exactly; candidates rescored exactly."""
+    n = min(n, hi.n_nodes)
+    if n <= 0:
+        return []
+    cand: list[int] = list(range(hi.n_entities, hi.n_nodes))
+    if hi.n_entities:
+        layered = getattr(state, "layered", None)
+        if layered is not None:
+            rows, _ = layered.search_layer(sims.query[None, :], min(n, hi.n_entities), 0, ef_search=max(ef, n))
+            cand.extend(int(r) for r in rows[0] if r >= 0)
+        else:
+            s = hi.similarity(np.arange(hi.n_entities), sims.query)
+            k = min(n, len(s))
+            cand.extend(np.argpartition(-s, k - 1)[:k].tolist())
+    sims.fill(cand)
+    return sorted(cand, key=lambda i: (-sims[i], i))[:n]
+
+
 def _node_ref(state, hi: HiIndex | None, node: str, **extra: Any) -> dict[str, Any]:
     """A HiIndex node as an explanation entity ref: a KG entity's :func:`.explain.entity_ref`,
     a summary entity's ``{"id", "name", "summary": True, "layer"}``."""
-    if hi is None or node in state.kg.entities or node not in hi.node_row:
+    i = hi.summary_row.get(node) if hi is not None else None
+    if i is None:
         return ex.entity_ref(state, node, **extra)
-    i = hi.node_row[node]
-    return {"id": node, "name": hi.names[i - hi.n_entities], "summary": True, "layer": int(hi.layer[i]),
+    return {"id": node, "name": hi.names[i - hi.n_entities], "summary": True, "layer": hi.layer_of(i),
             **{k: float(v) for k, v in extra.items()}}
 
 
@@ -459,9 +724,9 @@ def _explain(state, hi: HiIndex | None, query: str, qvec, out: Retrieval, base, 
     retrieved = {h.id for h in communities}
     for h in ctx:
         if h.kind == "entity":
-            node = hi.node_row[h.id] if hi is not None else None
-            coms = [c for c in (hi.community_of.get(node, []) if node is not None else [])
-                    if f"hirag:C{c}" in retrieved]
+            node = hi.row_of(h.id) if hi is not None else None
+            coms = [c for c in ([int(hi.node_community[node])] if node is not None else [])
+                    if c >= 0 and f"hirag:C{c}" in retrieved]
             paths = [_community_ref(next(x for x in communities if x.id == f"hirag:C{c}")) for c in coms[:1]]
             lead = ("summary entity" if h.metadata.get("summary") else "entity") + " among the top-n by cosine"
             h.explain = ex.explanation(name, lead, layer=h.layer, similarity=local[h.id], community_path=paths)
