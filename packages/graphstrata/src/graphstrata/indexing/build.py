@@ -10,7 +10,8 @@ and clustering) → BM25; with an LLM, HiRAG's summary entities last
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -20,10 +21,11 @@ from ..graph import KnowledgeGraph
 from ..index import BM25Index, ChunkIndex, LayeredIndex, lexical_texts, stored_vectors
 from ..llm import LLMClient, usage_scope
 from ..models import Embedder
+from ..runner import LOCAL, ProcessRunner, Runner, build_workers, current_runner, use_runner
 from ..state import EngineState, new_drift
 from ..types import Community, Document
 from .chunks import chunk_stage, chunk_vectors
-from .communities import cluster_communities, fit_summary_tfidf
+from .communities import cluster_communities
 from .entities import entity_vectors
 from .extract import extract_stage
 from .hirag import summary_entity_stage
@@ -75,15 +77,42 @@ def build_state(
         raise ValueError("empty corpus: no documents given")
     args = (docs, config, embedder, show_progress, cached_chunk_vectors, generation, stats_version)
     if llm is None:
-        return _build_state(*args, None)
+        with build_runner(docs, config):
+            return _build_state(*args, None)
     with usage_scope() as ledger:
-        provisional = _build_state(*args, llm)
+        with build_runner(docs, config):
+            provisional = _build_state(*args, llm)
         derived = Progress(show_progress).stage(
             "HiRAG summary entities (LLM)", lambda: summary_entity_stage(provisional)
         )
     # the published state, constructed whole: the records of the provisional one, the build's
     # LLM usage, and the HiRAG index built from those same records in its derived cache
     return dataclasses.replace(provisional, build_usage=ledger.to_dict(), derived_seed=derived)
+
+
+@contextmanager
+def build_runner(docs: Sequence[Document], config: GraphStrataConfig) -> Iterator[Runner]:
+    """The runner of a build's per-chunk stages: the active one when a caller chose it
+    (:func:`~graphstrata.runner.use_runner`), else a :class:`~graphstrata.runner.ProcessRunner`
+    of :func:`~graphstrata.runner.build_workers` workers when that is more than one (a large
+    corpus), stopped when the ``with`` block ends, else this process.
+
+    Raises:
+        ValueError: ``$GRAPHSTRATA_NUM_WORKERS`` is not a non-negative integer.
+    """
+    active = current_runner()
+    workers = 1
+    if active is LOCAL:
+        workers = build_workers(sum(len(d.text) for d in docs), getattr(config, "build_workers", 0))
+    if workers <= 1:
+        yield active
+        return
+    runner = ProcessRunner(workers)
+    try:
+        with use_runner(runner):
+            yield runner
+    finally:
+        runner.close()
 
 
 def _build_state(
@@ -112,16 +141,15 @@ def _graph_stages(
     """Extraction, entity vectors and index, communities, the chunk index (``chunk_index_job``)
     and BM25 → the new state."""
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
-    entities, relations, records, frozen = extract_stage(chunks, titles, config, llm, prog)
+    entities, relations, records, frozen = extract_stage(chunks, titles, config, llm, prog, summary=True)
     kg = KnowledgeGraph(entities, relations)
+    del entities, relations
     chunk_row = {c.id: i for i, c in enumerate(chunks)}
     entity_vecs = np.zeros((0, embedder.dim), dtype=np.float32)
     communities: list[list[Community]] = []
     layer_vecs: list[np.ndarray] = []
     layered = None
-    summary_tfidf = fit_summary_tfidf([c.text for c in chunks])
-    if summary_tfidf is not None:
-        frozen["summary"] = summary_tfidf
+    summary_tfidf = frozen.get("summary")
     if len(kg):
         entity_vecs = entity_vectors(kg, chunk_row, chunk_vecs, config, embedder, prog)
         # layer 0 first: its graph also gives the k-NN edges of clustering (no O(n²) scan)
@@ -131,11 +159,13 @@ def _graph_stages(
                 [entity_vecs], M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
             ),
         )
+        # each kept community layer joins the entity index as it is clustered (the levels above
+        # take their k-NN from it too)
         communities, layer_vecs = cluster_communities(
             kg, chunks, entity_vecs, config, embedder, prog, llm, summary_tfidf=summary_tfidf,
-            neighbours=entity_index.knn,
+            neighbours=entity_index.knn, index=entity_index,
         )
-        layered = prog.stage("indexing layers (C-HNSW)", lambda: entity_index.add_layers(layer_vecs))
+        layered = entity_index
     chunk_index = prog.stage("indexing chunks (C-HNSW)", chunk_index_job.result)
     documents = {d.id: d for d in docs}
     bm25 = prog.stage(
