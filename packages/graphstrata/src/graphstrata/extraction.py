@@ -1092,7 +1092,11 @@ class RecordMerge:
 
     def result(self) -> tuple[list[Entity], list[Relation]]:
         """``(entities, relations)`` as :func:`merge_records` returns them (the merge is
-        emptied: its lists become the records')."""
+        emptied: its lists become the records'). Entity ids and relation endpoints are
+        interned (``sys.intern``): a relation names its entities with their id strings
+        instead of copies that came from other shards."""
+        import sys
+
         ents, rels = self.entities, self.relations
         self.entities, self.relations = {}, {}
         entities = []
@@ -1100,7 +1104,7 @@ class RecordMerge:
             surfaces, count, chunks, sents = ents.pop(key)
             entities.append(
                 Entity(
-                    id=key,
+                    id=sys.intern(key),
                     name=max(surfaces.items(), key=_second)[0],  # Counter.most_common(1): first max
                     description=" ".join(sents),
                     chunk_ids=list(dict.fromkeys(chunks)),
@@ -1112,8 +1116,8 @@ class RecordMerge:
             count, chunks, sents = rels.pop(pair)
             relations.append(
                 Relation(
-                    source=pair[0],
-                    target=pair[1],
+                    source=sys.intern(pair[0]),
+                    target=sys.intern(pair[1]),
                     description=" ".join(sents),
                     weight=float(count),
                     chunk_ids=list(dict.fromkeys(chunks)),

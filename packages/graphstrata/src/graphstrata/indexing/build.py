@@ -12,13 +12,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
 from ..config import GraphStrataConfig
 from ..graph import KnowledgeGraph
-from ..index import BM25Index, ChunkIndex, LayeredIndex, lexical_texts, stored_vectors
+from ..index import BM25Index, ChunkIndex, LayeredIndex, bm25_tokenize, lexical_texts, stored_vectors
 from ..llm import LLMClient, usage_scope
 from ..models import Embedder
 from ..runner import LOCAL, ProcessRunner, Runner, build_workers, current_runner, use_runner
@@ -115,6 +116,37 @@ def build_runner(docs: Sequence[Document], config: GraphStrataConfig) -> Iterato
         runner.close()
 
 
+BM25_SHARD = 5_000
+"""Texts per shard of :func:`lexical_tokens` (one worker task)."""
+
+
+def _tokenize_shard(texts: Sequence[str]) -> list[list[str]]:
+    """:func:`~graphstrata.index.bm25_tokenize` of each text; equal tokens are one object (a
+    worker's answer pickles each distinct token once)."""
+    same: dict[str, str] = {}
+    return [[same.setdefault(t, t) for t in bm25_tokenize(text)] for text in texts]
+
+
+def lexical_tokens(texts: Sequence[str], runner: Any = None) -> list[list[str]]:
+    """The BM25 tokens of every text (:func:`~graphstrata.index.bm25_tokenize`), in shards of
+    :data:`BM25_SHARD` on ``runner``'s workers when it has a ``map``. Equal tokens are one
+    string object across the corpus (about 5 kB a chunk less than a string per occurrence).
+
+    Returns:
+        One token list per text, in order.
+    """
+    shards = [(list(texts[i : i + BM25_SHARD]),) for i in range(0, len(texts), BM25_SHARD)]
+    mapper = getattr(runner, "map", None)
+    results = mapper(_tokenize_shard, shards) if callable(mapper) and len(shards) > 1 else (
+        _tokenize_shard(*shard) for shard in shards
+    )
+    same: dict[str, str] = {}
+    out: list[list[str]] = []
+    for part in results:
+        out.extend([same.setdefault(t, t) for t in toks] for toks in part)
+    return out
+
+
 def _build_state(
     docs, config, embedder, show_progress, cached_chunk_vectors, generation, stats_version, llm
 ) -> EngineState:
@@ -129,17 +161,22 @@ def _build_state(
         chunk_index_job = pool.submit(
             ChunkIndex.build, chunk_vecs, M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
         )
+        owned = [chunk_vecs]  # handed over: _graph_stages drops them once the entity vectors are made
+        del chunk_vecs
         return _graph_stages(
-            docs, config, embedder, prog, chunks, chunk_vecs, chunk_index_job, generation, stats_version, llm
+            docs, config, embedder, prog, chunks, owned, chunk_index_job, generation, stats_version, llm
         )
 
 
 def _graph_stages(
-    docs, config, embedder, prog: Progress, chunks, chunk_vecs, chunk_index_job: Future, generation,
-    stats_version, llm,
+    docs, config, embedder, prog: Progress, chunks, owned: list[np.ndarray], chunk_index_job: Future,
+    generation, stats_version, llm,
 ) -> EngineState:
     """Extraction, entity vectors and index, communities, the chunk index (``chunk_index_job``)
-    and BM25 → the new state."""
+    and BM25 → the new state. ``owned`` holds the chunk vectors (taken out of it: what the
+    build no longer needs is dropped as early as it can be, so that at no point three copies of
+    the vectors exist — ours, the C-HNSW's and the state's)."""
+    chunk_vecs = owned.pop()
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
     entities, relations, records, frozen = extract_stage(chunks, titles, config, llm, prog, summary=True)
     kg = KnowledgeGraph(entities, relations)
@@ -152,6 +189,8 @@ def _graph_stages(
     summary_tfidf = frozen.get("summary")
     if len(kg):
         entity_vecs = entity_vectors(kg, chunk_row, chunk_vecs, config, embedder, prog)
+    del chunk_vecs  # the chunk index keeps what it needs
+    if len(kg):
         # layer 0 first: its graph also gives the k-NN edges of clustering (no O(n²) scan)
         entity_index = prog.stage(
             "indexing entities (C-HNSW)",
@@ -166,13 +205,17 @@ def _graph_stages(
             neighbours=entity_index.knn, index=entity_index,
         )
         layered = entity_index
+    del entity_vecs, layer_vecs  # the entity index holds them
     chunk_index = prog.stage("indexing chunks (C-HNSW)", chunk_index_job.result)
     documents = {d.id: d for d in docs}
     bm25 = prog.stage(
         "indexing chunks (BM25)",
-        lambda: BM25Index(lexical_texts(chunks, documents, config.use_titles)),
+        lambda: BM25Index(
+            tokens=lexical_tokens(lexical_texts(chunks, documents, config.use_titles), current_runner())
+        ),
     )
     # the indexes' own copies (persisted once, in the .chnsw files): built == loaded, bit for bit
+    chunk_index.vectors = None  # the input copy goes before the one read back is made
     vectors = stored_vectors(chunk_index, layered, embedder.dim)
     return EngineState(
         config=config,
