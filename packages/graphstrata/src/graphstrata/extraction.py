@@ -59,6 +59,8 @@ _CONNECT = r"(?:of|the|de|del|la|le|von|van|der|du|da|di|&)"
 _CAP_SPAN_RE = re.compile(
     rf"\b{_CAP_WORD}(?:\s+(?:{_CONNECT}\s+)*{_CAP_WORD})*"
 )
+_CONNECT_RE = re.compile(_CONNECT)
+_POSSESSIVE_RE = re.compile(r"['’]s$")
 _ARTICLE_RE = re.compile(r"^(the|a|an)\s+", re.I)
 _SPACE_RE = re.compile(r"\s+")
 _FILE_LIKE_RE = re.compile(r"[/\\_]")
@@ -88,6 +90,20 @@ def _term_pattern(term: str) -> re.Pattern[str]:
 
 _WORD_RE = re.compile(r"\w+")
 _TERM_GAP_RE = re.compile(r"[\s\-]+")
+
+
+def _term_head(term: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """What an ASCII sentence must hold for :func:`_term_finder` to find the ASCII TF-IDF
+    ``term`` in it: ``(plain, other)``, the term's lower-cased parts that are plain words (each
+    a word of the sentence) and the others (each in its lower-cased text); ``None`` for a term
+    that is not ASCII or has no part (no quick test)."""
+    if not term.isascii():
+        return None
+    parts = [p.lower() for p in term.split()]
+    if not parts:
+        return None
+    plain = tuple(p for p in parts if _WORD_RE.fullmatch(p))
+    return plain, tuple(p for p in parts if not _WORD_RE.fullmatch(p))
 
 
 def _term_finder(sentence: str) -> Callable[[str], str | None]:
@@ -197,8 +213,10 @@ class TitleIndex:
         return found
 
 
+@lru_cache(maxsize=1 << 16)
 def canonical(name: str) -> str:
-    """Canonical merge key of an entity surface form: lower-case, folded spaces, no article."""
+    """Canonical merge key of an entity surface form: lower-case, folded spaces, no article.
+    (Cached: names recur across chunks.)"""
     key = _SPACE_RE.sub(" ", name.strip().lower())
     key = _ARTICLE_RE.sub("", key)
     return key.strip(" .,'’\"-")
@@ -262,10 +280,10 @@ def capitalised_spans(sentence: str) -> list[str]:
     """
     out = []
     for m in _CAP_SPAN_RE.finditer(sentence):
-        span = re.sub(r"['’]s$", "", m.group(0).strip(" .-"))
+        span = _POSSESSIVE_RE.sub("", m.group(0).strip(" .-"))
         words = span.split()
         # strip trailing connectors picked up by the pattern
-        while words and re.fullmatch(_CONNECT, words[-1]):
+        while words and _CONNECT_RE.fullmatch(words[-1]):
             words.pop()
         while words and words[0].lower() in _CAP_STOP:
             words.pop(0)
@@ -387,7 +405,7 @@ class StatisticalExtractor:
 
     def _top_terms(self, matrix: Any, tfidf: FrozenTfidf) -> list[list[str]]:
         """Top-``top_n`` terms per row of a TF-IDF matrix (ties: the matrix's stored order)."""
-        return _top_terms(matrix, tfidf, self.top_n)
+        return _top_terms(matrix, tfidf.terms_array(), self.top_n)
 
     def _tfidf_terms(self, texts: Sequence[str], tfidf: FrozenTfidf | None) -> list[list[str]]:
         if self.top_n == 0 or not texts or tfidf is None:
@@ -461,6 +479,7 @@ class StatisticalExtractor:
         out: list[ChunkRecord] = []
         for chunk, terms in zip(chunks, tfidf_terms, strict=True):
             text = chunk.text
+            term_heads = [_term_head(t) for t in terms]
             title = document_title((titles or {}).get(chunk.document_id)) if self.use_titles else None
             title_key = canonical(title) if title else ""
             # pass 1: the entities of each sentence piece
@@ -473,8 +492,24 @@ class StatisticalExtractor:
                     key = canonical(span)
                     if len(key) >= 2 and key not in _CAP_STOP:
                         found.setdefault(key, span)
-                find = _term_finder(sent)
-                for term in terms:
+                # an ASCII term can only be found in an ASCII sentence that holds its words (as
+                # words when they are plain words, else as text): most (sentence, term) pairs
+                # are ruled out here, and the finder is made only when a term may be there
+                lower = sent.lower() if sent.isascii() else None
+                words = None
+                find = None
+                for term, need in zip(terms, term_heads, strict=True):
+                    if lower is not None and need is not None:
+                        plain, other = need
+                        if plain:
+                            if words is None:
+                                words = set(_WORD_RE.findall(lower))
+                            if not words.issuperset(plain):
+                                continue
+                        if other and not all(part in lower for part in other):
+                            continue
+                    if find is None:
+                        find = _term_finder(sent)
                     match = find(term)
                     if match:
                         key = canonical(match)
@@ -485,12 +520,14 @@ class StatisticalExtractor:
                 # drop keys contained in a longer key of the same sentence ("america" ⊂ "bank of america")
                 keys = sorted(found, key=len, reverse=True)
                 kept: list[str] = []
+                padded: list[str] = []
                 for key in keys:
-                    if key != title_key and any(
-                        f" {key} " in f" {longer} " for longer in kept
-                    ):
-                        continue
+                    if key != title_key and padded:
+                        inner = f" {key} "
+                        if any(inner in longer for longer in padded):
+                            continue
                     kept.append(key)
+                    padded.append(f" {key} ")
                 sentences.append((sent, kept, found))
                 mentions.update(kept)
             # the chunk's entities, best first: title, most sentences, first mention
@@ -540,27 +577,65 @@ def _tfidf_vectorizer(ngram_range: tuple[int, ...], n_texts: int, min_df: int):
     )
 
 
-@dataclass(frozen=True, eq=False)
 class FrozenTfidf:
     """A fitted TF-IDF model frozen at build time (issue 16: frozen statistics are versioned).
 
     Incremental inserts score new chunks against the vocabulary and idf of the last full
     build instead of refitting on the whole corpus; :meth:`~graphstrata.GraphStrata.rebuild`
-    refits. Persisted in the index (``graphstrata.store``).
+    refits. Persisted in the index (``graphstrata.store``). Read-only once made.
 
-    Attributes:
+    The vocabulary is kept as one UTF-8 buffer (terms joined by new lines, which no term
+    holds) rather than one string object per term: the extraction model of a million chunks
+    has ~20M terms, 1.4 GB as a tuple of strings against ~0.3 GB so; :attr:`terms` decodes it.
+
+    Args / attributes:
         kind: ``"extraction"`` (1–3-gram terms of :class:`StatisticalExtractor`) or
             ``"summary"`` (the unigram model of extractive community summaries).
         params: the vectorizer's parameters (``ngram_range``, ``min_df``, ``max_df``,
             ``token_pattern``), enough to rebuild it.
-        terms: the vocabulary, in column order.
+        terms: the vocabulary, in column order (a tuple of str, decoded on each read).
         idf: float64 ``(len(terms),)`` inverse document frequencies.
     """
 
-    kind: str
-    params: dict[str, Any]
-    terms: tuple[str, ...]
-    idf: np.ndarray
+    __slots__ = ("kind", "params", "idf", "_blob", "_size", "_plain", "_vectorizer", "_terms")
+
+    def __init__(self, kind: str, params: dict[str, Any], terms: Sequence[str], idf: np.ndarray) -> None:
+        self.kind = kind
+        self.params = params
+        self.idf = idf
+        self._size = len(terms)
+        self._vectorizer: Any = None
+        self._terms: np.ndarray | None = None
+        if any("\n" in t for t in terms):  # not from a vectorizer: keep the strings as they are
+            self._plain: tuple[str, ...] | None = tuple(terms)
+            self._blob = b""
+        else:
+            self._plain = None
+            self._blob = "\n".join(terms).encode("utf-8")
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        """The vocabulary, in column order."""
+        if self._plain is not None:
+            return self._plain
+        if self._size == 0:
+            return ()
+        return tuple(self._blob.decode("utf-8").split("\n"))
+
+    def __len__(self) -> int:
+        """Number of terms."""
+        return self._size
+
+    def __getstate__(self) -> tuple:
+        return (self.kind, self.params, self.idf, self._blob, self._size, self._plain)
+
+    def __setstate__(self, state: tuple) -> None:
+        self.kind, self.params, self.idf, self._blob, self._size, self._plain = state
+        self._vectorizer = None
+        self._terms = None
+
+    def __repr__(self) -> str:
+        return f"FrozenTfidf(kind={self.kind!r}, terms={self._size})"
 
     @classmethod
     def from_vectorizer(cls, vec: Any, kind: str) -> FrozenTfidf:
@@ -578,8 +653,9 @@ class FrozenTfidf:
         return cls(kind, params, terms, np.asarray(vec.idf_, dtype=np.float64))
 
     def vectorizer(self) -> Any:
-        """A scikit-learn ``TfidfVectorizer`` with this vocabulary and idf (``transform`` only)."""
-        cached = self.__dict__.get("_vectorizer")
+        """A scikit-learn ``TfidfVectorizer`` with this vocabulary and idf (``transform`` only;
+        made once, then kept with the model)."""
+        cached = self._vectorizer
         if cached is not None:
             return cached
         from sklearn.feature_extraction.text import TfidfVectorizer
@@ -589,15 +665,14 @@ class FrozenTfidf:
         vec = TfidfVectorizer(**p)
         vec.vocabulary_ = {t: i for i, t in enumerate(self.terms)}
         vec.idf_ = self.idf
-        object.__setattr__(self, "_vectorizer", vec)
+        self._vectorizer = vec
         return vec
 
     def terms_array(self) -> np.ndarray:
-        """The vocabulary as a numpy array (column order)."""
-        cached = self.__dict__.get("_terms")
+        """The vocabulary as a numpy object array (column order; made once, then kept)."""
+        cached = self._terms
         if cached is None:
-            cached = np.asarray(self.terms, dtype=object)
-            object.__setattr__(self, "_terms", cached)
+            cached = self._terms = np.asarray(self.terms, dtype=object)
         return cached
 
     def to_dict(self) -> dict[str, Any]:
@@ -751,10 +826,12 @@ class _TfidfCounts:
         if not self.spec.top_n:
             self.shards = []
             return model, []
+        vocab = np.asarray(terms, dtype=object)  # the model's strings, shared by every text's terms
+        del terms
         top: list[list[str]] = []
         while self.shards:
             indptr, gids, counts = self.shards.pop(0)
-            top.extend(_top_terms(_shard_matrix(indptr, gids, counts, column, idf), model, self.spec.top_n))
+            top.extend(_top_terms(_shard_matrix(indptr, gids, counts, column, idf), vocab, self.spec.top_n))
         return model, top
 
 
@@ -795,10 +872,10 @@ def _shard_matrix(indptr, gids, counts, column, idf):
     return normalize(matrix, norm="l2", copy=False)
 
 
-def _top_terms(matrix: Any, tfidf: FrozenTfidf, top_n: int) -> list[list[str]]:
-    """Top-``top_n`` terms per row of a TF-IDF matrix, best first (ties: the matrix's stored
-    order): one stable sort of every entry by (row, -score) instead of one per row."""
-    vocab = tfidf.terms_array()
+def _top_terms(matrix: Any, vocab: np.ndarray, top_n: int) -> list[list[str]]:
+    """Top-``top_n`` terms per row of a TF-IDF matrix (``vocab``: object array of the column
+    names), best first (ties: the matrix's stored order): one stable sort of every entry by
+    (row, -score) instead of one per row."""
     matrix = matrix.tocsr()
     n_rows = matrix.shape[0]
     indptr = np.asarray(matrix.indptr, dtype=np.int64)
