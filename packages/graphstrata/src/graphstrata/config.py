@@ -122,6 +122,15 @@ class GraphStrataConfig(BaseModel):
         " False keeps the extractive summaries",
     )
     llm_concurrency: int = Field(4, ge=1, le=256, description="LLM calls in flight at once")
+    build_workers: int = Field(
+        0,
+        ge=0,
+        le=1024,
+        description="worker processes for chunking, statistical extraction and (static) embedding"
+        " when a build runs in this process (no runner given): 0 decides by corpus size (the CPUs"
+        " from 5M characters of text on, else none), 1 runs everything in this process;"
+        " $GRAPHSTRATA_NUM_WORKERS overrides it. The index is the same whatever the number",
+    )
     query_threads: int = Field(
         1,
         ge=0,

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -59,6 +59,8 @@ _CONNECT = r"(?:of|the|de|del|la|le|von|van|der|du|da|di|&)"
 _CAP_SPAN_RE = re.compile(
     rf"\b{_CAP_WORD}(?:\s+(?:{_CONNECT}\s+)*{_CAP_WORD})*"
 )
+_CONNECT_RE = re.compile(_CONNECT)
+_POSSESSIVE_RE = re.compile(r"['’]s$")
 _ARTICLE_RE = re.compile(r"^(the|a|an)\s+", re.I)
 _SPACE_RE = re.compile(r"\s+")
 _FILE_LIKE_RE = re.compile(r"[/\\_]")
@@ -88,6 +90,20 @@ def _term_pattern(term: str) -> re.Pattern[str]:
 
 _WORD_RE = re.compile(r"\w+")
 _TERM_GAP_RE = re.compile(r"[\s\-]+")
+
+
+def _term_head(term: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """What an ASCII sentence must hold for :func:`_term_finder` to find the ASCII TF-IDF
+    ``term`` in it: ``(plain, other)``, the term's lower-cased parts that are plain words (each
+    a word of the sentence) and the others (each in its lower-cased text); ``None`` for a term
+    that is not ASCII or has no part (no quick test)."""
+    if not term.isascii():
+        return None
+    parts = [p.lower() for p in term.split()]
+    if not parts:
+        return None
+    plain = tuple(p for p in parts if _WORD_RE.fullmatch(p))
+    return plain, tuple(p for p in parts if not _WORD_RE.fullmatch(p))
 
 
 def _term_finder(sentence: str) -> Callable[[str], str | None]:
@@ -197,8 +213,10 @@ class TitleIndex:
         return found
 
 
+@lru_cache(maxsize=1 << 16)
 def canonical(name: str) -> str:
-    """Canonical merge key of an entity surface form: lower-case, folded spaces, no article."""
+    """Canonical merge key of an entity surface form: lower-case, folded spaces, no article.
+    (Cached: names recur across chunks.)"""
     key = _SPACE_RE.sub(" ", name.strip().lower())
     key = _ARTICLE_RE.sub("", key)
     return key.strip(" .,'’\"-")
@@ -262,10 +280,10 @@ def capitalised_spans(sentence: str) -> list[str]:
     """
     out = []
     for m in _CAP_SPAN_RE.finditer(sentence):
-        span = re.sub(r"['’]s$", "", m.group(0).strip(" .-"))
+        span = _POSSESSIVE_RE.sub("", m.group(0).strip(" .-"))
         words = span.split()
         # strip trailing connectors picked up by the pattern
-        while words and re.fullmatch(_CONNECT, words[-1]):
+        while words and _CONNECT_RE.fullmatch(words[-1]):
             words.pop()
         while words and words[0].lower() in _CAP_STOP:
             words.pop(0)
@@ -364,8 +382,15 @@ class StatisticalExtractor:
         return cls(**kwargs)
 
     # -- TF-IDF ---------------------------------------------------------------------------
-    def fit(self, texts: Sequence[str]) -> tuple[FrozenTfidf | None, list[list[str]]]:
+    def tfidf_spec(self, n_texts: int) -> TfidfSpec:
+        """The :class:`TfidfSpec` of :meth:`fit` on a corpus of ``n_texts`` texts."""
+        return TfidfSpec.of(_tfidf_vectorizer(self.ngram_range, n_texts, self.min_df), "extraction", self.top_n)
+
+    def fit(self, texts: Sequence[str], runner: Any = None) -> tuple[FrozenTfidf | None, list[list[str]]]:
         """Fit the TF-IDF model of :meth:`extract` on ``texts`` (the corpus chunks).
+
+        scikit-learn's ``TfidfVectorizer`` model and matrix, computed in shards
+        (:func:`fit_tfidf`; on ``runner``'s workers when it has a ``map``).
 
         Returns:
             ``(tfidf, terms)``: the fitted vocabulary and idf, frozen (``None`` when
@@ -375,29 +400,12 @@ class StatisticalExtractor:
         """
         if self.top_n == 0 or not texts:
             return None, [[] for _ in texts]
-        vec = _tfidf_vectorizer(self.ngram_range, len(texts), self.min_df)
-        try:
-            matrix = vec.fit_transform(texts)
-        except ValueError:  # empty vocabulary
-            return None, [[] for _ in texts]
-        tfidf = FrozenTfidf.from_vectorizer(vec, kind="extraction")
-        return tfidf, self._top_terms(matrix, tfidf)
+        [(tfidf, terms)] = fit_tfidf([self.tfidf_spec(len(texts))], texts, runner)
+        return tfidf, terms
 
     def _top_terms(self, matrix: Any, tfidf: FrozenTfidf) -> list[list[str]]:
         """Top-``top_n`` terms per row of a TF-IDF matrix (ties: the matrix's stored order)."""
-        vocab = tfidf.terms_array()
-        matrix = matrix.tocsr()
-        out: list[list[str]] = []
-        for row in range(matrix.shape[0]):
-            start, end = matrix.indptr[row], matrix.indptr[row + 1]
-            if start == end:
-                out.append([])
-                continue
-            data = matrix.data[start:end]
-            idx = matrix.indices[start:end]
-            order = np.argsort(-data, kind="stable")[: self.top_n]
-            out.append([str(vocab[idx[i]]) for i in order])
-        return out
+        return _top_terms(matrix, tfidf.terms_array(), self.top_n)
 
     def _tfidf_terms(self, texts: Sequence[str], tfidf: FrozenTfidf | None) -> list[list[str]]:
         if self.top_n == 0 or not texts or tfidf is None:
@@ -471,6 +479,7 @@ class StatisticalExtractor:
         out: list[ChunkRecord] = []
         for chunk, terms in zip(chunks, tfidf_terms, strict=True):
             text = chunk.text
+            term_heads = [_term_head(t) for t in terms]
             title = document_title((titles or {}).get(chunk.document_id)) if self.use_titles else None
             title_key = canonical(title) if title else ""
             # pass 1: the entities of each sentence piece
@@ -483,8 +492,24 @@ class StatisticalExtractor:
                     key = canonical(span)
                     if len(key) >= 2 and key not in _CAP_STOP:
                         found.setdefault(key, span)
-                find = _term_finder(sent)
-                for term in terms:
+                # an ASCII term can only be found in an ASCII sentence that holds its words (as
+                # words when they are plain words, else as text): most (sentence, term) pairs
+                # are ruled out here, and the finder is made only when a term may be there
+                lower = sent.lower() if sent.isascii() else None
+                words = None
+                find = None
+                for term, need in zip(terms, term_heads, strict=True):
+                    if lower is not None and need is not None:
+                        plain, other = need
+                        if plain:
+                            if words is None:
+                                words = set(_WORD_RE.findall(lower))
+                            if not words.issuperset(plain):
+                                continue
+                        if other and not all(part in lower for part in other):
+                            continue
+                    if find is None:
+                        find = _term_finder(sent)
                     match = find(term)
                     if match:
                         key = canonical(match)
@@ -495,12 +520,14 @@ class StatisticalExtractor:
                 # drop keys contained in a longer key of the same sentence ("america" ⊂ "bank of america")
                 keys = sorted(found, key=len, reverse=True)
                 kept: list[str] = []
+                padded: list[str] = []
                 for key in keys:
-                    if key != title_key and any(
-                        f" {key} " in f" {longer} " for longer in kept
-                    ):
-                        continue
+                    if key != title_key and padded:
+                        inner = f" {key} "
+                        if any(inner in longer for longer in padded):
+                            continue
                     kept.append(key)
+                    padded.append(f" {key} ")
                 sentences.append((sent, kept, found))
                 mentions.update(kept)
             # the chunk's entities, best first: title, most sentences, first mention
@@ -550,27 +577,65 @@ def _tfidf_vectorizer(ngram_range: tuple[int, ...], n_texts: int, min_df: int):
     )
 
 
-@dataclass(frozen=True, eq=False)
 class FrozenTfidf:
     """A fitted TF-IDF model frozen at build time (issue 16: frozen statistics are versioned).
 
     Incremental inserts score new chunks against the vocabulary and idf of the last full
     build instead of refitting on the whole corpus; :meth:`~graphstrata.GraphStrata.rebuild`
-    refits. Persisted in the index (``graphstrata.store``).
+    refits. Persisted in the index (``graphstrata.store``). Read-only once made.
 
-    Attributes:
+    The vocabulary is kept as one UTF-8 buffer (terms joined by new lines, which no term
+    holds) rather than one string object per term: the extraction model of a million chunks
+    has ~20M terms, 1.4 GB as a tuple of strings against ~0.3 GB so; :attr:`terms` decodes it.
+
+    Args / attributes:
         kind: ``"extraction"`` (1–3-gram terms of :class:`StatisticalExtractor`) or
             ``"summary"`` (the unigram model of extractive community summaries).
         params: the vectorizer's parameters (``ngram_range``, ``min_df``, ``max_df``,
             ``token_pattern``), enough to rebuild it.
-        terms: the vocabulary, in column order.
+        terms: the vocabulary, in column order (a tuple of str, decoded on each read).
         idf: float64 ``(len(terms),)`` inverse document frequencies.
     """
 
-    kind: str
-    params: dict[str, Any]
-    terms: tuple[str, ...]
-    idf: np.ndarray
+    __slots__ = ("kind", "params", "idf", "_blob", "_size", "_plain", "_vectorizer", "_terms")
+
+    def __init__(self, kind: str, params: dict[str, Any], terms: Sequence[str], idf: np.ndarray) -> None:
+        self.kind = kind
+        self.params = params
+        self.idf = idf
+        self._size = len(terms)
+        self._vectorizer: Any = None
+        self._terms: np.ndarray | None = None
+        if any("\n" in t for t in terms):  # not from a vectorizer: keep the strings as they are
+            self._plain: tuple[str, ...] | None = tuple(terms)
+            self._blob = b""
+        else:
+            self._plain = None
+            self._blob = "\n".join(terms).encode("utf-8")
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        """The vocabulary, in column order."""
+        if self._plain is not None:
+            return self._plain
+        if self._size == 0:
+            return ()
+        return tuple(self._blob.decode("utf-8").split("\n"))
+
+    def __len__(self) -> int:
+        """Number of terms."""
+        return self._size
+
+    def __getstate__(self) -> tuple:
+        return (self.kind, self.params, self.idf, self._blob, self._size, self._plain)
+
+    def __setstate__(self, state: tuple) -> None:
+        self.kind, self.params, self.idf, self._blob, self._size, self._plain = state
+        self._vectorizer = None
+        self._terms = None
+
+    def __repr__(self) -> str:
+        return f"FrozenTfidf(kind={self.kind!r}, terms={self._size})"
 
     @classmethod
     def from_vectorizer(cls, vec: Any, kind: str) -> FrozenTfidf:
@@ -588,8 +653,9 @@ class FrozenTfidf:
         return cls(kind, params, terms, np.asarray(vec.idf_, dtype=np.float64))
 
     def vectorizer(self) -> Any:
-        """A scikit-learn ``TfidfVectorizer`` with this vocabulary and idf (``transform`` only)."""
-        cached = self.__dict__.get("_vectorizer")
+        """A scikit-learn ``TfidfVectorizer`` with this vocabulary and idf (``transform`` only;
+        made once, then kept with the model)."""
+        cached = self._vectorizer
         if cached is not None:
             return cached
         from sklearn.feature_extraction.text import TfidfVectorizer
@@ -599,15 +665,14 @@ class FrozenTfidf:
         vec = TfidfVectorizer(**p)
         vec.vocabulary_ = {t: i for i, t in enumerate(self.terms)}
         vec.idf_ = self.idf
-        object.__setattr__(self, "_vectorizer", vec)
+        self._vectorizer = vec
         return vec
 
     def terms_array(self) -> np.ndarray:
-        """The vocabulary as a numpy array (column order)."""
-        cached = self.__dict__.get("_terms")
+        """The vocabulary as a numpy object array (column order; made once, then kept)."""
+        cached = self._terms
         if cached is None:
-            cached = np.asarray(self.terms, dtype=object)
-            object.__setattr__(self, "_terms", cached)
+            cached = self._terms = np.asarray(self.terms, dtype=object)
         return cached
 
     def to_dict(self) -> dict[str, Any]:
@@ -629,6 +694,249 @@ class FrozenTfidf:
         if len(terms) != len(idf) or not np.isfinite(idf).all():
             raise ValueError("invalid frozen TF-IDF statistics: terms and idf do not match")
         return out
+
+
+# -- TF-IDF fit in shards ------------------------------------------------------------------
+# scikit-learn's ``TfidfVectorizer.fit_transform`` keeps every n-gram occurrence of the corpus
+# as a Python int in one list and every distinct n-gram in one dict: about 10 GB and an hour of
+# one core for a million chunks. The same model (vocabulary, idf, and the very matrix the top
+# terms are read from) is computed here from shards of texts, each analysed on its own
+# (in worker processes when the runner has them), with numpy arrays for the occurrences.
+
+TFIDF_SHARD = 2_000
+"""Texts per shard of :func:`fit_tfidf` (one worker task)."""
+
+
+@dataclass(frozen=True)
+class TfidfSpec:
+    """What one TF-IDF fit needs: the vectorizer's parameters (scikit-learn
+    ``TfidfVectorizer(**params)``, ``ngram_range`` as a list), the model's ``kind``
+    (:class:`FrozenTfidf`) and ``top_n``: top terms wanted per text (0: the model only)."""
+
+    params: dict[str, Any]
+    kind: str
+    top_n: int = 0
+
+    @classmethod
+    def of(cls, vectorizer: Any, kind: str, top_n: int = 0) -> TfidfSpec:
+        """The spec of an unfitted scikit-learn ``TfidfVectorizer`` (its ``get_params``)."""
+        p = dict(vectorizer.get_params())
+        p["ngram_range"] = list(p["ngram_range"])
+        return cls(p, kind, int(top_n))
+
+    def vectorizer(self) -> Any:
+        """A fresh scikit-learn ``TfidfVectorizer`` with these parameters."""
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        p = dict(self.params)
+        p["ngram_range"] = tuple(p["ngram_range"])
+        return TfidfVectorizer(**p)
+
+
+def analyse_shard(specs: Sequence[TfidfSpec], texts: Sequence[str]) -> list[tuple]:
+    """Count the features of ``texts`` for each spec (the worker half of :func:`fit_tfidf`).
+
+    Each text's features are those of scikit-learn's analyzer for the spec (``build_analyzer``:
+    lower-casing, token pattern, stop words, n-grams), counted per text in order of first
+    appearance in the text, as ``CountVectorizer._count_vocab`` counts them.
+
+    Returns:
+        Per spec ``(terms, ids, counts, indptr)``: the shard's distinct features in order of
+        first appearance (``list[str]``), and per text ``t`` the local ids
+        ``ids[indptr[t]:indptr[t + 1]]`` (int32, first appearance in the text first) with their
+        counts (int32); ``indptr`` int64 ``(len(texts) + 1,)``.
+    """
+    from array import array
+
+    out = []
+    for spec in specs:
+        analyse = spec.vectorizer().build_analyzer()
+        local: dict[str, int] = {}
+        ids = array("i")
+        counts = array("i")
+        indptr = np.zeros(len(texts) + 1, dtype=np.int64)
+        for row, text in enumerate(texts):
+            seen: dict[int, int] = {}
+            for feature in analyse(text):
+                i = local.get(feature)
+                if i is None:
+                    i = local[feature] = len(local)
+                seen[i] = seen.get(i, 0) + 1
+            ids.extend(seen.keys())
+            counts.extend(seen.values())
+            indptr[row + 1] = len(ids)
+        out.append((list(local), np.frombuffer(ids, dtype=np.int32), np.frombuffer(counts, dtype=np.int32), indptr))
+    return out
+
+
+class _TfidfCounts:
+    """The driver half of :func:`fit_tfidf`: shards' features numbered in corpus order of
+    first appearance (the order ``CountVectorizer`` numbers them before sorting by name)."""
+
+    def __init__(self, spec: TfidfSpec) -> None:
+        self.spec = spec
+        self.index: dict[str, int] = {}
+        self.shards: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (indptr, gids, counts)
+        self.n_texts = 0
+
+    def add(self, shard: tuple) -> None:
+        terms, ids, counts, indptr = shard
+        index = self.index
+        gmap = np.fromiter((index.setdefault(t, len(index)) for t in terms), dtype=np.int64, count=len(terms))
+        self.shards.append((indptr, gmap[ids] if len(ids) else np.zeros(0, np.int64), counts))
+        self.n_texts += len(indptr) - 1
+
+    def finish(self) -> tuple[FrozenTfidf | None, list[list[str]]]:
+        """The fitted model and each text's top terms (see :func:`fit_tfidf`)."""
+        n = self.n_texts
+        none: tuple[FrozenTfidf | None, list[list[str]]] = (None, [[] for _ in range(n)] if self.spec.top_n else [])
+        n_features = len(self.index)
+        if n_features == 0:  # "empty vocabulary"
+            return none
+        df = np.zeros(n_features, dtype=np.int64)
+        for _indptr, gids, _counts in self.shards:
+            df += np.bincount(gids, minlength=n_features)
+        # CountVectorizer.fit_transform: min_df / max_df as document counts (ints as they are)
+        p = self.spec.params
+        max_df, min_df = p["max_df"], p["min_df"]
+        high = max_df if isinstance(max_df, (int, np.integer)) else max_df * n
+        low = min_df if isinstance(min_df, (int, np.integer)) else min_df * n
+        if high < low:  # "max_df corresponds to < documents than min_df"
+            return none
+        kept = np.flatnonzero((df <= high) & (df >= low))
+        if len(kept) == 0:  # "After pruning, no terms remain"
+            return none
+        names = list(self.index)  # feature number -> name
+        self.index = {}
+        kept_names = [names[g] for g in kept.tolist()]
+        del names
+        order = sorted(range(len(kept_names)), key=kept_names.__getitem__)  # columns by name
+        terms = tuple(kept_names[i] for i in order)
+        del kept_names
+        column = np.full(n_features, -1, dtype=np.int64)
+        column[kept[order]] = np.arange(len(kept), dtype=np.int64)
+        # TfidfTransformer.fit, smooth idf, operation for operation
+        dfk = df[kept[order]].astype(np.float64)
+        dfk += 1.0
+        idf = np.full_like(dfk, fill_value=n + 1, dtype=np.float64)
+        idf /= dfk
+        np.log(idf, out=idf)
+        idf += 1.0
+        model = FrozenTfidf(self.spec.kind, _frozen_params(self.spec.params), terms, idf)
+        if not self.spec.top_n:
+            self.shards = []
+            return model, []
+        vocab = np.asarray(terms, dtype=object)  # the model's strings, shared by every text's terms
+        del terms
+        top: list[list[str]] = []
+        while self.shards:
+            indptr, gids, counts = self.shards.pop(0)
+            top.extend(_top_terms(_shard_matrix(indptr, gids, counts, column, idf), vocab, self.spec.top_n))
+        return model, top
+
+
+def _frozen_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters :meth:`FrozenTfidf.from_vectorizer` keeps."""
+    return {
+        "ngram_range": list(params["ngram_range"]),
+        "min_df": params["min_df"],
+        "max_df": params["max_df"],
+        "token_pattern": params["token_pattern"],
+        "stop_words": params["stop_words"],
+        "sublinear_tf": params["sublinear_tf"],
+    }
+
+
+def _shard_matrix(indptr, gids, counts, column, idf):
+    """The rows of one shard of ``TfidfVectorizer.fit_transform``'s matrix, bit for bit: each
+    row's entries in order of the features' first appearance in the corpus (the order
+    ``_count_vocab`` sorts them in; pruning and renumbering by name keep it), counts as float64,
+    then sublinear tf, idf and the l2 norm as ``TfidfTransformer.transform`` applies them."""
+    import scipy.sparse as sp
+    from sklearn.preprocessing import normalize
+
+    n_rows = len(indptr) - 1
+    row = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr))
+    order = np.lexsort((gids, row))
+    cols = column[gids[order]]
+    keep = cols >= 0
+    row, cols = row[order][keep], cols[keep]
+    data = counts[order][keep].astype(np.float64)
+    ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=n_rows), out=ptr[1:])
+    idx_type = np.int32 if len(idf) < 2**31 and len(data) < 2**31 else np.int64
+    matrix = sp.csr_array((data, cols.astype(idx_type), ptr.astype(idx_type)), shape=(n_rows, len(idf)))
+    np.log(matrix.data, out=matrix.data)
+    matrix.data += 1.0
+    matrix.data *= idf[matrix.indices]
+    return normalize(matrix, norm="l2", copy=False)
+
+
+def _top_terms(matrix: Any, vocab: np.ndarray, top_n: int) -> list[list[str]]:
+    """Top-``top_n`` terms per row of a TF-IDF matrix (``vocab``: object array of the column
+    names), best first (ties: the matrix's stored order): one stable sort of every entry by
+    (row, -score) instead of one per row."""
+    matrix = matrix.tocsr()
+    n_rows = matrix.shape[0]
+    indptr = np.asarray(matrix.indptr, dtype=np.int64)
+    sizes = np.diff(indptr)
+    row = np.repeat(np.arange(n_rows, dtype=np.int64), sizes)
+    order = np.lexsort((-np.asarray(matrix.data), row))  # stable: ties keep stored order
+    rank = np.arange(len(order), dtype=np.int64) - indptr[row[order]]
+    take = order[rank < top_n]
+    cols = np.asarray(matrix.indices)[take]
+    words = vocab[cols].tolist()
+    out: list[list[str]] = []
+    start = 0
+    for size in np.minimum(sizes, top_n).tolist():
+        out.append(words[start : start + size])
+        start += size
+    return out
+
+
+def fit_tfidf(
+    specs: Sequence[TfidfSpec], texts: Sequence[str], runner: Any = None, shard: int = TFIDF_SHARD
+) -> list[tuple[FrozenTfidf | None, list[list[str]]]]:
+    """Fit TF-IDF models on ``texts`` in shards: what ``TfidfVectorizer(**spec.params)
+    .fit_transform(texts)`` gives, with far less memory, and in parallel on a runner with a
+    ``map`` (:class:`graphstrata.runner.ProcessRunner`).
+
+    Every shard of ``shard`` texts is analysed on its own (:func:`analyse_shard`, one pass per
+    shard for all ``specs``); the driver numbers the features in corpus order of first
+    appearance, counts document frequencies, prunes by ``min_df`` / ``max_df``, sorts the kept
+    ones by name and computes the smoothed idf as scikit-learn does; the top terms come from
+    the same float64 matrix ``fit_transform`` returns (same entry order, same operations), so
+    the model and the top terms are scikit-learn's, tie for tie.
+
+    Args:
+        specs: the models to fit (:class:`TfidfSpec`).
+        texts: the corpus (chunk texts, in row order).
+        runner: where the shards are analysed: a runner with ``map(fn, argument_tuples)``
+            (ordered results), else this process.
+        shard: texts per shard (> 0).
+
+    Returns:
+        Per spec ``(model, top_terms)``: the :class:`FrozenTfidf` (``None`` when the texts have
+        no vocabulary left after pruning, where scikit-learn raises), and each text's top
+        ``spec.top_n`` terms, best first (``[]`` per text without a model; an empty list when
+        ``top_n`` is 0).
+
+    Raises:
+        ValueError: ``shard`` ≤ 0.
+    """
+    if int(shard) <= 0:
+        raise ValueError(f"shard must be > 0 texts, got {shard}")
+    specs = list(specs)
+    counts = [_TfidfCounts(spec) for spec in specs]
+    tasks = [(specs, list(texts[i : i + shard])) for i in range(0, len(texts), shard)]
+    mapper = getattr(runner, "map", None) if runner is not None else None
+    results = mapper(analyse_shard, tasks) if mapper is not None and len(tasks) > 1 else (
+        analyse_shard(*task) for task in tasks
+    )
+    for per_spec in results:
+        for acc, part in zip(counts, per_spec, strict=True):
+            acc.add(part)
+    return [acc.finish() for acc in counts]
 
 
 @dataclass
@@ -682,6 +990,223 @@ def _add_distinct(have: list[str], sentences: Sequence[str], limit: int) -> None
             have.append(s)
 
 
+RECORD_ZLIB_LEVEL = 1
+"""zlib level of a :class:`CompactRecord` (the level the store compresses records at)."""
+
+
+class CompactRecord(ChunkRecord):
+    """A :class:`ChunkRecord` kept as its zlib-compressed :meth:`~ChunkRecord.to_json` (about
+    500 bytes a chunk on the kernel docs, against ~9 kB of Python objects) and decoded on the
+    first read of :attr:`entities` or :attr:`relations`; a large build keeps its records so.
+    :attr:`packed` is the compressed JSON (the bytes the store persists) while the record
+    was never decoded.
+
+    Args:
+        chunk_id: the chunk.
+        blob: ``zlib.compress(record.to_json().encode("utf-8"))``.
+
+    Raises:
+        ValueError: (on first read) a damaged blob, naming its chunk.
+    """
+
+    def __init__(self, chunk_id: str, blob: bytes) -> None:  # not the dataclass __init__
+        self.chunk_id = chunk_id
+        self._blob = blob
+        self._decoded: ChunkRecord | None = None
+
+    @classmethod
+    def pack(cls, record: ChunkRecord) -> CompactRecord:
+        """``record`` compressed (a :class:`CompactRecord` is returned as it is)."""
+        if isinstance(record, CompactRecord):
+            return record
+        import zlib
+
+        return cls(record.chunk_id, zlib.compress(record.to_json().encode("utf-8"), RECORD_ZLIB_LEVEL))
+
+    def _text(self) -> str:
+        import zlib
+
+        try:
+            return zlib.decompress(self._blob).decode("utf-8")
+        except (zlib.error, UnicodeDecodeError) as exc:
+            raise ValueError(f"corrupt extraction record of chunk {self.chunk_id!r}: {exc}") from None
+
+    def _record(self) -> ChunkRecord:
+        rec = self._decoded
+        if rec is None:
+            rec = self._decoded = ChunkRecord.from_json(self.chunk_id, self._text())
+        return rec
+
+    @property  # type: ignore[override]
+    def entities(self) -> dict[str, tuple[dict[str, int], list[int], list[str]]]:
+        return self._record().entities
+
+    @entities.setter
+    def entities(self, value: dict[str, tuple[dict[str, int], list[int], list[str]]]) -> None:
+        self._record().entities = value
+
+    @property  # type: ignore[override]
+    def relations(self) -> dict[tuple[str, str], tuple[list[int], list[str]]]:
+        return self._record().relations
+
+    @relations.setter
+    def relations(self, value: dict[tuple[str, str], tuple[list[int], list[str]]]) -> None:
+        self._record().relations = value
+
+    @property
+    def packed(self) -> bytes | None:
+        """The compressed JSON while the record was never decoded, else ``None``."""
+        return self._blob if self._decoded is None else None
+
+    def to_json(self) -> str:
+        """As :meth:`ChunkRecord.to_json` (the stored text while never decoded)."""
+        return self._text() if self._decoded is None else self._decoded.to_json()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChunkRecord):
+            return NotImplemented
+        return (self.chunk_id, self.entities, self.relations) == (other.chunk_id, other.entities, other.relations)
+
+    __hash__ = None  # type: ignore[assignment]  (mutable, as ChunkRecord)
+
+    def __repr__(self) -> str:
+        return f"CompactRecord({self.chunk_id!r}, {len(self._blob)} bytes)"
+
+
+class RecordMerge:
+    """The merge of extraction records in corpus order, built record by record or from the
+    merges of consecutive runs of records (a worker merges its shard, the driver merges the
+    shards in order): both give :func:`merge_records`' entities and relations exactly.
+
+    Per entity key it keeps the surface forms with their counts (first-seen order), the
+    mention count, the chunk ids and the first ``max_description_sentences`` distinct
+    sentences; per relation the count, chunk ids and sentences. Merging two consecutive runs
+    is exact because the first ``m`` distinct sentences of a concatenation are among the first
+    ``m`` distinct ones of each part.
+
+    Args:
+        max_description_sentences: sentences kept per description.
+    """
+
+    __slots__ = ("max_sentences", "entities", "relations")
+
+    def __init__(self, max_description_sentences: int = 4) -> None:
+        self.max_sentences = int(max_description_sentences)
+        # key -> [surface counts, mentions, chunk ids, sentences]
+        self.entities: dict[str, list[Any]] = {}
+        # (a, b) -> [mentions, chunk ids, sentences]
+        self.relations: dict[tuple[str, str], list[Any]] = {}
+
+    def add_record(self, rec: ChunkRecord, only: set[str] | None = None) -> None:
+        """Merge one record (the next in corpus order); ``only``: as :func:`merge_records`."""
+        limit = self.max_sentences
+        cid = rec.chunk_id
+        ents = self.entities
+        for key, (surfaces, count, sents) in rec.entities.items():
+            if only is not None and key not in only:
+                continue
+            e = ents.get(key)
+            if e is None:
+                have: list[str] = []
+                _add_distinct(have, sents, limit)
+                ents[key] = [dict(surfaces), count[0], [cid], have]
+                continue
+            merged = e[0]
+            for form, n in surfaces.items():
+                merged[form] = merged.get(form, 0) + n
+            e[1] += count[0]
+            e[2].append(cid)
+            if len(e[3]) < limit:
+                _add_distinct(e[3], sents, limit)
+        rels = self.relations
+        for pair, (count, sents) in rec.relations.items():
+            if only is not None and (pair[0] not in only or pair[1] not in only):
+                continue
+            r = rels.get(pair)
+            if r is None:
+                have = []
+                _add_distinct(have, sents, limit)
+                rels[pair] = [count[0], [cid], have]
+                continue
+            r[0] += count[0]
+            r[1].append(cid)
+            if len(r[2]) < limit:
+                _add_distinct(r[2], sents, limit)
+
+    def update(self, later: RecordMerge) -> None:
+        """Merge ``later``, the merge of the records that follow this one's in corpus order
+        (its lists are taken over, not copied: do not use ``later`` afterwards)."""
+        limit = self.max_sentences
+        ents = self.entities
+        for key, f in later.entities.items():
+            e = ents.get(key)
+            if e is None:
+                ents[key] = f
+                continue
+            merged = e[0]
+            for form, n in f[0].items():
+                merged[form] = merged.get(form, 0) + n
+            e[1] += f[1]
+            e[2].extend(f[2])
+            if len(e[3]) < limit:
+                _add_distinct(e[3], f[3], limit)
+        rels = self.relations
+        for pair, f in later.relations.items():
+            r = rels.get(pair)
+            if r is None:
+                rels[pair] = f
+                continue
+            r[0] += f[0]
+            r[1].extend(f[1])
+            if len(r[2]) < limit:
+                _add_distinct(r[2], f[2], limit)
+
+    def __getstate__(self) -> tuple:
+        return (self.max_sentences, self.entities, self.relations)
+
+    def __setstate__(self, state: tuple) -> None:
+        self.max_sentences, self.entities, self.relations = state
+
+    def result(self) -> tuple[list[Entity], list[Relation]]:
+        """``(entities, relations)`` as :func:`merge_records` returns them (the merge is
+        emptied: its lists become the records'). Entity ids and relation endpoints are
+        interned (``sys.intern``): a relation names its entities with their id strings
+        instead of copies that came from other shards."""
+        import sys
+
+        ents, rels = self.entities, self.relations
+        self.entities, self.relations = {}, {}
+        entities = []
+        for key in sorted(ents):
+            surfaces, count, chunks, sents = ents.pop(key)
+            entities.append(
+                Entity(
+                    id=sys.intern(key),
+                    name=max(surfaces.items(), key=_second)[0],  # Counter.most_common(1): first max
+                    description=" ".join(sents),
+                    chunk_ids=list(dict.fromkeys(chunks)),
+                    weight=float(count),
+                )
+            )
+        relations = []
+        for pair in sorted(rels):
+            count, chunks, sents = rels.pop(pair)
+            relations.append(
+                Relation(
+                    source=sys.intern(pair[0]),
+                    target=sys.intern(pair[1]),
+                    description=" ".join(sents),
+                    weight=float(count),
+                    chunk_ids=list(dict.fromkeys(chunks)),
+                )
+            )
+        return entities, relations
+
+
+def _second(item: tuple[Any, Any]) -> Any:
+    return item[1]
+
+
 def merge_records(
     records: Sequence[ChunkRecord],
     only: set[str] | None = None,
@@ -702,47 +1227,42 @@ def merge_records(
     Returns:
         ``(entities, relations)``, entities sorted by id, relations by ``(source, target)``.
     """
-    surface: dict[str, Counter] = defaultdict(Counter)
-    ent_chunks: dict[str, list[str]] = defaultdict(list)
-    ent_sents: dict[str, list[str]] = defaultdict(list)
-    ent_count: Counter = Counter()
-    rel_count: Counter = Counter()
-    rel_chunks: dict[tuple[str, str], list[str]] = defaultdict(list)
-    rel_sents: dict[tuple[str, str], list[str]] = defaultdict(list)
-    max_sents = max_description_sentences
+    merge = RecordMerge(max_description_sentences)
     for rec in records:
-        for key, (surfaces, count, sents) in rec.entities.items():
-            if only is not None and key not in only:
-                continue
-            surface[key].update(surfaces)
-            ent_count[key] += count[0]
-            ent_chunks[key].append(rec.chunk_id)
-            _add_distinct(ent_sents[key], sents, max_sents)
-        for pair, (count, sents) in rec.relations.items():
-            if only is not None and (pair[0] not in only or pair[1] not in only):
-                continue
-            rel_count[pair] += count[0]
-            rel_chunks[pair].append(rec.chunk_id)
-            _add_distinct(rel_sents[pair], sents, max_sents)
-    entities = [
-        Entity(
-            id=key,
-            name=surface[key].most_common(1)[0][0],
-            description=" ".join(ent_sents[key]),
-            chunk_ids=list(dict.fromkeys(ent_chunks[key])),
-            weight=float(ent_count[key]),
-        )
-        for key in sorted(surface)
-    ]
-    relations = [
-        Relation(
-            source=a,
-            target=b,
-            description=" ".join(rel_sents[(a, b)]),
-            weight=float(rel_count[(a, b)]),
-            chunk_ids=list(dict.fromkeys(rel_chunks[(a, b)])),
-        )
-        for (a, b) in sorted(rel_count)
-    ]
-    return entities, relations
+        merge.add_record(rec, only)
+    return merge.result()
 
+
+def extract_shard(
+    extractor: StatisticalExtractor,
+    chunks: Sequence[Chunk | tuple[str, str, str]],
+    titles: Mapping[str, str] | None,
+    terms: Sequence[Sequence[str]] | None,
+    tfidf: FrozenTfidf | None = None,
+) -> tuple[list[bytes], RecordMerge]:
+    """Extract one run of consecutive chunks and merge it (the worker half of a sharded
+    extraction: :func:`graphstrata.indexing.extract.extract_stage`).
+
+    Args:
+        extractor: the build's extractor.
+        chunks: :class:`~graphstrata.types.Chunk` s, or ``(id, document_id, text)`` tuples
+            (what a worker is sent).
+        titles: ``{document_id: title}`` of these chunks' documents.
+        terms: the chunks' TF-IDF terms (:meth:`StatisticalExtractor.fit`), or ``None`` to
+            score them with ``tfidf``.
+        tfidf: the frozen model when ``terms`` is ``None``.
+
+    Returns:
+        ``(blobs, merge)``: each chunk's record compressed (:class:`CompactRecord` bytes, in
+        order) and the :class:`RecordMerge` of the run.
+    """
+    import zlib
+
+    rows = [c if isinstance(c, Chunk) else Chunk(c[0], c[1], 0, c[2], 0, len(c[2]), 0) for c in chunks]
+    records = extractor.chunk_records(rows, titles, tfidf, terms=terms)
+    merge = RecordMerge(extractor.max_description_sentences)
+    blobs = []
+    for rec in records:
+        merge.add_record(rec)
+        blobs.append(zlib.compress(rec.to_json().encode("utf-8"), RECORD_ZLIB_LEVEL))
+    return blobs, merge

@@ -28,6 +28,8 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -86,10 +88,19 @@ class HierarchyConfig:
     seed: int = LEIDEN_SEED
 
 
+EDGE_BLOCK = 65_536
+"""Edges per block of :func:`_edge_cosines` (two float32 ``(block, dim)`` gathers at a time,
+instead of two ``(m, dim)`` copies: 2.7 GB at 100k chunks)."""
+
+
 def _edge_cosines(vectors: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    if len(edges) == 0:
-        return np.zeros(0, dtype=np.float32)
-    return np.einsum("ij,ij->i", vectors[edges[:, 0]], vectors[edges[:, 1]]).astype(np.float32)
+    """float32 ``(m,)`` cosines of the edges' endpoint vectors (rows L2-normalised), computed
+    a block of :data:`EDGE_BLOCK` edges at a time (the same values as one pass)."""
+    out = np.zeros(len(edges), dtype=np.float32)
+    for start in range(0, len(edges), EDGE_BLOCK):
+        e = edges[start : start + EDGE_BLOCK]
+        out[start : start + len(e)] = np.einsum("ij,ij->i", vectors[e[:, 0]], vectors[e[:, 1]])
+    return out
 
 
 def knn_augment(
@@ -130,27 +141,61 @@ def knn_augment(
     us, cols = np.nonzero(ok)  # row-major: node by node, best candidate first
     vs = idx[us, cols]
     keys = np.minimum(us, vs) * n + np.maximum(us, vs)  # pair (a, b), a < b, as a·n + b
-    existing = set((edges[:, 0] * n + edges[:, 1]).tolist()) if len(edges) else set()
-    new = []
+    if len(edges):  # candidates that are edges already are skipped whatever the order
+        fresh = ~np.isin(keys, edges[:, 0] * n + edges[:, 1])
+        us, keys = us[fresh], keys[fresh]
+    # in candidate order, a node takes up to k pairs that no earlier node took
+    taken: set[int] = set()
+    new: list[int] = []
     added = [0] * n
     for u, key in zip(us.tolist(), keys.tolist(), strict=True):
-        if added[u] >= k or key in existing:
+        if added[u] >= k or key in taken:
             continue
-        existing.add(key)
+        taken.add(key)
         new.append(key)
         added[u] += 1
-    new = [divmod(key, n) for key in new]
     if new:
-        new_edges = np.asarray(new, dtype=np.int64)
+        new_keys = np.asarray(new, dtype=np.int64)
+        new_edges = np.stack([new_keys // n, new_keys % n], axis=1)
         edges = np.vstack([edges, new_edges]) if len(edges) else new_edges
         cos = np.concatenate([cos, _edge_cosines(vectors, new_edges)])
     return edges, np.maximum(cos, config.min_weight).astype(np.float32)
 
 
+ASSIGN_EXACT_MAX = 50_000_000
+"""A node left without any edge joins the cluster of its nearest clustered node. Up to this
+many (unclustered × clustered) pairs, and at most :data:`ASSIGN_EXACT_COLUMNS` clustered nodes,
+that is one exact product as always; above (a million-chunk corpus: hundreds of such nodes
+against millions), the level's C-HNSW proposes candidates when the caller has one
+(:func:`leiden_clusters` ``search``), else the scan runs a block of columns at a time."""
+
+ASSIGN_EXACT_COLUMNS = 200_000
+"""Most clustered nodes gathered for the one exact product of :data:`ASSIGN_EXACT_MAX`."""
+
+SearchFn = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+"""``search(queries, k) -> (rows, similarity)``: int64 / float32 ``(q, k)`` nearest nodes of a
+level for float32 ``(q, dim)`` queries, best first, ``-1`` / ``-inf`` padded
+(:meth:`graphstrata.index.LayeredIndex.search_layer`)."""
+
+
 def leiden_clusters(
-    n: int, edges: np.ndarray, weights: np.ndarray, vectors: np.ndarray, config: HierarchyConfig
+    n: int,
+    edges: np.ndarray,
+    weights: np.ndarray,
+    vectors: np.ndarray,
+    config: HierarchyConfig,
+    search: SearchFn | None = None,
 ) -> list[list[int]]:
     """Weighted Leiden with a size cap (graspologic-native), every node assigned.
+
+    Args:
+        n: nodes of the level.
+        edges: int64 ``(m, 2)`` undirected edges.
+        weights: float32 ``(m,)`` edge weights.
+        vectors: float32 ``(n, dim)`` L2-normalised node vectors.
+        config: hierarchy parameters.
+        search: the level's C-HNSW search, used past :data:`ASSIGN_EXACT_MAX` to find the
+            nearest clustered node of a node without edges.
 
     Returns:
         Clusters as lists of node indices, each of size ≤ ``max_community_size`` except when a
@@ -161,19 +206,30 @@ def leiden_clusters(
 
     label = np.full(n, -1, dtype=np.int64)
     if len(edges):
+        # one label string per node, shared by all its edges (a string per endpoint doubled the
+        # memory of the edge list: ~2 GB at a million chunks)
+        names = [str(i) for i in range(n)]
         edge_list = list(
-            zip(map(str, edges[:, 0].tolist()), map(str, edges[:, 1].tolist()), np.asarray(weights).tolist(), strict=True)
+            zip(
+                [names[a] for a in edges[:, 0].tolist()],
+                [names[b] for b in edges[:, 1].tolist()],
+                np.asarray(weights).tolist(),
+                strict=True,
+            )
         )
+        del names
         result = gn.hierarchical_leiden(
             edge_list,
             max_cluster_size=config.max_community_size,
             seed=config.seed,
             resolution=1.0,
         )
+        del edge_list
         final = {}
         for hc in result:
             if hc.is_final_cluster:
                 final[int(hc.node)] = int(hc.cluster)
+        del result
         remap: dict[int, int] = {}
         for node in sorted(final):
             cid = remap.setdefault(final[node], len(remap))
@@ -186,12 +242,47 @@ def leiden_clusters(
             for start in range(0, n, config.max_community_size):
                 label[start : start + config.max_community_size] = start // config.max_community_size
         else:
-            sims = vectors[missing] @ vectors[clustered].T
-            label[missing] = label[clustered[np.argmax(sims, axis=1)]]
+            label[missing] = label[_nearest_clustered(vectors, missing, clustered, label >= 0, search)]
     clusters: dict[int, list[int]] = {}
     for node, cid in enumerate(label.tolist()):
         clusters.setdefault(cid, []).append(node)
     return sorted(clusters.values(), key=lambda members: members[0])
+
+
+def _nearest_clustered(
+    vectors: np.ndarray, missing: np.ndarray, clustered: np.ndarray, is_clustered: np.ndarray,
+    search: SearchFn | None,
+) -> np.ndarray:
+    """int64 ``(len(missing),)``: the nearest clustered node of each missing node (exact, first
+    of equals, below the limits of :data:`ASSIGN_EXACT_MAX`; else candidates from ``search``,
+    a blocked exact scan for the nodes it finds no clustered candidate for)."""
+    if len(missing) * len(clustered) <= ASSIGN_EXACT_MAX and len(clustered) <= ASSIGN_EXACT_COLUMNS:
+        sims = vectors[missing] @ vectors[clustered].T
+        return clustered[np.argmax(sims, axis=1)]
+    out = np.full(len(missing), -1, dtype=np.int64)
+    if search is not None:
+        rows, _sims = search(np.ascontiguousarray(vectors[missing]), 32)
+        rows = np.asarray(rows, dtype=np.int64)
+        ok = (rows >= 0) & is_clustered[np.maximum(rows, 0)]
+        first = np.argmax(ok, axis=1)  # candidates come best first
+        found = ok[np.arange(len(rows)), first]
+        out[found] = rows[found, first[found]]
+    todo = np.flatnonzero(out < 0)
+    if len(todo):
+        q = vectors[missing[todo]]
+        best = np.full(len(todo), -np.inf, dtype=np.float32)
+        arg = np.full(len(todo), -1, dtype=np.int64)
+        block = max(1, (1 << 24) // max(1, len(todo)))
+        for start in range(0, len(vectors), block):
+            s = q @ vectors[start : start + block].T
+            s[:, ~is_clustered[start : start + block]] = -np.inf
+            j = np.argmax(s, axis=1)
+            v = s[np.arange(len(todo)), j]
+            better = v > best  # strictly: the first of equals wins, as one argmax
+            best[better] = v[better]
+            arg[better] = start + j[better]
+        out[todo] = arg
+    return out
 
 
 SummariseFn = Callable[[int, list[list[int]]], list[tuple[str, str]]]
@@ -206,6 +297,8 @@ def attributed_communities(
     config: HierarchyConfig | None = None,
     progress: Callable[[str], None] | None = None,
     neighbours: Neighbours | None = None,
+    index: Any = None,
+    add_layer: Callable[[np.ndarray], None] | None = None,
 ) -> tuple[list[list[Community]], list[np.ndarray]]:
     """Build the community layers (ArchRAG Algorithm 1).
 
@@ -221,7 +314,17 @@ def attributed_communities(
         config: parameters; :class:`HierarchyConfig` defaults when ``None``.
         progress: optional callback receiving one line per finished layer.
         neighbours: the k-NN of the entities (level 1) from the build's entity index, for
-            :func:`knn_augment` (``None``: computed here).
+            :func:`knn_augment` (``None``: computed here, or read from ``index``).
+        index: the build's C-HNSW (:class:`~graphstrata.index.LayeredIndex`) holding the
+            entities as layer 0. Each level's community vectors become its next layer as soon
+            as the level is kept (``add_layer``), so a level over :data:`EXACT_KNN_MAX` nodes
+            takes its k-NN (:meth:`~graphstrata.index.LayeredIndex.knn`) and its isolated
+            nodes' nearest neighbours (:meth:`~graphstrata.index.LayeredIndex.search_layer`)
+            from the layer that holds it, instead of a C-HNSW built for that level alone and
+            thrown away; the index ends with every layer, in the order a build after
+            clustering would add them.
+        add_layer: ``add_layer(layer_vectors)`` adds a kept level to ``index`` (default
+            ``index.add_layers([layer_vectors])``; the build times it as a stage of its own).
 
     Returns:
         ``(layers, layer_vectors)``: ``layers[i]`` are the communities of layer ``i + 1``
@@ -239,8 +342,15 @@ def attributed_communities(
         n = len(cur_vectors)
         if n < config.min_communities:
             break
-        aug_edges, weights = knn_augment(cur_vectors, cur_edges, config, neighbours if level == 1 else None)
-        clusters = leiden_clusters(n, aug_edges, weights, cur_vectors, config)
+        level_neighbours, level_search = neighbours if level == 1 else None, None
+        if index is not None and n > EXACT_KNN_MAX:
+            layer = level - 1  # the index layer holding this level's nodes (0: entities)
+            if level_neighbours is None:
+                level_neighbours = partial(index.knn, layer=layer)
+            level_search = partial(_search_layer, index, layer)
+        aug_edges, weights = knn_augment(cur_vectors, cur_edges, config, level_neighbours)
+        clusters = leiden_clusters(n, aug_edges, weights, cur_vectors, config, search=level_search)
+        del aug_edges, weights
         if len(clusters) < config.min_communities or len(clusters) >= n:
             break
         texts = summarise(level, clusters)
@@ -266,6 +376,11 @@ def attributed_communities(
             )
         layers.append(communities)
         layer_vectors.append(comm_vectors)
+        if index is not None:
+            if add_layer is not None:
+                add_layer(comm_vectors)
+            else:
+                index.add_layers([comm_vectors])
         if progress:
             progress(f"layer {level}: {len(communities)} communities from {n} nodes")
         # next level graph: communities linked when their members are linked (spec A2)
@@ -280,6 +395,10 @@ def attributed_communities(
         cur_vectors = comm_vectors
         cur_entities = next_entities
     return layers, layer_vectors
+
+
+def _search_layer(index: Any, layer: int, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    return index.search_layer(queries, k, layer=layer, ef_search=max(64, 2 * k))
 
 
 def _dedupe_edges(edges: np.ndarray) -> np.ndarray:

@@ -110,6 +110,11 @@ class StaticEmbedder:
             torch) is not installed.
     """
 
+    embeds_in_processes = True
+    """A :class:`~graphstrata.runner.ProcessRunner` may embed on its workers: a text's vector
+    does not depend on the batch or the process (a sparse count row times the table), and a
+    worker rebuilds the embedder from its settings and the cached table."""
+
     def __init__(
         self,
         dims: int = 256,

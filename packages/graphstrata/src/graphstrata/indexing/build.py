@@ -10,20 +10,24 @@ and clustering) → BM25; with an LLM, HiRAG's summary entities last
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
 from ..config import GraphStrataConfig
 from ..graph import KnowledgeGraph
-from ..index import BM25Index, ChunkIndex, LayeredIndex, lexical_texts, stored_vectors
+from ..index import BM25Index, ChunkIndex, LayeredIndex, bm25_tokenize, lexical_texts, stored_vectors
 from ..llm import LLMClient, usage_scope
 from ..models import Embedder
+from ..runner import LOCAL, ProcessRunner, Runner, build_workers, current_runner, use_runner
 from ..state import EngineState, new_drift
 from ..types import Community, Document
 from .chunks import chunk_stage, chunk_vectors
-from .communities import cluster_communities, fit_summary_tfidf
+from .communities import cluster_communities
 from .entities import entity_vectors
 from .extract import extract_stage
 from .hirag import summary_entity_stage
@@ -75,15 +79,93 @@ def build_state(
         raise ValueError("empty corpus: no documents given")
     args = (docs, config, embedder, show_progress, cached_chunk_vectors, generation, stats_version)
     if llm is None:
-        return _build_state(*args, None)
+        with build_runner(docs, config), no_cyclic_gc():
+            return _build_state(*args, None)
     with usage_scope() as ledger:
-        provisional = _build_state(*args, llm)
+        with build_runner(docs, config), no_cyclic_gc():
+            provisional = _build_state(*args, llm)
         derived = Progress(show_progress).stage(
             "HiRAG summary entities (LLM)", lambda: summary_entity_stage(provisional)
         )
     # the published state, constructed whole: the records of the provisional one, the build's
     # LLM usage, and the HiRAG index built from those same records in its derived cache
     return dataclasses.replace(provisional, build_usage=ledger.to_dict(), derived_seed=derived)
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector paused for the ``with`` block (as it was before, after).
+
+    A build allocates tens of millions of container objects (records, entities, relations,
+    token lists) and frees few cycles; every full collection walks all of them, so collections
+    cost a sixth of the build's Python time at 50k chunks and more as the heap grows (each pass
+    is proportional to it). Objects without cycles are still freed at once (reference
+    counting); the few cycles a build leaves are collected after it. Process-wide while it
+    lasts.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+@contextmanager
+def build_runner(docs: Sequence[Document], config: GraphStrataConfig) -> Iterator[Runner]:
+    """The runner of a build's per-chunk stages: the active one when a caller chose it
+    (:func:`~graphstrata.runner.use_runner`), else a :class:`~graphstrata.runner.ProcessRunner`
+    of :func:`~graphstrata.runner.build_workers` workers when that is more than one (a large
+    corpus), stopped when the ``with`` block ends, else this process.
+
+    Raises:
+        ValueError: ``$GRAPHSTRATA_NUM_WORKERS`` is not a non-negative integer.
+    """
+    active = current_runner()
+    workers = 1
+    if active is LOCAL:
+        workers = build_workers(sum(len(d.text) for d in docs), getattr(config, "build_workers", 0))
+    if workers <= 1:
+        yield active
+        return
+    runner = ProcessRunner(workers)
+    try:
+        with use_runner(runner):
+            yield runner
+    finally:
+        runner.close()
+
+
+BM25_SHARD = 5_000
+"""Texts per shard of :func:`lexical_tokens` (one worker task)."""
+
+
+def _tokenize_shard(texts: Sequence[str]) -> list[list[str]]:
+    """:func:`~graphstrata.index.bm25_tokenize` of each text; equal tokens are one object (a
+    worker's answer pickles each distinct token once)."""
+    same: dict[str, str] = {}
+    return [[same.setdefault(t, t) for t in bm25_tokenize(text)] for text in texts]
+
+
+def lexical_tokens(texts: Sequence[str], runner: Any = None) -> list[list[str]]:
+    """The BM25 tokens of every text (:func:`~graphstrata.index.bm25_tokenize`), in shards of
+    :data:`BM25_SHARD` on ``runner``'s workers when it has a ``map``. Equal tokens are one
+    string object across the corpus (about 5 kB a chunk less than a string per occurrence).
+
+    Returns:
+        One token list per text, in order.
+    """
+    shards = [(list(texts[i : i + BM25_SHARD]),) for i in range(0, len(texts), BM25_SHARD)]
+    mapper = getattr(runner, "map", None)
+    results = mapper(_tokenize_shard, shards) if callable(mapper) and len(shards) > 1 else (
+        _tokenize_shard(*shard) for shard in shards
+    )
+    same: dict[str, str] = {}
+    out: list[list[str]] = []
+    for part in results:
+        out.extend([same.setdefault(t, t) for t in toks] for toks in part)
+    return out
 
 
 def _build_state(
@@ -100,30 +182,36 @@ def _build_state(
         chunk_index_job = pool.submit(
             ChunkIndex.build, chunk_vecs, M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
         )
+        owned = [chunk_vecs]  # handed over: _graph_stages drops them once the entity vectors are made
+        del chunk_vecs
         return _graph_stages(
-            docs, config, embedder, prog, chunks, chunk_vecs, chunk_index_job, generation, stats_version, llm
+            docs, config, embedder, prog, chunks, owned, chunk_index_job, generation, stats_version, llm
         )
 
 
 def _graph_stages(
-    docs, config, embedder, prog: Progress, chunks, chunk_vecs, chunk_index_job: Future, generation,
-    stats_version, llm,
+    docs, config, embedder, prog: Progress, chunks, owned: list[np.ndarray], chunk_index_job: Future,
+    generation, stats_version, llm,
 ) -> EngineState:
     """Extraction, entity vectors and index, communities, the chunk index (``chunk_index_job``)
-    and BM25 → the new state."""
+    and BM25 → the new state. ``owned`` holds the chunk vectors (taken out of it: what the
+    build no longer needs is dropped as early as it can be, so that at no point three copies of
+    the vectors exist — ours, the C-HNSW's and the state's)."""
+    chunk_vecs = owned.pop()
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
-    entities, relations, records, frozen = extract_stage(chunks, titles, config, llm, prog)
+    entities, relations, records, frozen = extract_stage(chunks, titles, config, llm, prog, summary=True)
     kg = KnowledgeGraph(entities, relations)
+    del entities, relations
     chunk_row = {c.id: i for i, c in enumerate(chunks)}
     entity_vecs = np.zeros((0, embedder.dim), dtype=np.float32)
     communities: list[list[Community]] = []
     layer_vecs: list[np.ndarray] = []
     layered = None
-    summary_tfidf = fit_summary_tfidf([c.text for c in chunks])
-    if summary_tfidf is not None:
-        frozen["summary"] = summary_tfidf
+    summary_tfidf = frozen.get("summary")
     if len(kg):
         entity_vecs = entity_vectors(kg, chunk_row, chunk_vecs, config, embedder, prog)
+    del chunk_vecs  # the chunk index keeps what it needs
+    if len(kg):
         # layer 0 first: its graph also gives the k-NN edges of clustering (no O(n²) scan)
         entity_index = prog.stage(
             "indexing entities (C-HNSW)",
@@ -131,18 +219,24 @@ def _graph_stages(
                 [entity_vecs], M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
             ),
         )
+        # each kept community layer joins the entity index as it is clustered (the levels above
+        # take their k-NN from it too)
         communities, layer_vecs = cluster_communities(
             kg, chunks, entity_vecs, config, embedder, prog, llm, summary_tfidf=summary_tfidf,
-            neighbours=entity_index.knn,
+            neighbours=entity_index.knn, index=entity_index,
         )
-        layered = prog.stage("indexing layers (C-HNSW)", lambda: entity_index.add_layers(layer_vecs))
+        layered = entity_index
+    del entity_vecs, layer_vecs  # the entity index holds them
     chunk_index = prog.stage("indexing chunks (C-HNSW)", chunk_index_job.result)
     documents = {d.id: d for d in docs}
     bm25 = prog.stage(
         "indexing chunks (BM25)",
-        lambda: BM25Index(lexical_texts(chunks, documents, config.use_titles)),
+        lambda: BM25Index(
+            tokens=lexical_tokens(lexical_texts(chunks, documents, config.use_titles), current_runner())
+        ),
     )
     # the indexes' own copies (persisted once, in the .chnsw files): built == loaded, bit for bit
+    chunk_index.vectors = None  # the input copy goes before the one read back is made
     vectors = stored_vectors(chunk_index, layered, embedder.dim)
     return EngineState(
         config=config,

@@ -7,11 +7,12 @@ incremental re-clustering use.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..config import GraphStrataConfig
-from ..extraction import FrozenTfidf, split_sentences
+from ..extraction import FrozenTfidf, TfidfSpec, fit_tfidf, split_sentences
 from ..graph import KnowledgeGraph
 from ..hierarchy import (
     HierarchyConfig,
@@ -28,18 +29,22 @@ from .progress import Progress
 from .reports import community_reports, graph_context
 
 
-def fit_summary_tfidf(texts: Sequence[str]) -> FrozenTfidf | None:
-    """The unigram TF-IDF model of extractive community summaries
-    (:func:`~graphstrata.hierarchy.extractive_summary`), fitted on the chunk texts and frozen
-    for incremental updates; ``None`` when the texts have no vocabulary."""
+def summary_tfidf_spec() -> TfidfSpec:
+    """The :class:`~graphstrata.extraction.TfidfSpec` of :func:`fit_summary_tfidf`: unigrams,
+    English stop words, sublinear tf (scikit-learn's defaults otherwise)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True)
-    try:
-        vectorizer.fit(list(texts))
-    except ValueError:  # no vocabulary at all
-        return None
-    return FrozenTfidf.from_vectorizer(vectorizer, kind="summary")
+    return TfidfSpec.of(TfidfVectorizer(stop_words="english", sublinear_tf=True), "summary")
+
+
+def fit_summary_tfidf(texts: Sequence[str], runner: Any = None) -> FrozenTfidf | None:
+    """The unigram TF-IDF model of extractive community summaries
+    (:func:`~graphstrata.hierarchy.extractive_summary`), fitted on the chunk texts and frozen
+    for incremental updates; ``None`` when the texts have no vocabulary. scikit-learn's
+    ``TfidfVectorizer`` model, computed in shards (:func:`~graphstrata.extraction.fit_tfidf`,
+    on ``runner``'s workers when it has a ``map``)."""
+    [(model, _)] = fit_tfidf([summary_tfidf_spec()], texts, runner)
+    return model
 
 
 def hierarchy_config(config: GraphStrataConfig) -> HierarchyConfig:
@@ -65,6 +70,7 @@ def cluster_communities(
     llm: LLMClient | None = None,
     summary_tfidf: FrozenTfidf | None = None,
     neighbours: Neighbours | None = None,
+    index: Any = None,
 ) -> tuple[list[list[Community]], list[np.ndarray]]:
     """Attributed community layers over the KG (ArchRAG Alg. 1) with extractive summaries, or
     with an ``llm`` (and ``config.llm_community_reports``) LLM community reports (ArchRAG
@@ -76,6 +82,9 @@ def cluster_communities(
     (:func:`fit_summary_tfidf`; fitted on ``chunks`` when ``None``). ``neighbours``: the
     entities' k-NN from the build's entity index (:meth:`~graphstrata.index.LayeredIndex.knn`),
     used when there are more than :data:`~graphstrata.hierarchy.EXACT_KNN_MAX` entities.
+    ``index``: the build's entity C-HNSW (:class:`~graphstrata.index.LayeredIndex`): each kept
+    layer is added to it as soon as it is clustered (stage ``"indexing layers (C-HNSW)"``) and
+    large levels read their k-NN from it (``attributed_communities``' ``index``).
 
     Returns:
         ``(layers, layer_vectors)``: communities per layer (members and entity ids as ids,
@@ -137,6 +146,10 @@ def cluster_communities(
             else None,
             hcfg,
             neighbours=neighbours,
+            index=index,
+            add_layer=None
+            if index is None
+            else lambda vecs: prog.stage("indexing layers (C-HNSW)", lambda: index.add_layers([vecs])),
         )
 
     layers, layer_vecs = prog.stage("clustering communities", run)

@@ -13,10 +13,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..config import GraphStrataConfig
-from ..extraction import ChunkRecord, StatisticalExtractor, merge_records
+from ..extraction import (
+    ChunkRecord,
+    CompactRecord,
+    RecordMerge,
+    StatisticalExtractor,
+    extract_shard,
+    fit_tfidf,
+    merge_records,
+)
 from ..llm import LLMClient
-from ..runner import current_runner
+from ..runner import LocalRunner, current_runner
 from ..types import Chunk, Entity, Relation
+from .communities import fit_summary_tfidf, summary_tfidf_spec
 from .llm_extract import AgragLLMExtractor, LLMExtractor
 from .progress import Progress
 
@@ -52,19 +61,35 @@ def extractor(
     return LLMExtractor(llm, gleaning=config.llm_gleaning, examples=config.llm_prompt_examples)
 
 
+SHARDED_MIN_CHUNKS = 20_000
+"""In this process, a statistical extraction of at least this many chunks runs shard by shard
+(:func:`~graphstrata.extraction.extract_shard`; other runners, such as Ray's, extract records
+with their ``chunk_records``): records kept compressed
+(:class:`~graphstrata.extraction.CompactRecord`) and merged a shard at a time, so the records of
+the whole corpus never exist as Python objects at once. A runner with a ``map``
+(:class:`~graphstrata.runner.ProcessRunner`) always extracts so, on its workers."""
+
+EXTRACT_SHARD = 1_000
+"""Chunks per shard of a sharded extraction (one worker task)."""
+
+
 def extract_stage(
     chunks: Sequence[Chunk],
     titles: Mapping[str, str],
     config: GraphStrataConfig,
     llm: LLMClient | None,
     prog: Progress,
-) -> tuple[list[Entity], list[Relation], dict[str, ChunkRecord] | None, dict[str, Any]]:
+    summary: bool = False,
+) -> tuple[list[Entity], list[Relation], Mapping[str, ChunkRecord] | None, dict[str, Any]]:
     """Extract the corpus graph (stage ``"extracting entities"``) with :func:`extractor`.
 
-    Statistical extraction fits its TF-IDF model on the chunk texts, extracts each chunk's
-    record on the active runner and merges the records
-    (:func:`~graphstrata.extraction.merge_records`); an LLM extractor extracts and merges in
-    one call.
+    Statistical extraction fits its TF-IDF model on the chunk texts
+    (:meth:`~graphstrata.extraction.StatisticalExtractor.fit`, in shards), extracts each
+    chunk's record on the active runner and merges the records
+    (:func:`~graphstrata.extraction.merge_records`); with a runner that has a ``map``, or at
+    least :data:`SHARDED_MIN_CHUNKS` chunks, records are extracted, compressed and merged shard
+    by shard (the same entities and relations, and the same records, kept compressed). An LLM
+    extractor extracts and merges in one call.
 
     Args:
         chunks: the corpus chunks in row order.
@@ -72,27 +97,78 @@ def extract_stage(
         config: the build configuration.
         llm: the build's LLM client, or ``None``.
         prog: the build's :class:`~.progress.Progress`.
+        summary: also fit the community summaries' TF-IDF model
+            (:func:`~.communities.fit_summary_tfidf`; in the same pass over the texts as the
+            extraction's) into ``frozen["summary"]``.
 
     Returns:
         ``(entities, relations, records, frozen)``: entities sorted by id, relations by
         ``(source, target)``; ``records`` ``{chunk_id: ChunkRecord}`` of statistical
         extraction (``None`` for an LLM extractor); ``frozen`` ``{"extraction": FrozenTfidf}``
-        when a TF-IDF model was fitted, else ``{}``.
+        when a TF-IDF model was fitted (and ``"summary"`` when asked and the texts have a
+        vocabulary), else ``{}``.
 
     Raises:
         ValueError: an LLM extraction produced no entities.
         graphstrata.llm.LLMError: an LLM call failed after its retries.
     """
     ex = extractor(config, llm, prog.show)
+    runner = current_runner()
     if not isinstance(ex, StatisticalExtractor):
         entities, relations = prog.stage("extracting entities", lambda: ex.extract(chunks, titles))
-        return entities, relations, None, {}
+        frozen: dict[str, Any] = {}
+        if summary:
+            model = prog.stage("fitting summary TF-IDF", lambda: fit_summary_tfidf([c.text for c in chunks], runner))
+            if model is not None:
+                frozen["summary"] = model
+        return entities, relations, None, frozen
 
     def statistical():
-        tfidf, terms = ex.fit([c.text for c in chunks])
-        recs = current_runner().chunk_records(ex, chunks, titles, None, terms=terms)
-        return tfidf, recs, merge_records(recs, max_description_sentences=ex.max_description_sentences)
+        texts = [c.text for c in chunks]
+        specs = [ex.tfidf_spec(len(texts))] if ex.top_n and texts else []
+        if summary:
+            specs.append(summary_tfidf_spec())
+        fits = fit_tfidf(specs, texts, runner) if specs else []
+        del texts
+        if ex.top_n and chunks:
+            tfidf, terms = fits.pop(0)
+        else:
+            tfidf, terms = None, [[] for _ in chunks]
+        frozen = {} if tfidf is None else {"extraction": tfidf}
+        if summary and fits[0][0] is not None:
+            frozen["summary"] = fits[0][0]
+        if callable(getattr(runner, "map", None)) or (
+            isinstance(runner, LocalRunner) and len(chunks) >= SHARDED_MIN_CHUNKS
+        ):
+            records, (entities, relations) = _sharded(ex, chunks, titles, terms, runner)
+        else:
+            recs = runner.chunk_records(ex, chunks, titles, None, terms=terms)
+            entities, relations = merge_records(recs, max_description_sentences=ex.max_description_sentences)
+            records = {r.chunk_id: r for r in recs}
+        return entities, relations, records, frozen
 
-    tfidf, recs, (entities, relations) = prog.stage("extracting entities", statistical)
-    frozen: dict[str, Any] = {} if tfidf is None else {"extraction": tfidf}
-    return entities, relations, {r.chunk_id: r for r in recs}, frozen
+    return prog.stage("extracting entities", statistical)
+
+
+def _sharded(ex: StatisticalExtractor, chunks: Sequence[Chunk], titles: Mapping[str, str],
+             terms: list[list[str]], runner: Any) -> tuple[dict[str, CompactRecord], tuple[list[Entity], list[Relation]]]:
+    """Records (compressed) and their merge, shard by shard, on ``runner``'s workers when it
+    has a ``map``: the shards' merges are merged here in corpus order."""
+    slices = [range(i, min(len(chunks), i + EXTRACT_SHARD)) for i in range(0, len(chunks), EXTRACT_SHARD)]
+
+    def tasks():
+        for r in slices:
+            part = chunks[r.start : r.stop]
+            part_titles = {c.document_id: titles[c.document_id] for c in part if c.document_id in titles}
+            yield (ex, [(c.id, c.document_id, c.text) for c in part], part_titles, terms[r.start : r.stop])
+
+    mapper = getattr(runner, "map", None)
+    results = mapper(extract_shard, tasks()) if callable(mapper) else (extract_shard(*t) for t in tasks())
+    records: dict[str, CompactRecord] = {}
+    merge = RecordMerge(ex.max_description_sentences)
+    for r, (blobs, part) in zip(slices, results, strict=True):
+        for i, blob in zip(r, blobs, strict=True):
+            cid = chunks[i].id
+            records[cid] = CompactRecord(cid, blob)
+        merge.update(part)
+    return records, merge.result()

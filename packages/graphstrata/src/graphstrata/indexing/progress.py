@@ -15,11 +15,28 @@ EMBED_BATCH = 256
 
 
 class Progress:
-    """Stage timer and optional tqdm bars (``show``): ``seconds[stage]`` accumulates wall time."""
+    """Stage timer and optional tqdm bars (``show``): ``seconds[stage]`` accumulates wall time.
+
+    A stage run inside another (community embedding or a new C-HNSW layer inside clustering)
+    is timed under its own name only: the enclosing stage's seconds leave it out, so the
+    stages add up to the build's time.
+    """
 
     def __init__(self, show: bool) -> None:
         self.show = show
         self.seconds: dict[str, float] = {}
+        self._open: list[float] = []  # seconds of nested stages, per open stage
+
+    def _start(self) -> float:
+        self._open.append(0.0)
+        return time.perf_counter()
+
+    def _stop(self, name: str, t0: float) -> None:
+        elapsed = time.perf_counter() - t0
+        nested = self._open.pop()
+        self.seconds[name] = self.seconds.get(name, 0.0) + elapsed - nested
+        if self._open:
+            self._open[-1] += elapsed
 
     def embed(self, embedder: Embedder, texts: Sequence[str], stage: str) -> np.ndarray:
         """Embed ``texts`` in batches of :data:`EMBED_BATCH` on the active runner
@@ -31,7 +48,13 @@ class Progress:
         Raises:
             ValueError: the embedder returned another shape.
         """
-        t0 = time.perf_counter()
+        t0 = self._start()
+        try:
+            return self._embed(embedder, texts, stage)
+        finally:
+            self._stop(stage, t0)
+
+    def _embed(self, embedder: Embedder, texts: Sequence[str], stage: str) -> np.ndarray:
         texts = list(texts)
         bar = None
         if self.show and texts:
@@ -52,21 +75,22 @@ class Progress:
                 bar.update(len(batch))
         if bar is not None:
             bar.close()
-        self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - t0
         if not parts:
             return np.zeros((0, embedder.dim), dtype=np.float32)
         return l2_normalise(np.vstack(parts))
 
     def stage(self, name: str, fn: Callable[[], Any]) -> Any:
         """Run ``fn()`` as stage ``name`` (timed, with a one-step bar when ``show``)."""
-        t0 = time.perf_counter()
-        if self.show:
-            from tqdm.auto import tqdm
+        t0 = self._start()
+        try:
+            if self.show:
+                from tqdm.auto import tqdm
 
-            with tqdm(total=1, desc=name, unit="stage") as bar:
+                with tqdm(total=1, desc=name, unit="stage") as bar:
+                    out = fn()
+                    bar.update(1)
+            else:
                 out = fn()
-                bar.update(1)
-        else:
-            out = fn()
-        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
+        finally:
+            self._stop(name, t0)
         return out
