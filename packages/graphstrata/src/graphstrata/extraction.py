@@ -597,7 +597,7 @@ class FrozenTfidf:
         idf: float64 ``(len(terms),)`` inverse document frequencies.
     """
 
-    __slots__ = ("kind", "params", "idf", "_blob", "_size", "_plain", "_vectorizer", "_terms")
+    __slots__ = ("kind", "params", "idf", "_blob", "_size", "_plain", "_vectorizer", "_terms", "__weakref__")
 
     def __init__(self, kind: str, params: dict[str, Any], terms: Sequence[str], idf: np.ndarray) -> None:
         self.kind = kind
