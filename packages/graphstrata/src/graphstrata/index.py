@@ -577,7 +577,7 @@ def bm25_tokenize(text: str) -> list[str]:
     "Wolfgang" matches the chat speaker "WolfgangSchulz" and "Li Hua" matches "LiHua" (measured:
     BM25 recall@5 on LiHua-World 0.81 → 0.90; ±0.01 on MuSiQue / HotpotQA).
     """
-    stop = _stop_words()
+    stop = english_stop_words()
     out = []
     for word in _TOKEN_RE.findall(text):
         lower = word.lower()
@@ -591,7 +591,7 @@ def bm25_tokenize(text: str) -> list[str]:
 _STOP_WORDS: frozenset[str] | None = None
 
 
-def _stop_words() -> frozenset[str]:
+def english_stop_words() -> frozenset[str]:
     """scikit-learn's English stop words, read when first needed; a loaded index reads them
     while loading (:meth:`BM25Index.from_arrays`), not on its first query.
 
@@ -887,7 +887,7 @@ class BM25Index:
             raise ValueError("BM25 postings name chunks outside the index")
         if nnz and (not np.isfinite(data).all() or (data < 0).any() or (tf == 0).any()):
             raise ValueError("BM25 scores or counts are invalid (negative, NaN or zero counts)")
-        _stop_words()  # queries tokenise with them: pay the import now, not on the first query
+        english_stop_words()  # queries tokenise with them: pay the import now, not on the first query
         self = cls.__new__(cls)
         self.n = docs
         self._vocab = _Vocabulary(blob.tobytes(), offsets.astype(np.int64))

@@ -871,7 +871,7 @@ def unpack_strings(data: np.ndarray, offsets: np.ndarray) -> list[str]:
         raise ValueError(f"strings are not UTF-8: {exc}") from None
 
 
-def _compact(weights: np.ndarray) -> np.ndarray:
+def lossless_float32(weights: np.ndarray) -> np.ndarray:
     """float64 ``weights`` as float32 when that loses nothing (counts, simple fractions), else
     unchanged: what a codec stores (decoders widen them back to float64)."""
     w32 = weights.astype(np.float32)
@@ -887,7 +887,7 @@ def hi_index_arrays(hi: HiIndex) -> dict[str, np.ndarray]:
         "summary_vectors": hi.summary_vectors,
         "indptr": hi.indptr,
         "indices": hi.indices,
-        "weights": _compact(hi.weights),
+        "weights": lossless_float32(hi.weights),
         "community_indptr": hi.community_indptr,
         "community_members": hi.community_members,
         "node_community": hi.node_community,

@@ -57,7 +57,8 @@ import scipy.sparse as sp
 
 from ..derived import DerivedSpec, register_derived
 from ..extraction import canonical, capitalised_spans
-from ..indexing.hirag import _compact, pack_strings, unpack_strings
+from ..index import english_stop_words
+from ..indexing.hirag import lossless_float32, pack_strings, unpack_strings
 from ..llm.client import LLMClient
 from ..llm.prompts.lightrag_query import keywords_request, parse_keywords
 from ..scores import bounded, relative
@@ -86,12 +87,6 @@ MODES = ("local", "global", "hybrid")
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _WORD_RE = re.compile(r"[\w][\w'’\-.&]*[\w]|\w", re.UNICODE)
-
-
-def _stop_words() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS)
 
 
 # -- keywords ----------------------------------------------------------------------------------
@@ -131,7 +126,7 @@ def offline_keywords(query: str, vocabulary: Iterable[str] | Any, max_ngram: int
         of the query not already covered; high-level = the remaining non-stop words, in query
         order. ``matched`` lists the matched entity ids in query order.
     """
-    stop = _stop_words()
+    stop = english_stop_words()
     words = [(m.start(), m.end()) for m in _WORD_RE.finditer(query)]
     used = [False] * len(words)
     found: list[tuple[int, str, str]] = []  # (first word index, surface, entity id)
@@ -388,7 +383,7 @@ _GRAPH_ARRAYS = (
 def light_graph_arrays(g: LightGraph) -> dict[str, np.ndarray]:
     """:class:`LightGraph` as named numpy arrays (document ids packed as UTF-8)."""
     out = {name: getattr(g, name) for name in _GRAPH_ARRAYS}
-    out["weight"] = _compact(g.weight)
+    out["weight"] = lossless_float32(g.weight)
     out["doc_ids"], out["doc_ids_offsets"] = pack_strings(g.doc_ids)
     return out
 
