@@ -384,13 +384,23 @@ def cluster_sparsity(clusters: Sequence[Sequence[int]], n: int) -> float:
     return 1.0 - same / (n * (n - 1))
 
 
+#: rows whose GMM posteriors are computed at once (65,536 x 200 clusters x 8 bytes = 105 MB,
+#: a few times that in sklearn's temporaries); the labels do not depend on it
+PREDICT_BLOCK = 65_536
+
+
 def gmm_clusters(vectors: np.ndarray, config: HiIndexConfig) -> list[list[int]]:
     """Soft GMM clusters of ``vectors`` (node indices, each list sorted; empty ones dropped).
 
     PCA to ``pca_dim``, then diagonal ``GaussianMixture`` fitted on up to ``fit_sample``
     nodes for each cluster count of a grid around ``sqrt(n)`` (capped at ``max_clusters``);
     the lowest BIC wins and labels every node (argmax, plus any cluster whose posterior
-    exceeds ``soft_threshold``).
+    exceeds ``soft_threshold``), :data:`PREDICT_BLOCK` rows at a time (memory bounded by the
+    block, not by ``n``).
+
+    Args:
+        vectors: float32 ``(n, dim)`` node vectors.
+        config: the GMM parameters (:class:`HiIndexConfig`).
     """
     from sklearn.decomposition import PCA
     from sklearn.mixture import GaussianMixture
@@ -416,13 +426,22 @@ def gmm_clusters(vectors: np.ndarray, config: HiIndexConfig) -> list[list[int]]:
         bic = gm.bic(xf)
         if bic < best_bic:
             best, best_bic = gm, bic
-    proba = best.predict_proba(x)
-    label = proba.argmax(axis=1)
+    soft = config.soft_threshold is not None and config.soft_threshold < 1.0
+    label = np.empty(n, np.int64)
+    soft_rows, soft_cols = [], []
+    # posteriors in row blocks: the whole (n, clusters) float64 matrix, and sklearn's
+    # temporaries of the same size, came to ~12 GB at 1.9M entities
+    for a in range(0, n, PREDICT_BLOCK):
+        proba = best.predict_proba(x[a : a + PREDICT_BLOCK])
+        label[a : a + len(proba)] = proba.argmax(axis=1)
+        if soft:
+            rows, cols = np.nonzero(proba > config.soft_threshold)
+            soft_rows.append(rows + a)
+            soft_cols.append(cols)
     clusters: dict[int, set[int]] = {}
     for i, c in enumerate(label.tolist()):
         clusters.setdefault(c, set()).add(i)
-    if config.soft_threshold is not None and config.soft_threshold < 1.0:
-        rows, cols = np.nonzero(proba > config.soft_threshold)
+    for rows, cols in zip(soft_rows, soft_cols, strict=True):
         for i, c in zip(rows.tolist(), cols.tolist(), strict=True):
             clusters.setdefault(c, set()).add(i)
     return sorted((sorted(m) for m in clusters.values() if m), key=lambda m: (m[0], len(m)))
