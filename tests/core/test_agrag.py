@@ -153,7 +153,5 @@ def test_derived_graph_cached_and_cleared_on_insert(gs):
     gs.retrieve("Auckland", method="agrag", k=1)
     assert gs.derived("agrag:graph", lambda: None) is g1
     gs.insert(["Queenstown is a town in New Zealand near Auckland."])
-    # a registered derived structure: rebuilt for the new state at insert, never the stale one
-    g2 = gs.derived("agrag:graph", lambda: "fresh")
-    assert g2 is not g1 and g2 != "fresh"
-    assert g2.n_chunks == g1.n_chunks + 1 == len(gs.chunks)
+    # built again for the new state by its first query (an insert does not pay for it)
+    assert gs.derived("agrag:graph", lambda: "fresh") == "fresh"

@@ -208,8 +208,9 @@ def test_a_corrupt_derived_file_is_named(persisted, tmp_path) -> None:
             GraphStrata.load(copy, embedder=HashEmbedder())
 
 
-def test_an_index_without_derived_structures_builds_them_on_first_use(persisted, tmp_path) -> None:
-    """Schema ≤ 5 (no derived.npz): loads, and the first query builds what it needs."""
+def test_an_index_without_derived_structures_builds_them_while_loading(persisted, tmp_path) -> None:
+    """Schema ≤ 5, or persisted by an update (no derived.npz): the load builds them, so the
+    first query builds nothing."""
     import json
     import shutil
 
@@ -224,6 +225,28 @@ def test_an_index_without_derived_structures_builds_them_on_first_use(persisted,
     m["files"].pop(store.DERIVED)
     (vdir / "manifest.json").write_text(json.dumps(m))
     loaded = GraphStrata.load(copy, embedder=HashEmbedder())
-    assert DEFAULT_PASSAGE_GRAPH.key not in loaded.state.derived_snapshot()
-    assert loaded.retrieve("Who designed the Analytical Engine?", k=3)
     assert DEFAULT_PASSAGE_GRAPH.key in loaded.state.derived_snapshot()
+    built = loaded.state.derived_snapshot()[DEFAULT_PASSAGE_GRAPH.key]
+    assert loaded.retrieve("Who designed the Analytical Engine?", k=3)
+    assert loaded.state.derived_snapshot()[DEFAULT_PASSAGE_GRAPH.key] is built
+
+
+def test_an_update_leaves_its_derived_structures_to_first_use_and_a_load_builds_them(persisted, tmp_path) -> None:
+    """An insert does not rebuild every derived structure (a one-document insert stays cheap);
+    the first query builds the one it reads, and a load of the updated index builds the rest."""
+    import shutil
+
+    _, path = persisted
+    copy = tmp_path / "idx"
+    shutil.copytree(path, copy)
+    gs = GraphStrata.load(copy, embedder=HashEmbedder())
+    gs.insert([{"id": "hopper", "text": "Grace Hopper wrote the first compiler, the A-0 System, in 1952."}])
+    assert DEFAULT_PASSAGE_GRAPH.key not in gs.state.derived_snapshot()
+    hits = gs.retrieve("Who wrote the first compiler?", k=3)
+    assert hits and DEFAULT_PASSAGE_GRAPH.key in gs.state.derived_snapshot()
+    graph = gs.state.derived_snapshot()[DEFAULT_PASSAGE_GRAPH.key]
+    assert graph.push.n_items == len(gs.chunks)  # built from the new state, the new chunk in it
+    again = GraphStrata.load(copy, embedder=HashEmbedder())
+    assert len(again.chunks) == len(gs.chunks)
+    assert DEFAULT_PASSAGE_GRAPH.key in again.state.derived_snapshot()
+    assert [h.id for h in again.retrieve("Who wrote the first compiler?", k=3)] == [h.id for h in hits]
