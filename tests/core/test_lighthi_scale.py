@@ -13,7 +13,7 @@ import networkx as nx
 import numpy as np
 import pytest
 from graphstrata import Document, GraphStrata
-from graphstrata.derived import decode, encode, prepare
+from graphstrata.derived import decode, encode, pack_strings, prepare, unpack_strings
 from graphstrata.graph import KnowledgeGraph
 from graphstrata.indexing import hirag as hirag_index
 from graphstrata.indexing.hirag import (
@@ -23,8 +23,6 @@ from graphstrata.indexing.hirag import (
     build_hi_index,
     hi_index,
     hi_index_arrays,
-    pack_strings,
-    unpack_strings,
 )
 from graphstrata.methods import hirag as hirag_method
 from graphstrata.methods import lightrag
@@ -136,8 +134,9 @@ def test_codecs_name_corrupt_arrays(gs: GraphStrata) -> None:
     with pytest.raises(ValueError, match="lightrag:graph"):
         decode(broken)
     with pytest.raises(ValueError, match="offsets"):
-        unpack_strings(*pack_strings(["a", "bé"])[:1], np.asarray([0, 5]))
-    assert unpack_strings(*pack_strings(["a", "", "bé"])) == ["a", "", "bé"]
+        unpack_strings(pack_strings(["a", "bé"])["utf8"], np.asarray([0, 5]))
+    packed = pack_strings(["a", "", "bé"])
+    assert unpack_strings(packed["utf8"], packed["offsets"]) == ["a", "", "bé"]
 
 
 def test_a_seeded_state_answers_the_same_without_building(gs: GraphStrata, monkeypatch) -> None:

@@ -1029,7 +1029,7 @@ class CompactRecord(ChunkRecord):
         try:
             return zlib.decompress(self._blob).decode("utf-8")
         except (zlib.error, UnicodeDecodeError) as exc:
-            raise ValueError(f"corrupt extraction record of chunk {self.chunk_id!r}: {exc}") from None
+            raise ValueError(f"extraction record of {self.chunk_id!r} unreadable ({exc})") from None
 
     def _record(self) -> ChunkRecord:
         rec = self._decoded

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .config import GraphStrataConfig
-from .extraction import ChunkRecord
+from .extraction import RECORD_ZLIB_LEVEL, ChunkRecord, CompactRecord
 from .graph import KnowledgeGraph
 from .types import Chunk, Community, Document
 
@@ -169,71 +169,17 @@ class EngineState:
         }
 
 
-RECORD_LEVEL = 1
+RECORD_LEVEL = RECORD_ZLIB_LEVEL
 """zlib level of the compressed extraction records (level 1: records repeat their sentences,
 17× smaller on MuSiQue, and compress at ~100 MB/s)."""
 
 
-class PackedRecord(ChunkRecord):
-    """A :class:`~graphstrata.extraction.ChunkRecord` read from :class:`ChunkRecords`, decoded
-    on the first read of :attr:`entities` or :attr:`relations` (an update names every kept
-    chunk's record but reads only those of the chunks it touches). :meth:`to_json` of a record
-    never decoded is its stored text, and :attr:`packed` its stored bytes, so the next state's
-    :class:`ChunkRecords` takes them over without decoding or compressing again.
-
-    Raises:
-        ValueError: (on first read) the stored record is damaged, naming its chunk.
-    """
-
-    def __init__(self, chunk_id: str, blob: bytes) -> None:  # not the dataclass __init__
-        self.chunk_id = chunk_id
-        self._blob = blob
-        self._decoded: ChunkRecord | None = None
-
-    def _text(self) -> str:
-        try:
-            return zlib.decompress(self._blob).decode("utf-8")
-        except (zlib.error, UnicodeDecodeError) as exc:
-            raise ValueError(f"extraction record of {self.chunk_id!r} unreadable ({exc})") from None
-
-    def _record(self) -> ChunkRecord:
-        rec = self._decoded
-        if rec is None:
-            rec = self._decoded = ChunkRecord.from_json(self.chunk_id, self._text())
-        return rec
-
-    @property  # type: ignore[override]
-    def entities(self) -> dict[str, tuple[dict[str, int], list[int], list[str]]]:
-        return self._record().entities
-
-    @entities.setter
-    def entities(self, value: dict[str, tuple[dict[str, int], list[int], list[str]]]) -> None:
-        self._record().entities = value
-
-    @property  # type: ignore[override]
-    def relations(self) -> dict[tuple[str, str], tuple[list[int], list[str]]]:
-        return self._record().relations
-
-    @relations.setter
-    def relations(self, value: dict[tuple[str, str], tuple[list[int], list[str]]]) -> None:
-        self._record().relations = value
-
-    @property
-    def packed(self) -> bytes | None:
-        """The stored compressed JSON while the record was never decoded, else ``None`` (it may
-        have been changed since)."""
-        return self._blob if self._decoded is None else None
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChunkRecord):
-            return NotImplemented
-        return (self.chunk_id, self.entities, self.relations) == (other.chunk_id, other.entities, other.relations)
-
-    __hash__ = None  # type: ignore[assignment]  (mutable, as ChunkRecord)
-
-    def to_json(self) -> str:
-        """As :meth:`ChunkRecord.to_json` (the stored text itself while never decoded)."""
-        return self._text() if self._decoded is None else self._decoded.to_json()
+#: a record read from :class:`ChunkRecords`: decoded on the first read of its entities or
+#: relations (an update names every kept chunk's record but reads only those of the chunks it
+#: touches); :meth:`~graphstrata.extraction.CompactRecord.to_json` of a record never decoded is
+#: its stored text, and ``packed`` its stored bytes, so the next state's :class:`ChunkRecords`
+#: takes them over without decoding or compressing again
+PackedRecord = CompactRecord
 
 
 class ChunkRecords(Mapping[str, Any]):

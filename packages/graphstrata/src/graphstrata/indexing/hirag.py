@@ -48,7 +48,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ..derived import DerivedSpec, register_derived
+from ..derived import DerivedSpec, pack_strings, register_derived, unpack_strings
 from ..hierarchy import LEIDEN_SEED, rank_chunks
 from ..llm.client import LLMClient
 from ..llm.prompts.hirag import META_TYPES
@@ -866,30 +866,6 @@ def summary_entity_stage(state) -> dict[str, HiIndex]:
 # -- persistence ---------------------------------------------------------------------------
 
 
-def pack_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Strings as arrays: uint8 UTF-8 bytes of all of them and int64 ``(len + 1,)`` offsets."""
-    data = [s.encode("utf-8") for s in strings]
-    offsets = np.zeros(len(data) + 1, np.int64)
-    np.cumsum([len(d) for d in data], out=offsets[1:])
-    return np.frombuffer(b"".join(data), np.uint8).copy(), offsets
-
-
-def unpack_strings(data: np.ndarray, offsets: np.ndarray) -> list[str]:
-    """The inverse of :func:`pack_strings`.
-
-    Raises:
-        ValueError: offsets that do not fit the data, or bytes that are not UTF-8.
-    """
-    raw = np.asarray(data, np.uint8).tobytes()
-    off = np.asarray(offsets, np.int64).ravel()
-    if len(off) < 1 or off[0] != 0 or off[-1] != len(raw) or (np.diff(off) < 0).any():
-        raise ValueError("string offsets do not fit their data")
-    try:
-        return [raw[s:e].decode("utf-8") for s, e in zip(off[:-1].tolist(), off[1:].tolist(), strict=True)]
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"strings are not UTF-8: {exc}") from None
-
-
 def lossless_float32(weights: np.ndarray) -> np.ndarray:
     """float64 ``weights`` as float32 when that loses nothing (counts, simple fractions), else
     unchanged: what a codec stores (decoders widen them back to float64)."""
@@ -920,7 +896,8 @@ def hi_index_arrays(hi: HiIndex) -> dict[str, np.ndarray]:
         ("chunk_ids", [c for cs in hi.chunk_ids for c in cs]),
         ("variant", [hi.variant]),
     ):
-        out[name], out[f"{name}_offsets"] = pack_strings(strings)
+        packed = pack_strings(strings)
+        out[name], out[f"{name}_offsets"] = packed["utf8"], packed["offsets"]
     return out
 
 

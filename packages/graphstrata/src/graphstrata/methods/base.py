@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from ..derived import DerivedSpec, register_derived
+from ..derived import DerivedSpec, pack_strings, register_derived, unpack_strings
 from ..llm.client import LLMClient
 from ..scores import cosine, unit, unit_ranking
 from ..types import Hit
@@ -510,33 +510,6 @@ def _build_document_rows(state: EngineState) -> dict[str, list[int]]:
     for r, c in enumerate(state.chunks):
         out.setdefault(c.document_id, []).append(r)
     return out
-
-
-def pack_strings(values: Iterable[str]) -> dict[str, np.ndarray]:
-    """Strings as numeric arrays (for :mod:`graphstrata.derived` codecs): ``{"utf8": uint8
-    (total bytes,), "offsets": int64 (len + 1,)}``; :func:`unpack_strings` reads them back."""
-    encoded = [str(v).encode("utf-8") for v in values]
-    offsets = np.zeros(len(encoded) + 1, np.int64)
-    if encoded:
-        offsets[1:] = np.cumsum([len(b) for b in encoded])
-    blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
-    return {"utf8": blob, "offsets": offsets}
-
-
-def unpack_strings(utf8: np.ndarray, offsets: np.ndarray) -> list[str]:
-    """The strings :func:`pack_strings` packed.
-
-    Raises:
-        ValueError: offsets that do not fit the bytes, or bytes that are not UTF-8.
-    """
-    blob = np.ascontiguousarray(utf8, np.uint8).tobytes()
-    offsets = np.asarray(offsets, np.int64).ravel()
-    if len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(blob) or (np.diff(offsets) < 0).any():
-        raise ValueError("packed strings: offsets do not match the bytes")
-    try:
-        return [blob[a:b].decode("utf-8") for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)]
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"packed strings: not UTF-8 ({exc})") from None
 
 
 def _document_rows_arrays(by_doc: Mapping[str, list[int]]) -> dict[str, np.ndarray]:

@@ -58,7 +58,8 @@ import scipy.sparse as sp
 from ..derived import DerivedSpec, register_derived
 from ..extraction import canonical, capitalised_spans
 from ..index import english_stop_words
-from ..indexing.hirag import lossless_float32, pack_strings, unpack_strings
+from ..derived import pack_strings, unpack_strings
+from ..indexing.hirag import lossless_float32
 from ..llm.client import LLMClient
 from ..llm.prompts.lightrag_query import keywords_request, parse_keywords
 from ..scores import bounded, relative
@@ -384,7 +385,8 @@ def light_graph_arrays(g: LightGraph) -> dict[str, np.ndarray]:
     """:class:`LightGraph` as named numpy arrays (document ids packed as UTF-8)."""
     out = {name: getattr(g, name) for name in _GRAPH_ARRAYS}
     out["weight"] = lossless_float32(g.weight)
-    out["doc_ids"], out["doc_ids_offsets"] = pack_strings(g.doc_ids)
+    packed = pack_strings(g.doc_ids)
+    out["doc_ids"], out["doc_ids_offsets"] = packed["utf8"], packed["offsets"]
     return out
 
 

@@ -52,7 +52,8 @@ import scipy.sparse as sp
 from ..derived import DerivedSpec, register_derived
 from ..extraction import TitleIndex, document_title
 from .temporal import DateIndex, document_date
-from .base import document_rows, entity_chunk_matrix, pack_strings, rank_arrays, unpack_strings
+from ..derived import pack_strings, unpack_strings
+from .base import document_rows, entity_chunk_matrix, rank_arrays
 from .graph_ops import Transition
 from .ppr import DEFAULT_EPSILON, PushGraph, bipartite_push_graph, local_pagerank
 
@@ -269,7 +270,7 @@ class NamedTitles:
         return frozenset(d for docs in groups.values() if len(docs) > MAX_DOCUMENTS_PER_TITLE for d in docs)
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """Document ids and titles as packed UTF-8 (:func:`~graphstrata.methods.base.pack_strings`)."""
+        """Document ids and titles as packed UTF-8 (:func:`~graphstrata.derived.pack_strings`)."""
         ids = pack_strings(self.titles)
         titles = pack_strings(self.titles.values())
         return {"ids_utf8": ids["utf8"], "ids_offsets": ids["offsets"],
