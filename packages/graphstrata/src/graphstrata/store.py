@@ -286,9 +286,12 @@ def read_sqlite(path: Path) -> dict[str, Any]:
                 chunks[i] = DocumentChunk.of(c, doc)
         chunk_ids = {c.id: c.id for c in chunks}
         numbers: dict[float, float] = {}  # weights are counts: a few hundred distinct values
+        # one str object per distinct description: an offline relation's is the sentence its
+        # entities share, often an entity's own (half of them repeat: ~0.5 kB a chunk)
+        texts: dict[str, str] = {}
         entities = [
             Entity(
-                id=i, name=i if n == i else n, description=d, chunk_ids=_id_list(c, chunk_ids),
+                id=i, name=i if n == i else n, description=texts.setdefault(d, d), chunk_ids=_id_list(c, chunk_ids),
                 weight=numbers.setdefault(w, w), type=ty,
             )
             for i, n, d, c, w, ty in q(
@@ -299,7 +302,8 @@ def read_sqlite(path: Path) -> dict[str, Any]:
         node_ids = {e.id: e.id for e in entities}
         relations = [
             Relation(
-                source=node_ids.get(s, s), target=node_ids.get(t, t), description=d, weight=numbers.setdefault(w, w),
+                source=node_ids.get(s, s), target=node_ids.get(t, t), description=texts.setdefault(d, d),
+                weight=numbers.setdefault(w, w),
                 chunk_ids=_id_list(c, chunk_ids), keywords=kw,
             )
             for s, t, d, w, c, kw in q(
@@ -318,6 +322,7 @@ def read_sqlite(path: Path) -> dict[str, Any]:
                 findings=_json(f) if f != "[]" else [],
             ))
             node_ids[i] = i
+        del texts
         tables = {row[0] for row in q("SELECT name FROM sqlite_master WHERE type = 'table'")}
         chunk_records = (
             dict(q("SELECT chunk_id, record FROM chunk_records")) if "chunk_records" in tables else {}
