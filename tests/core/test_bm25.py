@@ -197,8 +197,8 @@ def test_stop_words_are_scikit_learns_without_importing_it():
 
     import graphstrata.index as index_module
 
-    assert index_module._stop_words() == frozenset(ENGLISH_STOP_WORDS)
-    code = ("import sys, graphstrata.index as i; w = i._stop_words(); "
+    assert index_module.english_stop_words() == frozenset(ENGLISH_STOP_WORDS)
+    code = ("import sys, graphstrata.index as i; w = i.english_stop_words(); "
             "print(len(w), 'sklearn.base' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == [str(len(ENGLISH_STOP_WORDS)), "False"]

@@ -525,13 +525,8 @@ def llm_summariser(
 
 
 def _state_llm(state) -> LLMClient | None:
-    """The LLM that writes ``state``'s summary entities: its :class:`LLMClient` when the index
-    was built with an LLM (``state.llm_id`` set), else ``None`` — an LLM attached to an offline
-    index only for answers makes no index-time calls (the HiIndex is derived at every publish)."""
     llm = getattr(state, "llm", None)
-    if not isinstance(llm, LLMClient) or getattr(state, "llm_id", None) is None:
-        return None
-    return llm
+    return llm if isinstance(llm, LLMClient) else None
 
 
 def _summariser(state, config: HiIndexConfig) -> SummariseFn:
