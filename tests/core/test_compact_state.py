@@ -8,9 +8,9 @@ import zlib
 import numpy as np
 import pytest
 from graphstrata import GraphStrata
-from graphstrata.extraction import ChunkRecord
+from graphstrata.extraction import ChunkRecord, CompactRecord
 from graphstrata.index import ChunkIndex, LayeredIndex, mapped_vectors
-from graphstrata.state import ChunkRecords, FrozenStats, PackedRecord
+from graphstrata.state import ChunkRecords, FrozenStats
 
 
 @pytest.fixture()
@@ -29,7 +29,7 @@ def test_records_decode_on_first_use_and_keep_their_bytes_until_then():
     rec = ChunkRecord("c#0", {"ada": ({"Ada": 2}, [2], ["Ada wrote."])}, {("ada", "engine"): ([1], ["x"])})
     packed = ChunkRecords.from_records({"c#0": rec})
     got = packed["c#0"]
-    assert isinstance(got, PackedRecord) and got.packed is not None
+    assert isinstance(got, CompactRecord) and got.packed is not None
     assert got.to_json() == rec.to_json() and got.packed is not None  # text without decoding
     assert ChunkRecords.from_records({"c#0": got}).raw("c#0") == packed.raw("c#0")
     assert got.entities == rec.entities and got.relations == rec.relations and got == rec

@@ -169,19 +169,6 @@ class EngineState:
         }
 
 
-RECORD_LEVEL = RECORD_ZLIB_LEVEL
-"""zlib level of the compressed extraction records (level 1: records repeat their sentences,
-17× smaller on MuSiQue, and compress at ~100 MB/s)."""
-
-
-#: a record read from :class:`ChunkRecords`: decoded on the first read of its entities or
-#: relations (an update names every kept chunk's record but reads only those of the chunks it
-#: touches); :meth:`~graphstrata.extraction.CompactRecord.to_json` of a record never decoded is
-#: its stored text, and ``packed`` its stored bytes, so the next state's :class:`ChunkRecords`
-#: takes them over without decoding or compressing again
-PackedRecord = CompactRecord
-
-
 class ChunkRecords(Mapping[str, Any]):
     """The extraction records of a state, ``{chunk_id: ChunkRecord}``, kept compressed.
 
@@ -190,7 +177,9 @@ class ChunkRecords(Mapping[str, Any]):
     zlib-compressed JSON (:meth:`~graphstrata.extraction.ChunkRecord.to_json`, the bytes the
     store persists) in one buffer, and decodes a record when it is read: ~400 bytes per chunk
     instead of ~8 kB of Python objects (kernel docs, 44k chunks). A read returns a
-    :class:`PackedRecord`, which decodes itself on first use; reading is thread-safe.
+    :class:`~graphstrata.extraction.CompactRecord`, which decodes itself on first use (an
+    update names every kept chunk's record but reads only those of the chunks it touches);
+    reading is thread-safe.
 
     Args:
         ids: the chunk ids, in the order of ``blobs``.
@@ -225,7 +214,7 @@ class ChunkRecords(Mapping[str, Any]):
 
     @classmethod
     def from_records(cls, records: Mapping[str, Any]) -> ChunkRecords:
-        """Compress records (``{chunk_id: ChunkRecord}``): a :class:`PackedRecord` never
+        """Compress records (``{chunk_id: ChunkRecord}``): a :class:`~graphstrata.extraction.CompactRecord` never
         decoded keeps its bytes, others are encoded; a :class:`ChunkRecords` is returned as it
         is."""
         if isinstance(records, ChunkRecords):
@@ -234,8 +223,8 @@ class ChunkRecords(Mapping[str, Any]):
         blobs = []
         for cid in ids:
             rec = records[cid]
-            packed = rec.packed if isinstance(rec, PackedRecord) else None
-            blobs.append(packed if packed is not None else zlib.compress(rec.to_json().encode("utf-8"), RECORD_LEVEL))
+            packed = rec.packed if isinstance(rec, CompactRecord) else None
+            blobs.append(packed if packed is not None else zlib.compress(rec.to_json().encode("utf-8"), RECORD_ZLIB_LEVEL))
         return cls(ids, blobs, level_check=False)
 
     def raw(self, chunk_id: str) -> bytes:
@@ -247,14 +236,14 @@ class ChunkRecords(Mapping[str, Any]):
         i = self._row[chunk_id]
         return self._buf[int(self._off[i]) : int(self._off[i + 1])]
 
-    def __getitem__(self, chunk_id: str) -> PackedRecord:
-        """The record of ``chunk_id`` (a :class:`PackedRecord`: decoded on first use; a damaged
+    def __getitem__(self, chunk_id: str) -> CompactRecord:
+        """The record of ``chunk_id`` (a :class:`~graphstrata.extraction.CompactRecord`: decoded on first use; a damaged
         one raises ``ValueError`` naming the chunk then).
 
         Raises:
             KeyError: an unknown chunk id.
         """
-        return PackedRecord(chunk_id, self.raw(chunk_id))
+        return CompactRecord(chunk_id, self.raw(chunk_id))
 
     def __contains__(self, chunk_id: object) -> bool:
         return chunk_id in self._row
@@ -311,7 +300,7 @@ class FrozenStats(Mapping[str, Any]):
                 text = model
             else:
                 text = json.dumps(model if isinstance(model, dict) else model.to_dict())
-            blobs[name] = zlib.compress(text.encode("utf-8"), RECORD_LEVEL)
+            blobs[name] = zlib.compress(text.encode("utf-8"), RECORD_ZLIB_LEVEL)
         out = cls(blobs)
         for name, model in models.items():
             if not isinstance(model, (str, dict)):
