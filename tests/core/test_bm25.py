@@ -79,6 +79,23 @@ def test_scores_are_bounded_and_non_negative_on_a_real_sized_corpus():
         assert ((raw > 0) == matches).all()
 
 
+def test_scores_of_rows_are_the_full_scores_bit_for_bit_without_scoring_every_chunk(monkeypatch):
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(200)]
+    texts = [" ".join(rng.choice(words, size=rng.integers(1, 40))) for _ in range(500)]
+    bm = BM25Index(texts)
+    queries = [" ".join(rng.choice(words, size=rng.integers(1, 6))) for _ in range(20)] + ["w1 w1 w2", "zzz"]
+    want = {q: bm.scores(q) for q in queries}
+    monkeypatch.setattr(BM25Index, "scores", lambda self, query: pytest.fail("scored every chunk"))
+    for q in queries:
+        rows = np.unique(rng.integers(0, len(texts), 60))
+        got = bm.scores_of(q, rows)
+        assert got.dtype == np.float32 and np.array_equal(got, want[q][rows]), q
+    assert bm.scores_of("w1", np.zeros(0, np.int64)).shape == (0,)
+    with pytest.raises(IndexError, match="chunk rows"):
+        bm.scores_of("w1", np.array([len(texts)]))
+
+
 def test_empty_corpora_and_queries_score_zero():
     assert BM25Index([]).scores("anything").shape == (0,)
     bm = BM25Index(["", "the of and"])  # no token survives the stop words

@@ -977,6 +977,32 @@ class BM25Index:
             out[indices[a:b]] += data[a:b]  # rows are distinct within a column
         return out
 
+    def scores_of(self, query: str, rows: np.ndarray) -> np.ndarray:
+        """BM25 scores of chunk ``rows`` only (int array): float32 ``(len(rows),)``, bit for bit
+        ``scores(query)[rows]`` (summed in float32 in the same token order), from the query
+        terms' postings: one binary search per (term, row) in the term's row-sorted postings,
+        ``O(len(rows) · terms · log df)``, nothing per chunk of the corpus.
+
+        Raises:
+            IndexError: a row outside ``[0, n_chunks)`` (as ``scores(query)[rows]`` would).
+        """
+        rows = np.asarray(rows, np.int64)
+        if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= self.n):
+            raise IndexError(f"chunk rows outside [0, {self.n})")
+        out = np.zeros(len(rows), np.float32)
+        if not len(rows):
+            return out
+        indptr, indices, data = self._indptr, self._indices, self._data
+        for tid in self._term_ids(bm25_tokenize(query)):  # repeats count once per repeat
+            a, b = int(indptr[tid]), int(indptr[tid + 1])
+            if a == b:
+                continue
+            col = indices[a:b]  # rows ascending within a term
+            pos = np.minimum(np.searchsorted(col, rows), b - a - 1)
+            hit = col[pos] == rows
+            out[hit] += data[a + pos[hit]]
+        return out
+
     def top(self, query: str, n: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``n`` best-scoring chunks that share a term with ``query``, from the postings of
         the query's terms only: the work is the query terms' document frequencies, not the

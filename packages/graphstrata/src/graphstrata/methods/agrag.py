@@ -90,7 +90,6 @@ import scipy.sparse as sp
 
 from ..derived import DerivedSpec, register_derived
 from ..extraction import canonical, split_sentences
-from ..index import bm25_tokenize
 from ..llm.client import LLMClient
 from ..llm.prompts.agrag_query import filter_request, parse_fact_filter
 from ..scores import bounded, relative, unit
@@ -102,6 +101,7 @@ from .base import (
     Method,
     OptionSpec,
     Retrieval,
+    bm25_scores_of,
     hit_scores,
     minmax,
     query_llm,
@@ -620,36 +620,6 @@ class _FactScores:
         return float(self.of([rel])[0])
 
 
-def _bm25_of_rows(bm25, query: str, rows: np.ndarray) -> np.ndarray:
-    """BM25 scores of chunk ``rows`` for ``query`` (float32, as
-    :meth:`~graphstrata.index.BM25Index.scores` gives them) from the query terms' postings:
-    one binary search per (term, row), not a score for every chunk.
-
-    Reads the bm25s score matrix the way :meth:`~graphstrata.index.BM25Index.top` does (CSC
-    over the vocabulary, rows sorted within a term); any other BM25 object falls back to
-    :meth:`scores`.
-    """
-    rows = np.asarray(rows, np.int64)
-    inner = getattr(bm25, "_bm25", None)
-    mat = getattr(inner, "scores", None)
-    if not isinstance(mat, dict) or "indptr" not in mat:
-        full = bm25.scores(query)
-        return full[rows] if len(full) else np.zeros(len(rows), np.float32)
-    acc = np.zeros(len(rows))
-    tokens = bm25_tokenize(query)
-    ids = inner.get_tokens_ids(tokens) if tokens and len(rows) else []
-    indptr, indices, data = mat["indptr"], mat["indices"], mat["data"]
-    for tid in ids:  # a repeated query token counts once per repeat, as in bm25s
-        a, b = int(indptr[tid]), int(indptr[tid + 1])
-        if a == b:
-            continue
-        col = indices[a:b]
-        pos = np.minimum(np.searchsorted(col, rows), b - a - 1)
-        hit = col[pos] == rows
-        acc[hit] += data[a + pos[hit]]
-    return acc.astype(np.float32)
-
-
 def hybrid_candidates(state, query: str, qvec: np.ndarray, n: int, alpha: float) -> dict[int, float]:
     """AGRAG's hybrid chunk scores HS (module doc step 1; spec §2.10, §6.4): the same fusion
     as :func:`~.base.hybrid_scores`, ``alpha · minmax(cosine) + (1 − alpha) · minmax(BM25)``
@@ -678,7 +648,7 @@ def hybrid_candidates(state, query: str, qvec: np.ndarray, n: int, alpha: float)
     else:
         rest = np.ones(len(rows), bool)
     if rest.any():
-        bm[rest] = _bm25_of_rows(state.bm25, query, rows[rest])
+        bm[rest] = bm25_scores_of(state, query, rows[rest])
     cos = state.chunk_index.similarity(qvec, rows)
     fused = alpha * minmax(cos) + (1.0 - alpha) * minmax(bm)
     return dict(zip(rows.tolist(), fused.astype(np.float64).tolist(), strict=True))

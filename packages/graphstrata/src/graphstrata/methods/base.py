@@ -388,40 +388,17 @@ def bm25_top(state: EngineState, query: str, n: int) -> dict[int, float]:
 
 def bm25_scores_of(state: EngineState, query: str, rows: np.ndarray) -> np.ndarray:
     """BM25 scores of chunk ``rows`` only: float32 ``(len(rows),)``, equal to
-    ``state.bm25.scores(query)[rows]`` up to float rounding (summed in float64).
-
-    Looks each row up in the postings of each query term (binary search in the term's
-    row-sorted postings): ``O(len(rows) · terms · log df)``, nothing per chunk of the corpus.
-    A repeated query token counts once per repeat, as in :meth:`~graphstrata.index.BM25Index.scores`.
-    An index without postings arrays (not bm25s) falls back to scoring every chunk.
+    ``state.bm25.scores(query)[rows]`` (:meth:`~graphstrata.index.BM25Index.scores_of`: the
+    query terms' postings, nothing per chunk of the corpus). A BM25 object without
+    ``scores_of`` is scored in full.
     """
-    from ..index import bm25_tokenize
-
     rows = np.asarray(rows, dtype=np.int64)
-    out = np.zeros(len(rows), np.float64)
-    bm25 = state.bm25
+    scores_of = getattr(state.bm25, "scores_of", None)
+    if scores_of is not None:
+        return scores_of(query, rows)
     if not len(rows):
-        return out.astype(np.float32)
-    scorer = getattr(bm25, "_bm25", None)
-    postings = getattr(scorer, "scores", None) if scorer is not None else None
-    if scorer is None or not isinstance(postings, Mapping) or "indptr" not in postings:
-        if scorer is None and hasattr(bm25, "tokens") and not any(bm25.tokens):
-            return out.astype(np.float32)  # no token anywhere: every score is 0
-        return np.asarray(bm25.scores(query), np.float32)[rows]
-    tokens = bm25_tokenize(query)
-    ids = scorer.get_tokens_ids(tokens) if tokens else []
-    indptr, indices, data = postings["indptr"], postings["indices"], postings["data"]
-    for tid in ids or ():
-        a, b = int(indptr[tid]), int(indptr[tid + 1])
-        if a == b:
-            continue
-        docs = indices[a:b]  # rows ascending (bm25s builds CSC columns in row order)
-        pos = np.searchsorted(docs, rows)
-        inside = pos < (b - a)
-        hit = np.zeros(len(rows), bool)
-        hit[inside] = docs[pos[inside]] == rows[inside]
-        out[hit] += data[a + pos[hit]]
-    return out.astype(np.float32)
+        return np.zeros(0, np.float32)
+    return np.asarray(state.bm25.scores(query), np.float32)[rows]
 
 
 def hybrid_arrays(
