@@ -685,14 +685,7 @@ def _prepared(state: EngineState, previous: EngineState | None = None) -> Engine
             frozen=FrozenStats.from_models(frozen),
             derived_seed=state.derived_snapshot(),
         )
-    if previous is None:
-        derived.prepare(state)
-    else:
-        held = previous.derived_snapshot()
-        carried = [spec.key for spec in derived.registered()
-                   if spec.eager and spec.update is not None and spec.key in held]
-        if carried:
-            derived.prepare(state, keys=carried, previous=previous)
+    derived.prepare(state, previous=previous, carried_only=previous is not None)
     return state
 
 

@@ -88,7 +88,10 @@ def registered() -> tuple[DerivedSpec, ...]:
 
 
 def prepare(
-    state: EngineState, keys: Iterable[str] | None = None, previous: EngineState | None = None
+    state: EngineState,
+    keys: Iterable[str] | None = None,
+    previous: EngineState | None = None,
+    carried_only: bool = False,
 ) -> list[str]:
     """Build the registered eager structures (or only ``keys``) into ``state``'s derived cache;
     those already there (seeded or built) are kept.
@@ -100,6 +103,10 @@ def prepare(
             A spec with an :attr:`DerivedSpec.update` hook whose structure ``previous`` holds
             is updated from it; where the hook returns ``None`` (or there is none) the
             structure is built from ``state``.
+        carried_only: prepare only the structures an update hook carries over from
+            ``previous``'s (those ``previous`` holds and whose spec has a hook); the others are
+            left to the first query that reads them (what an update does: rebuilding every
+            structure made a one-document insert cost seconds).
 
     Returns:
         The keys prepared, in registration order.
@@ -109,6 +116,8 @@ def prepare(
     done = []
     for spec in registered():
         if not ((wanted is None and spec.eager) or (wanted is not None and spec.key in wanted)):
+            continue
+        if carried_only and (spec.update is None or spec.key not in old_cache):
             continue
 
         def make(spec: DerivedSpec = spec) -> Any:
