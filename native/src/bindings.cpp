@@ -635,6 +635,49 @@ file, an unsupported format version, or an inconsistent payload; OSError (FileNo
           },
           py::arg("ids"),
           "float32 (n, dim) stored vectors of the given ids (L2-normalised under cosine). Raises KeyError.")
+      .def(
+          "vectors_view",
+          [](py::object self_obj, py::handle ids) -> py::object {
+            Index& self = self_obj.cast<Index&>();
+            py::array a = as_numeric_array(ids, "ids");
+            if (a.ndim() != 1) throw py::value_error("ids must be a 1-D array of int64 ids");
+            const std::size_t n = static_cast<std::size_t>(a.shape(0));
+            IdArray id = as_ids(a, n);
+            if (n == 0 || self.row_stride() != self.dim()) return py::none();
+            const int64_t* pid = id.data();
+            int64_t first;
+            {
+              py::gil_scoped_release rel;
+              first = self.pin_run(pid, n);
+            }
+            if (first < 0) return py::none();
+            // the view's base owns a reference to the index (kept alive) and its pin (dropped
+            // when numpy frees the last array that shares the buffer)
+            auto* owner = new py::object(self_obj);
+            py::capsule base(owner, [](void* p) {
+              auto* o = static_cast<py::object*>(p);
+              o->cast<Index&>().unpin_vectors();
+              delete o;
+            });
+            const auto dim = static_cast<py::ssize_t>(self.dim());
+            py::array_t<float> out({static_cast<py::ssize_t>(n), dim},
+                                   {dim * static_cast<py::ssize_t>(sizeof(float)), static_cast<py::ssize_t>(sizeof(float))},
+                                   self.vector_data(static_cast<uint32_t>(first)), base);
+            out.attr("flags").attr("writeable") = false;
+            return std::move(out);
+          },
+          py::arg("ids"),
+          R"doc(Read-only zero-copy float32 (n, dim) view of the stored vectors of ids, or None.
+
+ids : int64 array (n,). A view exists when the ids are one run of consecutive nodes in insertion
+order (every layer of a fresh build or a loaded file, rows in order) and rows are unpadded (dim
+a multiple of the SIMD pad, 16 floats); otherwise None, and get_vectors copies them. The view
+shares the index's memory (no second copy of the vectors) and keeps the index alive. While any
+view is alive an insert that would grow (reallocate) the vector buffer raises RuntimeError
+instead of moving it: insert into a copy (from_bytes(to_bytes())). Raises KeyError for an
+unknown id.)doc")
+      .def_property_readonly("vector_views", &Index::vector_pins,
+                             "Number of live zero-copy views (vectors_view) of the vector buffer.")
       .def("__repr__", [](const Index& self) {
         std::string s = "CHNSW(dim=" + std::to_string(self.dim()) + ", metric='" +
                         chnsw::metric_name(self.metric()) + "', M=" + std::to_string(self.M()) +

@@ -125,3 +125,41 @@ def test_a_loaded_index_shares_its_strings_and_reads_chunk_texts_from_documents(
     assert all(r.source is ents[r.source] and r.target is ents[r.target] for r in state.kg.relations.values())
     chunk = state.chunks[0]
     assert chunk == gs.state.chunks[0] and chunk.text == state.documents[chunk.document_id].text[chunk.start : chunk.end]
+
+
+def _shares_native_memory(arr: np.ndarray) -> bool:
+    """True when ``arr`` is (a view of) a zero-copy view of a native index's vectors."""
+    root = arr
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return not root.flags.owndata and type(root.base).__name__ == "PyCapsule"
+
+
+def test_built_and_loaded_vectors_are_the_indexes_own_memory(gs, embedder):
+    """Issue 33: a state holds each vector once — its ``vectors`` are views of the C-HNSW's own
+    buffers, bit for bit what the index stores, not a second copy."""
+    loaded = GraphStrata.load(gs.persist_dir, embedder=embedder).state
+    for state in (gs.state, loaded):
+        assert state.vectors["chunks"] is state.chunk_index.vectors
+        for name, vecs in state.vectors.items():
+            assert _shares_native_memory(vecs), name
+            index = state.chunk_index if name == "chunks" else state.layered
+            labels = index.labels if name == "chunks" else index.labels[
+                0 if name == "entities" else int(name.split("_")[1])]
+            assert np.array_equal(vecs, index.index.get_vectors(labels)), name
+        assert state.chunk_index.index.vector_views >= 1 and state.layered.index.vector_views >= 1
+    for name in gs.state.vectors:
+        assert np.array_equal(gs.state.vectors[name], loaded.vectors[name])
+
+
+def test_an_update_leaves_the_previous_states_views_valid(gs, embedder):
+    before = gs.state
+    chunks_before = np.array(before.vectors["chunks"])
+    entities_before = np.array(before.vectors["entities"])
+    gs.insert([{"id": "kiwi", "text": "The kiwi is a flightless bird of New Zealand."}])
+    after = gs.state
+    assert after.chunk_index.index is not before.chunk_index.index  # updates change a clone
+    assert np.array_equal(before.vectors["chunks"], chunks_before)
+    assert np.array_equal(before.vectors["entities"], entities_before)
+    assert len(after.vectors["chunks"]) == len(chunks_before) + 1
+    assert gs.retrieve("flightless bird of New Zealand", method="dense", k=1)[0].document_ids == ["kiwi"]
