@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .heap import release_free_memory
 from .types import Community
 
 log = logging.getLogger(__name__)
@@ -351,6 +352,7 @@ def attributed_communities(
         aug_edges, weights = knn_augment(cur_vectors, cur_edges, config, level_neighbours)
         clusters = leiden_clusters(n, aug_edges, weights, cur_vectors, config, search=level_search)
         del aug_edges, weights
+        release_free_memory()  # the edge list and Leiden's own graph, freed: handed back
         if len(clusters) < config.min_communities or len(clusters) >= n:
             break
         texts = summarise(level, clusters)
