@@ -204,10 +204,11 @@ def _graph_stages(
     entities, relations, records, frozen = extract_stage(chunks, titles, config, llm, prog, summary=True)
     kg = KnowledgeGraph(entities, relations)
     del entities, relations
+    chunk_row = {c.id: i for i, c in enumerate(chunks)}
+    kg.share_strings({cid: cid for cid in chunk_row})
     # each stage frees most of what it allocated (records, token lists, edge lists) in sizes the
     # next ones do not reuse: returned to the OS between stages, not held to the end (issue 33)
     release_free_memory()
-    chunk_row = {c.id: i for i, c in enumerate(chunks)}
     entity_vecs = np.zeros((0, embedder.dim), dtype=np.float32)
     communities: list[list[Community]] = []
     layer_vecs: list[np.ndarray] = []
