@@ -18,6 +18,7 @@ from graphstrata import GraphStrata  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
 from langchain_mcp_adapters.client import MultiServerMCPClient  # noqa: E402
+from langchain_mcp_adapters.tools import load_mcp_tools  # noqa: E402
 
 QUESTION = "Which band released the album F.I.R.?"
 # langchain (create_agent) is not a dependency; langgraph's prebuilt agent is the same loop
@@ -37,7 +38,12 @@ async def test_langgraph_agent_calls_the_mcp_retrieve_tool(serve_indexes):
         "transport": "stdio", "command": sys.executable,
         "args": ["-m", "graphstrata.cli", "serve", "--index", f"wiki={hotpot}"],
     }})
-    tools = await client.get_tools()
+    async with client.session("graphstrata") as session:  # one server process for the conversation
+        tools = await load_mcp_tools(session)
+        await _conversation(tools, hotpot)
+
+
+async def _conversation(tools, hotpot):
     assert {t.name for t in tools} == {"retrieve", "list_indexes", "stats"}
     retrieve = next(t for t in tools if t.name == "retrieve")
     assert "archrag" in retrieve.description and "k" in retrieve.args
