@@ -5,10 +5,11 @@ Starts ``graphstrata serve INDEX --transport http`` in a child process, warms it
 one keep-alive connection, cycling through the HotpotQA dev questions. Prints errors (any
 status other than 200, or a result without ``k`` hits), the server-side p50 / p99 latency seen
 by the clients, throughput, and the server's resident memory (RSS) after warm-up and after the
-run (and after its first half: growth that stops is warm-up, growth that goes on is a leak); the
-p50 of one client alone (the warm-up requests: HTTP and JSON overhead without queueing); and,
-measured in this process from the same index and questions, the in-process
-``GraphStrata.retrieve`` p50 (one caller, the same arguments).
+run (and after its first half: growth that stops is warm-up, growth that goes on is a leak); and,
+on the same ``--in-process`` (300) questions, the in-process ``GraphStrata.retrieve`` p50 (one
+caller, the same arguments, in this process) beside the p50 of one HTTP client alone (the
+server's own overhead: HTTP, JSON, worker thread, no queueing), measured in pairs (each question
+in process, then over HTTP) so that both see the same load on a shared machine.
 
     .venv/bin/python bench/bench_serve.py [--index DIR] [--clients 16] [--calls 500] [--method archrag] [-k 5]
 
@@ -82,8 +83,11 @@ def _wait(port: int, proc: subprocess.Popen, timeout: float = 300) -> None:
     raise SystemExit("server did not start")
 
 
-def _client(port: int, bodies: list[bytes], k: int, out: list[float], errors: list[str]) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+def _client(port: int, bodies: list[bytes], k: int, out: list[float], errors: list[str],
+            conn: http.client.HTTPConnection | None = None) -> None:
+    """Send ``bodies`` in turn over one keep-alive connection (``conn``, left open, or a new one)."""
+    keep = conn is not None
+    conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     for body in bodies:
         t0 = time.perf_counter()
         try:
@@ -100,7 +104,8 @@ def _client(port: int, bodies: list[bytes], k: int, out: list[float], errors: li
             errors.append(f"HTTP {resp.status}: {data[:200]!r}")
         elif len(json.loads(data)["hits"]) != k:
             errors.append("fewer than k hits")
-    conn.close()
+    if not keep:
+        conn.close()
 
 
 def main() -> None:
@@ -111,7 +116,8 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=500, help="requests per client")
     ap.add_argument("--method", default="archrag")
     ap.add_argument("-k", type=int, default=5)
-    ap.add_argument("--in-process", type=int, default=300, help="in-process retrieve calls for its p50")
+    ap.add_argument("--in-process", type=int, default=300,
+                    help="questions for the in-process p50 and the one-client HTTP p50")
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = ap.parse_args()
 
@@ -124,7 +130,13 @@ def main() -> None:
         questions = [json.loads(line)["question"] for line in f if line.strip()]
 
     sys.path.insert(0, str(ROOT / "packages" / "graphstrata" / "src"))
+    from graphstrata import GraphStrata
     from graphstrata.testing.serve import free_port, serve_command
+
+    single = [questions[i % len(questions)] for i in range(args.in_process)]
+    gs = GraphStrata.load(index)
+    for q in questions[:20]:
+        gs.retrieve(q, method=args.method, k=args.k, kinds=("chunk",))
 
     port = free_port()
     # every client shares the tokenless "local" caller: let all of them in at once
@@ -137,7 +149,17 @@ def main() -> None:
         body = lambda q: json.dumps({"query": q, "method": args.method, "k": args.k}).encode()  # noqa: E731
         warm_lat: list[float] = []
         warm_err: list[str] = []
-        _client(port, [body(q) for q in questions[:100]], args.k, warm_lat, warm_err)
+        local: list[float] = []
+        _client(port, [body(q) for q in questions[:20]], args.k, [], warm_err)
+        # paired, one caller at a time: each question in this process, then over HTTP, so both
+        # p50s see the same load on a shared machine
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        for q in single:
+            t = time.perf_counter()
+            gs.retrieve(q, method=args.method, k=args.k, kinds=("chunk",))
+            local.append(time.perf_counter() - t)
+            _client(port, [body(q)], args.k, warm_lat, warm_err, conn)
+        conn.close()
         rss_before = _rss_mb(proc.pid)
         latencies: list[list[float]] = [[] for _ in range(args.clients)]
         errors: list[str] = []
@@ -161,17 +183,6 @@ def main() -> None:
         proc.terminate()
         proc.wait(timeout=30)
 
-    from graphstrata import GraphStrata
-
-    gs = GraphStrata.load(index)
-    for q in questions[:20]:
-        gs.retrieve(q, method=args.method, k=args.k, kinds=("chunk",))
-    local = []
-    for i in range(args.in_process):
-        t = time.perf_counter()
-        gs.retrieve(questions[i % len(questions)], method=args.method, k=args.k, kinds=("chunk",))
-        local.append(time.perf_counter() - t)
-
     flat = [x for lat in latencies for x in lat]
     total = args.clients * args.calls
     figures = {
@@ -180,7 +191,7 @@ def main() -> None:
         "requests_per_s": round(total / wall, 1),
         "server_p50_ms": round(1000 * statistics.median(flat), 1), "server_p99_ms": round(1000 * _pct(flat, 0.99), 1),
         "in_process_p50_ms": round(1000 * statistics.median(local), 1),
-        "http_one_client_p50_ms": round(1000 * statistics.median(warm_lat[10:]), 1),
+        "http_one_client_p50_ms": round(1000 * statistics.median(warm_lat), 1),
         "rss_after_warmup_mb": round(rss_before), "rss_after_half_mb": round(rss_half[0]),
         "rss_after_run_mb": round(rss_after),
         "index": str(index), "documents": len(gs.documents), "chunks": len(gs.chunks),

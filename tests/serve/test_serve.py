@@ -318,3 +318,22 @@ def test_concurrent_requests_per_token_are_bounded(serve_indexes):
         assert info.value.status == 429
         assert service.retrieve(bob, QUESTION, k=2)["hits"]  # another token is not held up
     assert len(service.retrieve(alice, QUESTION, k=2)["hits"]) == 2  # slots come back
+
+
+async def test_answer_tool_only_with_llm_returns_answer_sources_and_usage(serve_indexes, tmp_path):
+    (tmp_path / "scripted_llm.py").write_text(
+        "def make():\n    return lambda prompt: 'F.I.R. is a Taiwanese band.'\n")
+    cmd = serve_command(str(serve_indexes["hotpot"]), "--llm", "scripted_llm:make")
+    params = StdioServerParameters(command=cmd[0], args=cmd[1:], cwd=str(tmp_path))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert "answer" in tools and tools["answer"].outputSchema is not None
+        result = await session.call_tool("answer", {"query": QUESTION, "method": "hybrid", "k": 3})
+        assert not result.isError, result.content[0].text
+        out = result.structuredContent
+        assert out["answer"] == "F.I.R. is a Taiwanese band."
+        expected = _expected(serve_indexes["hotpot"], method="hybrid", k=3, kinds=("chunk",))
+        assert [h["id"] for h in out["sources"] if h["kind"] == "chunk"] == [h["id"] for h in expected]
+        assert out["usage"]["total"]["calls"] + out["usage"]["total"]["cached"] >= 1
+        assert (await session.call_tool("list_indexes", {})).structuredContent["answer"] is True

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import Principal, ServeConfig, TokenTable, add_arguments, config_from_args, parse_tokens
+from .config import (
+    Principal,
+    ServeConfig,
+    TokenTable,
+    add_arguments,
+    config_from_args,
+    parse_tokens,
+)
 
 __all__ = ["Principal", "ServeConfig", "TokenTable", "add_arguments", "config_from_args", "parse_tokens", "run"]
 
