@@ -304,6 +304,28 @@ def test_token_file_errors_never_echo_the_token():
     assert isinstance(ServeConfig(indexes={"a": "."}).tokens, TokenTable)
 
 
+def test_tokens_from_the_environment_and_the_file_are_both_read(serve_indexes, tmp_path):
+    import argparse
+
+    from graphstrata.serve.config import add_arguments, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    tokens = _tokens(tmp_path)
+    args = parser.parse_args([str(serve_indexes["hotpot"]), "--index", f"musique={serve_indexes['musique']}",
+                              "--token", str(tokens), "--transport", "http", "--host", "0.0.0.0"])
+    env = {"GRAPHSTRATA_TOKENS": json.dumps([{"name": "ops", "token": "ops-token-abcdefghijkl", "read": "*"}])}
+    config = config_from_args(args, environ=env)
+    assert [p.name for p in config.tokens.principals] == ["a", "b", "ops"]
+    assert config.tokens.lookup("ops-token-abcdefghijkl").can_read("musique")
+    assert config.tokens.lookup(TOKEN_B).can_read("musique") and not config.tokens.lookup(TOKEN_B).can_read("hotpot")
+    with pytest.raises(ValueError, match=r"\$GRAPHSTRATA_TOKENS: not valid JSON"):
+        config_from_args(args, environ={"GRAPHSTRATA_TOKENS": "ops-token-abcdefghijkl"})
+    dup = parser.parse_args([str(serve_indexes["hotpot"]), "--index", f"hotpot={serve_indexes['musique']}"])
+    with pytest.raises(ValueError, match="two indexes named 'hotpot'"):
+        config_from_args(dup, environ={})
+
+
 def test_concurrent_requests_per_token_are_bounded(serve_indexes):
     from graphstrata.serve.config import Principal
     from graphstrata.serve.registry import IndexRegistry

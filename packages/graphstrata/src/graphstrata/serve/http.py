@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -254,6 +255,11 @@ def run_http(service: GraphService) -> None:
     import uvicorn
 
     config = service.config
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    print(f"graphstrata serve: MCP at http://{host}:{config.port}/mcp, JSON at /v1/retrieve"
+          f"{', /v1/answer' if service.has_llm else ''}, OpenAPI at /openapi.json; indexes: "
+          f"{', '.join(service.registry.names())}; {len(config.tokens) or 'no'} token(s)"
+          f"{'; writes allowed' if config.allow_writes else ''}", file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(create_http_app(service), host=config.host, port=config.port,
                                            log_level="warning", access_log=False))
     server.run()
