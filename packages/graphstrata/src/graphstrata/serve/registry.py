@@ -42,8 +42,7 @@ def current_version(path: Path) -> str:
 @dataclass
 class _Entry:
     path: Path
-    index: GraphStrata
-    version: str
+    current: tuple[GraphStrata, str]  # replaced as one tuple, so a reader never pairs two versions
     failed: str | None = None  # a version that failed to load (not retried until CURRENT moves on)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -76,7 +75,7 @@ class IndexRegistry:
                 gs = load(p, llm=llm)
             except (FileNotFoundError, ValueError) as exc:
                 raise type(exc)(f"index {name!r} ({p}): {exc}") from exc
-            self._entries[name] = _Entry(p, gs, version)
+            self._entries[name] = _Entry(p, (gs, version))
 
     def names(self) -> list[str]:
         """The index names, in the order given."""
@@ -97,16 +96,17 @@ class IndexRegistry:
             KeyError: no index of that name.
         """
         entry = self._entries[name]
+        current = entry.current
         try:
             now = current_version(entry.path)
         except (FileNotFoundError, ValueError) as exc:
-            log.warning("index %r: cannot read its current version (%s); serving %s", name, exc, entry.version)
-            return entry.index, entry.version
-        if now == entry.version or now == entry.failed:
-            return entry.index, entry.version
+            log.warning("index %r: cannot read its current version (%s); serving %s", name, exc, current[1])
+            return current
+        if now == current[1] or now == entry.failed:
+            return current
         with entry.lock:
             self._refresh(name, entry)
-            return entry.index, entry.version
+            return entry.current
 
     def _refresh(self, name: str, entry: _Entry) -> None:
         """Load ``entry``'s current version if it is not the loaded one (lock held)."""
@@ -114,16 +114,17 @@ class IndexRegistry:
             now = current_version(entry.path)
         except (FileNotFoundError, ValueError):
             return
-        if now in (entry.version, entry.failed):
+        loaded, version = entry.current
+        if now in (version, entry.failed):
             return
         try:
-            gs = self._load(entry.path, embedder=entry.index.embedder, llm=self._llm)
+            gs = self._load(entry.path, embedder=loaded.embedder, llm=self._llm)
         except (FileNotFoundError, ValueError, OSError) as exc:
-            log.warning("index %r: version %s does not load (%s); still serving %s", name, now, exc, entry.version)
+            log.warning("index %r: version %s does not load (%s); still serving %s", name, now, exc, version)
             entry.failed = now
             return
-        log.info("index %r: now serving version %s (was %s)", name, now, entry.version)
-        entry.index, entry.version, entry.failed = gs, now, None
+        log.info("index %r: now serving version %s (was %s)", name, now, version)
+        entry.current, entry.failed = (gs, now), None
 
     def write(self, name: str, change: Callable[[GraphStrata], T]) -> tuple[T, str]:
         """Run ``change(index)`` (an ``insert`` / ``delete``, which persists atomically under
@@ -139,9 +140,10 @@ class IndexRegistry:
         entry = self._entries[name]
         with entry.lock:
             self._refresh(name, entry)
-            result = change(entry.index)
+            gs = entry.current[0]
+            result = change(gs)
             try:
-                entry.version = current_version(entry.path)
+                entry.current = (gs, current_version(entry.path))
             except (FileNotFoundError, ValueError):  # pragma: no cover - just written
                 pass
-            return result, entry.version
+            return result, entry.current[1]
