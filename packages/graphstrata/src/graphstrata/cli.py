@@ -1,4 +1,4 @@
-"""Command line: ``graphstrata index / query / eval / inspect / export / viz``.
+"""Command line: ``graphstrata index / query / eval / inspect / export / viz / serve``.
 
 Every command exits 0 on success and 2 with one ``error: ...`` line on bad input (missing or
 corrupt index, empty corpus, unknown method, k ≤ 0, ...); an error about a command-line
@@ -263,6 +263,12 @@ def _parser() -> argparse.ArgumentParser:
     vz.add_argument("--method", default="archrag", help="retrieval method for --query")
     vz.add_argument("-k", type=_positive, default=5, help="chunk hits for --query")
     _add_option(vz, "method option for --query, repeatable")
+
+    from .serve.config import add_arguments as add_serve_arguments
+
+    sv = sub.add_parser("serve", help="serve indexes to agents over MCP (stdio or streamable HTTP) and plain JSON HTTP")
+    add_serve_arguments(sv)
+    _add_llm(sv, "offer the answer tool (and LLM retrieval steps) with this LLM")
     return p
 
 
@@ -614,6 +620,14 @@ def _cmd_viz(args) -> int:
     return 0
 
 
+def _cmd_serve(args) -> int:
+    from .serve import config_from_args, run
+
+    config = config_from_args(args)  # bad arguments and tokens fail before any index loads
+    run(config, llm=_load_llm(args.llm))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``graphstrata`` console script; returns the exit status."""
     args = _parse_args(argv)
@@ -626,6 +640,7 @@ def main(argv: list[str] | None = None) -> int:
         "inspect": _cmd_inspect,
         "export": _cmd_export,
         "viz": _cmd_viz,
+        "serve": _cmd_serve,
     }[args.command]
     try:
         return handler(args)
