@@ -219,6 +219,7 @@ class GraphStrata:
         """
         with self._write_lock:
             target = Path(persist_dir).resolve()
+            store.check_target(target)  # before the lock file is created in it
             with store.write_lock(target, self.write_timeout):
                 current = store.current_version(target)
                 if self.persist_dir == target and current is not None and current != self._base:
