@@ -306,6 +306,28 @@ class GraphStrata:
         self.runner = runner
         return self
 
+    def refresh(self) -> bool:
+        """Load the persist directory's current version when another writer (process or
+        instance) switched it since this instance read or wrote its own; queries in flight
+        finish on the previous state. Writes do this by themselves (under the write lock);
+        call it to see the others' writes in queries, or before resolving ids that another
+        worker added.
+
+        Returns:
+            Whether a newer version was loaded (``False`` without a :attr:`persist_dir`).
+
+        Raises:
+            ValueError, OSError: as :meth:`load`, for a directory that became unreadable.
+        """
+        if self.persist_dir is None:
+            return False
+        with self._write_lock:
+            current = store.current_version(self.persist_dir)
+            if current is None or current == self._base:
+                return False
+            self._reload()
+            return True
+
     @contextmanager
     def _writing(self) -> Iterator[EngineState]:
         """The base state of a write (the caller holds ``_write_lock``): with a persist
