@@ -115,9 +115,9 @@ before :class:`ConcurrentWriteError`; ``$GRAPHSTRATA_WRITE_TIMEOUT`` overrides i
 
 
 class ConcurrentWriteError(TimeoutError):
-    """Another writer held an index directory's write lock for longer than the timeout, or an
-    in-memory state would overwrite versions another writer persisted since it was read.
-    Nothing was written; the write can be retried."""
+    """Another writer (process, thread or instance) held an index directory's write lock for
+    longer than the timeout (:func:`write_timeout`). Nothing was written; the write can be
+    retried."""
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
