@@ -41,8 +41,8 @@ def test_a_stray_module_in_the_working_directory_shadows_no_installed_package(tm
 @pytest.mark.parametrize(
     ("factory", "message"),
     [
-        ("sys:exit", r"--llm sys:exit: exit\(\) of .* exited \(SystemExit None\) instead of returning an LLM"),
-        ("gs_none_llm:make", r"--llm gs_none_llm:make: make\(\) of .*gs_none_llm\.py returned None, not an LLM"),
+        ("sys:exit", r"--llm sys:exit: exit\(\) exited \(SystemExit None\) instead of returning an LLM"),
+        ("gs_none_llm:make", r"--llm gs_none_llm:make: make\(\) returned None, not an LLM \(.*gs_none_llm\.py\)"),
     ],
 )
 def test_a_factory_that_exits_or_returns_nothing_is_an_error(factory, message, tmp_path, monkeypatch, capsys):

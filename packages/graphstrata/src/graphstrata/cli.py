@@ -168,12 +168,12 @@ def _load_llm(spec: str | None) -> Any:
         llm = factory()
     except SystemExit as exc:
         raise ValueError(
-            f"--llm {spec}: {attr}() of {where} exited (SystemExit {exc.code!r}) instead of returning an LLM"
+            f"--llm {spec}: {attr}() exited (SystemExit {exc.code!r}) instead of returning an LLM ({where})"
         ) from exc
     except Exception as exc:
-        raise ValueError(f"--llm {spec}: {attr}() of {where} failed: {type(exc).__name__}: {exc}") from exc
+        raise ValueError(f"--llm {spec}: {attr}() failed: {type(exc).__name__}: {exc} ({where})") from exc
     if llm is None:
-        raise ValueError(f"--llm {spec}: {attr}() of {where} returned None, not an LLM")
+        raise ValueError(f"--llm {spec}: {attr}() returned None, not an LLM ({where})")
     from .llm import as_llm
 
     try:
