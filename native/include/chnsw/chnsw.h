@@ -225,9 +225,13 @@ class Index {
   std::size_t scan_threshold() const { return scan_threshold_.load(std::memory_order_relaxed); }
   void set_scan_threshold(std::size_t t) { scan_threshold_.store(t, std::memory_order_relaxed); }
   std::size_t num_threads() const { return num_threads_.load(std::memory_order_relaxed); }
-  void set_num_threads(std::size_t n) {
+  /// Threads for batch queries and inserts, clamped to [1, max_threads()] (the machine's
+  /// hardware threads); returns the count actually set.
+  std::size_t set_num_threads(std::size_t n) {
     if (n < 1) throw std::invalid_argument("num_threads must be >= 1");
+    n = std::min(n, max_threads());
     num_threads_.store(n, std::memory_order_relaxed);
+    return n;
   }
 
   // ------------------------------------------------------------------ sizes

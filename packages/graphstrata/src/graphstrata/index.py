@@ -45,16 +45,24 @@ results that depend on them) can differ between two builds of the same vectors; 
 are built on one thread and are identical from build to build."""
 
 
-def index_threads() -> int:
-    """Threads for building large C-HNSW layers and batch k-NN queries:
-    ``$GRAPHSTRATA_NUM_THREADS`` when set, else the CPUs this process may run on."""
-    env = os.environ.get("GRAPHSTRATA_NUM_THREADS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
+def machine_threads() -> int:
+    """The CPUs this process may run on (its affinity mask; ``os.cpu_count()`` elsewhere), >= 1."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def index_threads() -> int:
+    """Threads for building large C-HNSW layers and batch k-NN queries:
+    ``$GRAPHSTRATA_NUM_THREADS`` when set, else the CPUs this process may run on, and never
+    more than those CPUs (:func:`machine_threads`): ``GRAPHSTRATA_NUM_THREADS=512`` on a
+    2-core machine means 2. The native index clamps again to the machine's hardware threads
+    and runs on fewer threads when the system refuses to start one."""
+    env = os.environ.get("GRAPHSTRATA_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return min(int(env), machine_threads())
+    return machine_threads()
 
 
 @contextmanager
