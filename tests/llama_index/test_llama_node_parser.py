@@ -18,7 +18,8 @@ from llama_index.core.graph_stores.types import (
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.schema import MetadataMode, NodeRelationship, TextNode, TransformComponent
-from llama_index.node_parser.graphstrata import GraphStrataExtractor, GraphStrataNodeParser
+from llama_index.extractors.graphstrata import GraphStrataExtractor
+from llama_index.node_parser.graphstrata import GraphStrataNodeParser
 
 
 def norm(text: str) -> str:
