@@ -104,18 +104,26 @@ def embedder_from_llama_index(embed_model: Any, batch_size: int | None = None) -
     ``embed_model.get_query_embedding`` (LlamaIndex models may embed the two differently).
     The embedder id persisted with an index is ``"llama_index:<model_name>"``, so an index
     built with one LlamaIndex model refuses to load with another (``ValueError`` from the core).
+    An embedding that wraps a graphstrata embedder (``graphstrata_embedder``: the
+    ``GraphStrataEmbedding`` of ``llama-index-embeddings-graphstrata``) is unwrapped to it, so
+    the index persists the core embedder's own id and loads with no embedder.
 
     Args:
         embed_model: any ``llama_index.core.base.embeddings.base.BaseEmbedding``.
         batch_size: texts per call; defaults to the model's ``embed_batch_size``.
 
     Returns:
-        a ``graphstrata.models.CallableEmbedder`` (vectors are L2-normalised by it).
+        a ``graphstrata.models.CallableEmbedder`` (vectors are L2-normalised by it), or the
+        wrapped graphstrata embedder itself.
 
     Raises:
         TypeError: ``embed_model`` lacks ``get_text_embedding_batch``.
     """
-    from graphstrata.models import CallableEmbedder
+    from graphstrata.models import CallableEmbedder, Embedder
+
+    inner = getattr(embed_model, "graphstrata_embedder", None)
+    if isinstance(inner, Embedder):
+        return inner
 
     if not callable(getattr(embed_model, "get_text_embedding_batch", None)):
         raise TypeError(
