@@ -1,0 +1,70 @@
+"""One version, one license, type information: what every distribution of the repository
+declares, checked on the sources (``tests/packaging/test_wheels.py`` checks the built wheels).
+
+- The version is written once, in ``VERSION``: every pyproject declares it dynamic and reads
+  that file; no package source holds a version literal (they read the installed metadata).
+- Every distribution ships the repository's MIT ``LICENSE`` (a copy beside each pyproject:
+  a wheel's license files must live under its project folder) and a ``py.typed``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib")
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECTS = [ROOT / "native", *sorted(p.parent for p in (ROOT / "packages").glob("*/pyproject.toml"))]
+VERSION = (ROOT / "VERSION").read_text(encoding="utf-8").strip()
+
+
+def _pyproject(project: Path) -> dict:
+    with open(project / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def test_version_file_is_a_version():
+    assert re.fullmatch(r"\d+\.\d+\.\d+([ab]|rc|\.dev|\.post)?\d*", VERSION), VERSION
+    assert f"## [{VERSION}]" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
+def test_every_pyproject_reads_the_one_version_file(project: Path):
+    data = _pyproject(project)
+    assert "version" not in data["project"], f"{project.name} writes its own version"
+    assert "version" in data["project"]["dynamic"]
+    tool = data["tool"]
+    if "hatch" in tool:
+        source = tool["hatch"]["version"]
+        path, pattern = source["path"], source["pattern"]
+    else:
+        source = tool["scikit-build"]["metadata"]["version"]
+        path, pattern = source["input"], source["regex"]
+        pattern = pattern.replace("(?P<value>", "(?P<version>")
+    assert (project / path).resolve() == ROOT / "VERSION"
+    assert re.search(pattern, (ROOT / "VERSION").read_text(encoding="utf-8")).group("version") == VERSION
+
+
+def test_no_package_source_writes_a_version_literal():
+    sources = [*(ROOT / "native" / "src").rglob("*.py"), *(ROOT / "packages").rglob("*.py")]
+    offenders = [str(p.relative_to(ROOT)) for p in sources
+                 if re.search(r"^__version__\s*=\s*['\"]\d", p.read_text(encoding="utf-8"), re.M)]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
+def test_every_project_ships_the_license_and_declares_it(project: Path):
+    assert (project / "LICENSE").read_text(encoding="utf-8") == (ROOT / "LICENSE").read_text(encoding="utf-8")
+    meta = _pyproject(project)["project"]
+    assert meta["license"] == "MIT" and meta["license-files"] == ["LICENSE"]
+    assert "MIT License" in (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert {"Homepage", "Repository", "Issues", "Changelog"} <= set(meta["urls"])
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
+def test_every_package_has_py_typed(project: Path):
+    typed = [p for p in project.rglob("py.typed") if "build" not in p.parts]
+    assert typed, f"{project.name} has no py.typed"
