@@ -68,3 +68,29 @@ def test_every_project_ships_the_license_and_declares_it(project: Path):
 def test_every_package_has_py_typed(project: Path):
     typed = [p for p in project.rglob("py.typed") if "build" not in p.parts]
     assert typed, f"{project.name} has no py.typed"
+
+
+def test_public_signatures_name_the_types_they_take_and_return():
+    """Where the type is known, the public signature says it (no ``Any``): what ``py.typed``
+    promises a type checker."""
+    import inspect
+
+    from llama_index.retrievers.graphstrata import GraphStrataRetriever, embedder_from_llama_index
+
+    from graphstrata import GraphStrata
+    from graphstrata.runner import Runner
+
+    def annotations(fn) -> dict[str, str]:
+        sig = inspect.signature(fn)
+        out = {name: str(p.annotation) for name, p in sig.parameters.items()}
+        out["return"] = str(sig.return_annotation)
+        return out
+
+    assert annotations(GraphStrata.to_networkx)["return"] == "nx.DiGraph"
+    assert annotations(GraphStrata.llm.fget)["return"] == "LLMClient | None"
+    assert annotations(GraphStrata.derived)["return"] == "_T"
+    assert annotations(embedder_from_llama_index) == {
+        "embed_model": "BaseEmbedding", "batch_size": "int | None", "return": "Embedder"}
+    assert annotations(GraphStrataRetriever.__init__)["engine"] == "GraphStrata"
+    assert annotations(GraphStrataRetriever.engine.fget)["return"] == "GraphStrata"
+    assert annotations(Runner.embed)["embedder"] == "Embedder"
