@@ -94,3 +94,33 @@ def test_public_signatures_name_the_types_they_take_and_return():
     assert annotations(GraphStrataRetriever.__init__)["engine"] == "GraphStrata"
     assert annotations(GraphStrataRetriever.engine.fget)["return"] == "GraphStrata"
     assert annotations(Runner.embed)["embedder"] == "Embedder"
+
+
+@pytest.mark.parametrize("project", [ROOT / "native", ROOT / "packages" / "graphstrata"],
+                         ids=["scikit-build-core", "hatchling"])
+def test_a_wheel_built_from_the_sdist_keeps_the_version(project: Path, tmp_path: Path):
+    """An sdist has no ``../VERSION``: its backend reads the version back from ``PKG-INFO``
+    (metadata only: nothing is compiled)."""
+    import subprocess
+    import sys
+    import tarfile
+
+    backend = {"native": "scikit_build_core.build"}.get(project.name, "hatchling.build")
+
+    def hook(cwd: Path, call: str) -> str:
+        proc = subprocess.run([sys.executable, "-c", f"import {backend} as b; print(b.{call})"],
+                              cwd=cwd, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout.strip().splitlines()[-1]
+
+    sdist = tmp_path / hook(project, f"build_sdist({str(tmp_path)!r})")
+    with tarfile.open(sdist) as tar:
+        tar.extractall(tmp_path / "src", filter="data")
+    (unpacked,) = (tmp_path / "src").iterdir()
+    assert not (unpacked.parent / "VERSION").exists()
+    meta_dir = tmp_path / "meta"
+    meta_dir.mkdir()
+    dist_info = hook(unpacked, f"prepare_metadata_for_build_wheel({str(meta_dir)!r})")
+    metadata = (meta_dir / dist_info / "METADATA").read_text(encoding="utf-8")
+    assert re.search(rf"^Version: {re.escape(VERSION)}$", metadata, re.M), metadata[:500]
+    assert (meta_dir / dist_info / "licenses" / "LICENSE").is_file() or "License-File: LICENSE" in metadata
