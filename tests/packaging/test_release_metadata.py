@@ -75,7 +75,12 @@ def test_public_signatures_name_the_types_they_take_and_return():
     promises a type checker."""
     import inspect
 
-    from llama_index.retrievers.graphstrata import GraphStrataRetriever, embedder_from_llama_index
+    from langchain_graphstrata import ChatModelLLM
+    from llama_index.retrievers.graphstrata import (
+        GraphStrataRetriever,
+        LlamaIndexLLM,
+        embedder_from_llama_index,
+    )
 
     from graphstrata import GraphStrata
     from graphstrata.runner import Runner
@@ -94,6 +99,8 @@ def test_public_signatures_name_the_types_they_take_and_return():
     assert annotations(GraphStrataRetriever.__init__)["engine"] == "GraphStrata"
     assert annotations(GraphStrataRetriever.engine.fget)["return"] == "GraphStrata"
     assert annotations(Runner.embed)["embedder"] == "Embedder"
+    assert annotations(LlamaIndexLLM.__init__)["llm"] == "LLM"
+    assert annotations(ChatModelLLM.__init__)["model"] == "BaseLanguageModel"
 
 
 @pytest.mark.parametrize("project", [ROOT / "native", ROOT / "packages" / "graphstrata"],
