@@ -12,14 +12,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
-from langchain_core.vectorstores import InMemoryVectorStore
-
 from graphstrata import GraphStrata
 from graphstrata.models import default_embedder, embed_query
 from graphstrata.static_embedder import fast_embedder
-from langchain_graphstrata import GraphStrataEmbeddings, GraphStrataRetriever, embedder_from_langchain
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_graphstrata import (
+    GraphStrataEmbeddings,
+    GraphStrataRetriever,
+    embedder_from_langchain,
+)
 
 # ../shared beside the repository (the team's shared data)
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "hotpotqa"

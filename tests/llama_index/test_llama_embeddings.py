@@ -12,14 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from graphstrata import GraphStrata
+from graphstrata.models import default_embedder, embed_query
+from graphstrata.static_embedder import fast_embedder
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.embeddings.graphstrata import GraphStrataEmbedding
 from llama_index.retrievers.graphstrata import GraphStrataRetriever, embedder_from_llama_index
-
-from graphstrata import GraphStrata
-from graphstrata.models import default_embedder, embed_query
-from graphstrata.static_embedder import fast_embedder
 
 # ../shared beside the repository (the team's shared data)
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "hotpotqa"

@@ -75,15 +75,14 @@ def test_public_signatures_name_the_types_they_take_and_return():
     promises a type checker."""
     import inspect
 
+    from graphstrata import GraphStrata
+    from graphstrata.runner import Runner
     from langchain_graphstrata import ChatModelLLM
     from llama_index.retrievers.graphstrata import (
         GraphStrataRetriever,
         LlamaIndexLLM,
         embedder_from_llama_index,
     )
-
-    from graphstrata import GraphStrata
-    from graphstrata.runner import Runner
 
     def annotations(fn) -> dict[str, str]:
         sig = inspect.signature(fn)

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from langchain_core.embeddings import Embeddings
-
 from graphstrata.models import PRESETS, Embedder, embed_query, resolve_embedder
+from langchain_core.embeddings import Embeddings
 
 Preset = Literal["default", "fast"]
 
