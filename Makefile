@@ -68,7 +68,7 @@ bench: install
 
 lint: install
 	$(PIP) install -q ruff
-	$(BIN)/ruff check packages tests integration_tests bench cookbook
+	$(BIN)/ruff check packages tests integration_tests bench cookbook tools
 
 clean:
 	rm -rf $(VENV) native/build build demo_index .pytest_cache
