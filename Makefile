@@ -2,6 +2,7 @@
 #   make demo   create/update .venv, index the sample corpus, answer example queries (CLI, LlamaIndex, LangChain)
 #   make test   create/update .venv, run tests/ and integration_tests/
 #   make bench  benchmarks (slow; not part of make test)
+#   make wheels every wheel into dist/: the native one compiled and repaired (auditwheel), the pure ones
 #   make test-llm  the LLM path on a real local model (SmolLM2-135M on CPU; slow; CI runs it)
 
 PYTHON ?= python3
@@ -18,7 +19,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast bench lint clean
+.PHONY: install demo test test-fast bench lint clean wheels
 
 install: $(VENV)/.deps $(VENV)/.native $(VENV)/.packages
 
@@ -30,13 +31,19 @@ $(VENV)/.deps: requirements/dev.txt requirements/constraints.txt
 	$(PIP) install -q $(CONSTRAINTS) -r requirements/dev.txt
 	touch $@
 
-$(VENV)/.native: $(VENV)/.deps $(NATIVE_SOURCES)
+$(VENV)/.native: $(VENV)/.deps $(NATIVE_SOURCES) VERSION
 	$(PIP) install -q --force-reinstall --no-deps --no-build-isolation ./native
 	touch $@
 
-$(VENV)/.packages: $(VENV)/.deps $(VENV)/.native $(addsuffix /pyproject.toml,$(PACKAGES))
+$(VENV)/.packages: $(VENV)/.deps $(VENV)/.native $(addsuffix /pyproject.toml,$(PACKAGES)) VERSION
 	$(PIP) install -q --no-deps --no-build-isolation $(foreach p,$(PACKAGES),-e $(p))
 	touch $@
+
+# Release wheels for every platform: .github/workflows/wheels.yml (cibuildwheel). Offline: the
+# build backends come from .venv (no build isolation); the CMake folder build/wheels/native is kept.
+DIST ?= dist
+wheels: $(VENV)/.deps
+	$(BIN)/python tools/build_wheels.py --out $(DIST)
 
 demo: install
 	$(BIN)/python cookbook/demo.py
@@ -62,7 +69,7 @@ bench: install
 
 lint: install
 	$(PIP) install -q ruff
-	$(BIN)/ruff check packages tests integration_tests bench cookbook
+	$(BIN)/ruff check packages tests integration_tests bench cookbook tools
 
 clean:
 	rm -rf $(VENV) native/build build demo_index .pytest_cache

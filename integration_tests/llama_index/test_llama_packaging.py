@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {
     "llama-index-retrievers-graphstrata": ("llama_index/retrievers/graphstrata", "GraphStrataRetriever"),
     "llama-index-graph-rag-graphstrata": ("llama_index/graph_rag/graphstrata", "GraphStrataIndex"),
-    "llama-index-node-parser-graphstrata": ("llama_index/node_parser/graphstrata", "GraphStrataExtractor"),
+    "llama-index-node-parser-graphstrata": ("llama_index/node_parser/graphstrata", "GraphStrataNodeParser"),
+    "llama-index-extractors-graphstrata": ("llama_index/extractors/graphstrata", "GraphStrataExtractor"),
+    "llama-index-embeddings-graphstrata": ("llama_index/embeddings/graphstrata", "GraphStrataEmbedding"),
 }
 
 
@@ -61,16 +63,16 @@ def test_installed_wheels_import_beside_llama_index_core(wheels, tmp_path):
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    script = (
-        "import llama_index.core, llama_index.retrievers.graphstrata as r, "
-        "llama_index.graph_rag.graphstrata as g, llama_index.node_parser.graphstrata as n\n"
-        "print(r.__file__); print(g.__file__); print(n.__file__)\n"
-        "print(r.GraphStrataRetriever.__name__, g.GraphStrataIndex.__name__, n.GraphStrataExtractor.__name__)"
+    imports = {pkg: module_dir.replace("/", ".") for pkg, (module_dir, _) in PACKAGES.items()}
+    script = "import importlib, llama_index.core\n" + "".join(
+        f"m = importlib.import_module({module!r}); print(m.__file__, m.{PACKAGES[pkg][1]}.__name__)\n"
+        for pkg, module in imports.items()
     )
     env = dict(os.environ, PYTHONPATH=str(target))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.strip().splitlines()
-    assert all(line.startswith(str(target)) for line in lines[:3]), lines
-    assert lines[3] == "GraphStrataRetriever GraphStrataIndex GraphStrataExtractor"
+    assert len(lines) == len(PACKAGES)
+    assert all(line.startswith(str(target)) for line in lines), lines
+    assert [line.split()[-1] for line in lines] == [name for _, name in PACKAGES.values()]

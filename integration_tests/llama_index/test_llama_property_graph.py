@@ -8,7 +8,8 @@ from llama_index.core import PropertyGraphIndex
 from llama_index.core.graph_stores import SimplePropertyGraphStore
 from llama_index.core.graph_stores.types import TRIPLET_SOURCE_KEY
 from llama_index.core.schema import MetadataMode
-from llama_index.node_parser.graphstrata import GraphStrataExtractor, GraphStrataNodeParser
+from llama_index.extractors.graphstrata import GraphStrataExtractor
+from llama_index.node_parser.graphstrata import GraphStrataNodeParser
 
 
 def norm(text: str) -> str:

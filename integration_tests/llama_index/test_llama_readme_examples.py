@@ -19,6 +19,8 @@ READMES = [
     "llama-index-retrievers-graphstrata",
     "llama-index-graph-rag-graphstrata",
     "llama-index-node-parser-graphstrata",
+    "llama-index-extractors-graphstrata",
+    "llama-index-embeddings-graphstrata",
 ]
 
 

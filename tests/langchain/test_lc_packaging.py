@@ -32,7 +32,7 @@ def wheel(tmp_path_factory: Any) -> Path:
 def test_wheel_contents(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for module in ("__init__.py", "retrievers.py", "tools.py", "document_transformers.py",
-                   "py.typed"):
+                   "embeddings.py", "py.typed"):
         assert f"langchain_graphstrata/{module}" in names
     assert not any(n.startswith(("tests/", "integration_tests/")) for n in names)
     (meta_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
@@ -62,7 +62,8 @@ def test_wheel_installs_and_imports_alone(wheel: Path, tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     path, names = run.stdout.splitlines()
     assert Path(path).is_relative_to(target)  # the installed copy, not the source tree
-    assert names == str(sorted(["ChatModelLLM", "GraphStrataAnswerer", "GraphStrataRetriever",
+    assert names == str(sorted(["ChatModelLLM", "GraphStrataAnswerer", "GraphStrataEmbeddings",
+                                "GraphStrataRetriever",
                                 "GraphStrataTransformer", "create_graphstrata_tool",
                                 "embedder_from_langchain"]))
 

@@ -381,7 +381,7 @@ def test_other_response_modes_are_unchanged(llm_index):
 def test_kg_extractor_with_llm_writes_typed_entity_nodes():
     from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
     from llama_index.core.schema import TextNode
-    from llama_index.node_parser.graphstrata import GraphStrataExtractor
+    from llama_index.extractors.graphstrata import GraphStrataExtractor
 
     llm = ScriptedChatLLM()
     extractor = GraphStrataExtractor(llm=llm, gleaning=0)
@@ -403,7 +403,7 @@ def test_kg_extractor_with_llm_writes_typed_entity_nodes():
 
 def test_kg_extractor_async_with_llm():
     from llama_index.core.schema import TextNode
-    from llama_index.node_parser.graphstrata import GraphStrataExtractor
+    from llama_index.extractors.graphstrata import GraphStrataExtractor
 
     extractor = GraphStrataExtractor(llm=ScriptedChatLLM(), gleaning=0)
     out = asyncio.run(extractor.acall([TextNode(id_="b", text=DOCS[0].text)]))

@@ -18,7 +18,8 @@ from llama_index.core.graph_stores.types import (
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.schema import MetadataMode, NodeRelationship, TextNode, TransformComponent
-from llama_index.node_parser.graphstrata import GraphStrataExtractor, GraphStrataNodeParser
+from llama_index.extractors.graphstrata import GraphStrataExtractor
+from llama_index.node_parser.graphstrata import GraphStrataNodeParser
 
 
 def norm(text: str) -> str:
@@ -169,3 +170,37 @@ def test_property_graph_index_with_the_extractor(small_docs):
             assert norm(sentence) in norm(" ".join(d.text for d in small_docs))
     names = {s.name for s, _, _ in triplets} | {o.name for _, _, o in triplets}
     assert {"Clara Vos", "Bruno Keller"} <= names
+
+
+# -- the extractor's move to llama-index-extractors-graphstrata ----------------------------------
+def test_extractor_imports_from_its_new_home_without_a_warning():
+    import subprocess
+    import sys
+
+    code = (
+        "import warnings; warnings.simplefilter('error')\n"
+        "from llama_index.extractors.graphstrata import GraphStrataExtractor\n"
+        "from llama_index.node_parser.graphstrata import GraphStrataNodeParser\n"
+        "print(GraphStrataExtractor.__module__)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "llama_index.extractors.graphstrata.base"
+
+
+def test_old_extractor_import_path_still_works_and_warns():
+    import llama_index.node_parser.graphstrata as old_package
+    import llama_index.node_parser.graphstrata.base as old_module
+
+    with pytest.warns(DeprecationWarning, match="from llama_index.extractors.graphstrata import"):
+        from llama_index.node_parser.graphstrata import GraphStrataExtractor as Old
+    assert Old is GraphStrataExtractor
+    with pytest.warns(DeprecationWarning, match="llama-index-extractors-graphstrata"):
+        assert old_module.GraphStrataExtractor is GraphStrataExtractor
+    # the moved class still extracts through the old name
+    with pytest.warns(DeprecationWarning):
+        extractor = old_package.GraphStrataExtractor()
+    (node,) = extractor([TextNode(text="Alice Martin founded Acme Robotics. Alice Martin lives in Lyon.")])
+    assert node.metadata[KG_NODES_KEY]
+    with pytest.raises(AttributeError, match="GraphStrataExtractr"):
+        old_package.GraphStrataExtractr  # noqa: B018 - a typo is still an AttributeError

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import graphstrata_chnsw
 import numpy as np
@@ -12,7 +13,9 @@ from chnsw_testutil import CHNSW, clustered, exact_knn, layer_offsets, recall, s
 
 def test_package_exports():
     assert graphstrata_chnsw.CHNSW is CHNSW
-    assert graphstrata_chnsw.__version__ == "0.1.0"
+    # the installed metadata's version, which the build read from the repository's VERSION file
+    version = (Path(__file__).resolve().parents[2] / "VERSION").read_text().strip()
+    assert graphstrata_chnsw.__version__ == version
     assert CHNSW.__doc__ and "A11" in CHNSW.__doc__
     for name in ["add_layer", "add", "search", "search_all_layers", "save", "load", "mark_deleted",
                  "is_deleted", "set_num_threads", "down_link", "neighbors", "layer_of", "ids_in_layer",

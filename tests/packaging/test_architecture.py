@@ -24,6 +24,8 @@ PACKAGE_ROOTS = [
     ROOT / "packages" / "llama-index-retrievers-graphstrata",
     ROOT / "packages" / "llama-index-graph-rag-graphstrata",
     ROOT / "packages" / "llama-index-node-parser-graphstrata",
+    ROOT / "packages" / "llama-index-extractors-graphstrata",
+    ROOT / "packages" / "llama-index-embeddings-graphstrata",
 ]
 TOP_LEVEL = ("graphstrata", "langchain_graphstrata", "llama_index")
 

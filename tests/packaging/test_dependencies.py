@@ -25,6 +25,8 @@ INTEGRATIONS = {
     "llama-index-retrievers-graphstrata": "llama-index-core",
     "llama-index-graph-rag-graphstrata": "llama-index-core",
     "llama-index-node-parser-graphstrata": "llama-index-core",
+    "llama-index-extractors-graphstrata": "llama-index-core",
+    "llama-index-embeddings-graphstrata": "llama-index-core",
     "langchain-graphstrata": "langchain-core",
 }
 

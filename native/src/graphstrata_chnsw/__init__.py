@@ -27,11 +27,17 @@ from __future__ import annotations
 
 import os as _os
 import warnings as _warnings
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _dist_version
 
 from ._chnsw import CHNSW, best_simd_level, max_threads, ppr_push, set_simd_level, simd_level
 
 __all__ = ["CHNSW", "max_threads", "ppr_push", "simd_level", "best_simd_level", "set_simd_level", "__version__"]
-__version__ = "0.1.0"
+# The installed distribution's version, built from the repository's one VERSION file.
+try:
+    __version__ = _dist_version("graphstrata-chnsw")
+except _PackageNotFoundError:  # pragma: no cover - imported from a build tree, not installed
+    __version__ = "0+unknown"
 
 _requested = _os.environ.get("GRAPHSTRATA_CHNSW_SIMD", "").strip().lower()
 if _requested:

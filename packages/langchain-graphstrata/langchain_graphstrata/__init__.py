@@ -6,12 +6,15 @@
 * :class:`GraphStrataAnswerer` – a Runnable answering with the method's own generation step
   (``retriever.as_answer_chain()``).
 * :class:`ChatModelLLM` – a LangChain chat model behind graphstrata's LLM protocol.
+* :class:`GraphStrataEmbeddings` – graphstrata's offline embedders (packaged MiniLM, fast
+  static) as LangChain ``Embeddings``.
 """
 
 from importlib import metadata as _metadata
 
 from langchain_graphstrata.answer import GraphStrataAnswerer
 from langchain_graphstrata.document_transformers import GraphStrataTransformer
+from langchain_graphstrata.embeddings import GraphStrataEmbeddings
 from langchain_graphstrata.llms import ChatModelLLM
 from langchain_graphstrata.retrievers import GraphStrataRetriever, embedder_from_langchain
 from langchain_graphstrata.tools import create_graphstrata_tool
@@ -24,6 +27,7 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - running from a sour
 __all__ = [
     "ChatModelLLM",
     "GraphStrataAnswerer",
+    "GraphStrataEmbeddings",
     "GraphStrataRetriever",
     "GraphStrataTransformer",
     "create_graphstrata_tool",

@@ -46,17 +46,25 @@ def embedder_from_langchain(embeddings: Embeddings, *, id: str | None = None) ->
             ``model_name`` string attribute. An index loaded later must be given embeddings with
             the same id and dimension (graphstrata raises ``ValueError`` otherwise).
 
+    Embeddings that wrap a graphstrata embedder (``graphstrata_embedder``:
+    :class:`~langchain_graphstrata.GraphStrataEmbeddings`) are unwrapped to it, so the index
+    persists the core embedder's own id and loads with no embedder.
+
     Returns:
         A ``graphstrata.models.CallableEmbedder``; its dimension is probed with one
-        ``embed_documents`` call of one short text.
+        ``embed_documents`` call of one short text. Or the wrapped graphstrata embedder.
     """
     from graphstrata.models import CallableEmbedder
+    from graphstrata.models import Embedder as CoreEmbedder
 
     if not isinstance(embeddings, Embeddings):
         raise TypeError(
             f"embeddings must be a langchain_core.embeddings.Embeddings, "
             f"got {type(embeddings).__name__}"
         )
+    inner = getattr(embeddings, "graphstrata_embedder", None)
+    if id is None and isinstance(inner, CoreEmbedder):
+        return inner
     if id is None:
         id = f"langchain:{type(embeddings).__name__}"
         model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)

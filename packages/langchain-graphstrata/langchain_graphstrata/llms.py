@@ -115,7 +115,13 @@ class ChatModelLLM:
         TypeError: ``model`` is not a LangChain language model.
     """
 
-    def __init__(self, model: Any, *, id: str | None = None, json_mode_kwargs: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        model: BaseLanguageModel,
+        *,
+        id: str | None = None,
+        json_mode_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
         if not isinstance(model, BaseLanguageModel):
             raise TypeError(
                 f"ChatModelLLM wraps a LangChain chat model (BaseChatModel), got {type(model).__name__}"

@@ -8,6 +8,9 @@ Quickstart::
         print(hit.score, hit.document_ids, hit.text[:80])
 """
 
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _dist_version
+
 from .api import Answer, GraphStrata
 from .config import GraphStrataConfig
 from .models import EmbedderMismatchError
@@ -30,8 +33,13 @@ __all__ = [
     "RayRunner",
     "Relation",
     "Runner",
+    "__version__",
 ]
-__version__ = "0.1.0"
+# The installed distribution's version, built from the repository's one VERSION file.
+try:
+    __version__ = _dist_version("graphstrata")
+except _PackageNotFoundError:  # pragma: no cover - a source tree that was never installed
+    __version__ = "0+unknown"
 
 
 def __getattr__(name: str):

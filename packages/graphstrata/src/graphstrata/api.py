@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -33,6 +33,13 @@ from .retrieval import check_retrieve_args
 from .runner import Runner, use_runner
 from .state import ChunkRecords, EngineState, FrozenStats
 from .types import Document, DocumentChunk, Hit
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from .llm import LLMClient
+
+_T = TypeVar("_T")
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +128,7 @@ class GraphStrata:
         ``kg.entity_ids`` order, and ``"layer_<i>"`` ``(n_i, dim)`` for community layer ``i``."""
         return self.state.vectors
 
-    def derived(self, key: str, build: Callable[[], Any]) -> Any:
+    def derived(self, key: str, build: Callable[[], _T]) -> _T:
         """:meth:`EngineState.derived <graphstrata.state.EngineState.derived>` of the current state."""
         return self.state.derived(key, build)
 
@@ -375,7 +382,7 @@ class GraphStrata:
         return dict(self.state.build_usage)
 
     @property
-    def llm(self) -> Any:
+    def llm(self) -> LLMClient | None:
         """The :class:`~graphstrata.llm.LLMClient` attached by ``build`` / ``load`` (or ``None``)."""
         return self.state.llm
 
@@ -702,7 +709,7 @@ class GraphStrata:
 
         return describe(self.state, top=top)
 
-    def to_networkx(self) -> Any:
+    def to_networkx(self) -> nx.DiGraph:
         """The knowledge graph and community hierarchy as a networkx ``DiGraph``: entity and
         community nodes, relation and membership edges (:func:`graphstrata.inspection.to_networkx`)."""
         from .inspection import to_networkx

@@ -38,6 +38,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .extraction import ChunkRecord, FrozenTfidf, StatisticalExtractor
     from .llm import LLMRequest, LLMResponse
+    from .models import Embedder
     from .types import Chunk, Document
 
 
@@ -49,13 +50,13 @@ class Runner(Protocol):
     name: str
 
     def chunk(
-        self, documents: Sequence[Document], chunk_size: int, chunk_overlap: int, embedder: Any,
+        self, documents: Sequence[Document], chunk_size: int, chunk_overlap: int, embedder: Embedder,
         max_document_chars: int | None,
     ) -> list[Chunk]:
         """:func:`graphstrata.chunking.chunk_documents` over ``documents``."""
         ...
 
-    def embed(self, embedder: Any, batches: Sequence[Sequence[str]]) -> Iterator[np.ndarray]:
+    def embed(self, embedder: Embedder, batches: Sequence[Sequence[str]]) -> Iterator[np.ndarray]:
         """``embedder.embed(batch)`` of each batch, yielded in batch order."""
         ...
 

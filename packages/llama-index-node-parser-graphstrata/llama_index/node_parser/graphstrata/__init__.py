@@ -1,5 +1,23 @@
-"""graphstrata chunking and offline KG extraction as LlamaIndex transformations."""
+"""graphstrata chunking as a LlamaIndex node parser.
 
-from llama_index.node_parser.graphstrata.base import GraphStrataExtractor, GraphStrataNodeParser
+``GraphStrataExtractor`` moved to ``llama_index.extractors.graphstrata``
+(``pip install llama-index-extractors-graphstrata``); importing it from here still works and
+emits a ``DeprecationWarning``.
+"""
 
-__all__ = ["GraphStrataExtractor", "GraphStrataNodeParser"]
+from typing import Any
+
+from llama_index.node_parser.graphstrata.base import GraphStrataNodeParser, deprecated_extractor
+
+__all__ = ["GraphStrataNodeParser"]
+
+
+def __getattr__(name: str) -> Any:
+    """``GraphStrataExtractor`` from its old home, with a ``DeprecationWarning``.
+
+    Raises:
+        AttributeError: any other unknown name.
+    """
+    if name == "GraphStrataExtractor":
+        return deprecated_extractor()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks.base import CallbackManager
@@ -19,6 +19,9 @@ from llama_index.retrievers.graphstrata.conversion import embedder_from_llama_in
 from llama_index.retrievers.graphstrata.filters import to_core_filters
 
 from graphstrata.retrieval import check_retrieve_args
+
+if TYPE_CHECKING:
+    from graphstrata import GraphStrata
 
 #: Arguments a caller may mean when they pass a name this package does not take.
 _DID_YOU_MEAN = {
@@ -112,7 +115,7 @@ class GraphStrataRetriever(BaseRetriever):
 
     def __init__(
         self,
-        engine: Any,
+        engine: GraphStrata,
         method: str = "archrag",
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         kinds: Sequence[str] | None = DEFAULT_KINDS,
@@ -184,7 +187,7 @@ class GraphStrataRetriever(BaseRetriever):
 
     # -- properties -------------------------------------------------------------------------
     @property
-    def engine(self) -> Any:
+    def engine(self) -> GraphStrata:
         """The wrapped ``graphstrata.GraphStrata`` engine."""
         return self._engine
 

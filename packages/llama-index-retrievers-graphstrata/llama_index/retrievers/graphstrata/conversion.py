@@ -9,7 +9,7 @@ Shared by the retriever and the ``llama-index-graph-rag-graphstrata`` index.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.schema import (
     NodeRelationship,
@@ -18,6 +18,11 @@ from llama_index.core.schema import (
     RelatedNodeInfo,
     TextNode,
 )
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+
+    from graphstrata.models import Embedder
 
 #: Metadata keys this retriever writes on every node. They are provenance, not content, so
 #: they are hidden from the LLM prompt and from embedding text.
@@ -97,25 +102,34 @@ def unpack_document_metadata(metadata: Mapping[str, Any] | None) -> tuple[dict[s
     return user, extra
 
 
-def embedder_from_llama_index(embed_model: Any, batch_size: int | None = None) -> Any:
+def embedder_from_llama_index(embed_model: BaseEmbedding, batch_size: int | None = None) -> Embedder:
     """Wrap a LlamaIndex embedding as a graphstrata ``Embedder``.
 
     Documents are embedded with ``embed_model.get_text_embedding_batch`` and queries with
     ``embed_model.get_query_embedding`` (LlamaIndex models may embed the two differently).
     The embedder id persisted with an index is ``"llama_index:<model_name>"``, so an index
     built with one LlamaIndex model refuses to load with another (``ValueError`` from the core).
+    An embedding that wraps a graphstrata embedder (``graphstrata_embedder``: the
+    ``GraphStrataEmbedding`` of ``llama-index-embeddings-graphstrata``) is unwrapped to it, so
+    the index persists the core embedder's own id and loads with no embedder.
 
     Args:
         embed_model: any ``llama_index.core.base.embeddings.base.BaseEmbedding``.
         batch_size: texts per call; defaults to the model's ``embed_batch_size``.
 
     Returns:
-        a ``graphstrata.models.CallableEmbedder`` (vectors are L2-normalised by it).
+        a ``graphstrata.models.CallableEmbedder`` (vectors are L2-normalised by it), or the
+        wrapped graphstrata embedder itself.
 
     Raises:
         TypeError: ``embed_model`` lacks ``get_text_embedding_batch``.
     """
     from graphstrata.models import CallableEmbedder
+    from graphstrata.models import Embedder as CoreEmbedder
+
+    inner = getattr(embed_model, "graphstrata_embedder", None)
+    if isinstance(inner, CoreEmbedder):
+        return inner
 
     if not callable(getattr(embed_model, "get_text_embedding_batch", None)):
         raise TypeError(

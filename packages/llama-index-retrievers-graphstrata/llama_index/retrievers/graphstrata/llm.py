@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphstrata.llm import LLMResponse, Usage, estimate_tokens
+
+if TYPE_CHECKING:
+    from llama_index.core.llms import LLM
 
 #: LlamaIndex LLM modules whose ``chat`` / ``complete`` pass extra keyword arguments to an
 #: OpenAI-compatible API, where ``response_format={"type": "json_object"}`` asks for JSON.
@@ -108,7 +111,13 @@ class LlamaIndexLLM:
         TypeError: ``llm`` has no ``complete`` / ``chat`` (not a LlamaIndex LLM).
     """
 
-    def __init__(self, llm: Any, *, id: str | None = None, json_mode_kwargs: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        id: str | None = None,
+        json_mode_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
         if not (callable(getattr(llm, "complete", None)) and callable(getattr(llm, "chat", None))):
             raise TypeError(
                 f"LlamaIndexLLM wraps a LlamaIndex LLM (with complete and chat), got {type(llm).__name__}"
