@@ -185,13 +185,26 @@ def test_metadata_filters_translate_to_the_core_form():
 
 
 @pytest.mark.parametrize(
-    "op", [FilterOperator.CONTAINS, FilterOperator.TEXT_MATCH, FilterOperator.ANY,
-           FilterOperator.ALL, FilterOperator.IS_EMPTY, FilterOperator.TEXT_MATCH_INSENSITIVE]
+    "op", [FilterOperator.TEXT_MATCH, FilterOperator.IS_EMPTY, FilterOperator.TEXT_MATCH_INSENSITIVE]
 )
 def test_unsupported_operators_are_named(fake_engine, op):
     f = MetadataFilters(filters=[MetadataFilter(key="tags", value="x", operator=op)])
     with pytest.raises(ValueError, match=op.name):
         GraphStrataRetriever(fake_engine, filters=f)
+
+
+def test_list_operators_translate(fake_engine):
+    f = MetadataFilters(filters=[
+        MetadataFilter(key="tags", value="rust", operator=FilterOperator.CONTAINS),
+        MetadataFilter(key="tags", value=["db", "x"], operator=FilterOperator.ANY),
+        MetadataFilter(key="tags", value=["db", "rust"], operator=FilterOperator.ALL),
+    ])
+    assert to_core_filters(f) == {"$and": [
+        {"tags": {"$contains": "rust"}}, {"tags": {"$any": ["db", "x"]}},
+        {"tags": {"$all": ["db", "rust"]}},
+    ]}
+    GraphStrataRetriever(fake_engine, filters=f).retrieve("acme")
+    assert fake_engine.calls[-1][5] == to_core_filters(f)
 
 
 def test_not_condition_and_bad_values_raise(fake_engine):
