@@ -101,7 +101,7 @@ class GraphStrataRetriever(BaseRetriever):
     * ``search_kwargs``: ``{"k": int, "filter": {...}, "score_threshold": float}``; other keys
       raise. ``filter`` is a metadata filter on your documents (the operator form of
       ``graphstrata.filters``: ``{"author": "Ada", "year": {"$gte": 2020}}``, ``$eq $ne $gt
-      $gte $lt $lte $in $nin``, ``$and`` / ``$or``), applied inside retrieval before ``k`` is
+      $gte $lt $lte $in $nin``, ``$contains $any $all`` on list fields, ``$and`` / ``$or``), applied inside retrieval before ``k`` is
       cut: you get the best ``k`` chunks of the matching documents.
       ``search_kwargs["k"]`` and ``k=`` are the same setting (giving both with different
       values raises).
