@@ -61,7 +61,7 @@ def minimal_pdf(text: str) -> bytes:
 
 def passages(n: int) -> list[dict]:
     with open(DATA, encoding="utf-8") as f:
-        return [json.loads(line) for _, line in zip(range(n), f)]
+        return [json.loads(line) for _, line in zip(range(n), f, strict=False)]
 
 
 @pytest.fixture()

@@ -15,22 +15,20 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from llama_index.core import Document, StorageContext, VectorStoreIndex
+from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.postprocessor import PrevNextNodePostprocessor
 from llama_index.core.retrievers import QueryFusionRetriever
 from llama_index.core.schema import NodeRelationship
 from llama_index.graph_rag.graphstrata import GraphStrataIndex
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "lihua_world" / "corpus.jsonl"
-if not DATA.exists():  # the worktree layout: <root>/../shared
-    DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "lihua_world" / "corpus.jsonl"
 CONFIG = {"chunk_size": 48, "chunk_overlap": 0}  # several chunks per chat log
 QUERY = "lunch on the 8th with Wolfgang"
 
 
 def _rows(n: int) -> list[dict]:
     with open(DATA, encoding="utf-8") as f:
-        return [json.loads(line) for _, line in zip(range(n), f)]
+        return [json.loads(line) for _, line in zip(range(n), f, strict=False)]
 
 
 @pytest.fixture(scope="module")
