@@ -58,6 +58,7 @@ bench: install
 	$(BIN)/python bench/bench_incremental.py --json .bench_out/incremental.json
 	$(BIN)/python bench/bench_distributed.py --json .bench_out/distributed.json
 	$(BIN)/python bench/bench_scale.py --json .bench_out/scale.json
+	$(BIN)/python bench/bench_serve.py --json .bench_out/serve.json
 
 lint: install
 	$(PIP) install -q ruff

@@ -41,3 +41,17 @@ def read_jsonl(path: Path) -> list[dict]:
 def jsonl():
     """The :func:`read_jsonl` helper, as a fixture (test modules cannot import conftest)."""
     return read_jsonl
+
+
+@pytest.fixture(scope="session")
+def serve_indexes(shared_data, tmp_path_factory) -> dict[str, Path]:
+    """Two small real indexes for the ``graphstrata serve`` tests, built once per session with
+    the fast embedder preset: ``hotpot`` (60 HotpotQA passages) and ``musique`` (40 MuSiQue
+    passages). Tests that write copy them first."""
+    from graphstrata.testing.serve import build_small_index
+
+    root = tmp_path_factory.mktemp("serve-indexes")
+    return {
+        "hotpot": build_small_index(shared_data / "hotpotqa" / "corpus.jsonl", root / "hotpot", n=60),
+        "musique": build_small_index(shared_data / "musique" / "corpus.jsonl", root / "musique", n=40),
+    }

@@ -106,7 +106,9 @@ def flip(index_dir: str, seconds: float) -> None:
     end = time.monotonic() + seconds
     n = 0
     while time.monotonic() < end:
-        (a if n % 2 else b).persist(index_dir)
+        # a state not read from the directory replaces its content (a persist of an instance
+        # into its own directory after another writer's version writes nothing: issue 30)
+        GraphStrata((a if n % 2 else b).state).persist(index_dir)
         n += 1
     print(f"persisted {n}", flush=True)
 

@@ -151,3 +151,43 @@ def test_the_browser_really_has_no_network(chromium, tmp_path):
     with cdp.Browser(chromium) as b:
         b.open(probe.as_uri())
         assert b.js("window.done") == "blocked"
+
+
+def test_entity_and_document_names_that_are_javascript_object_keys(chromium, tmp_path):
+    """Issue 30: an entity named ``constructor`` threw a JavaScript error (the page's maps were
+    plain objects, whose prototype answers ``constructor``, ``toString``, ``__proto__``)."""
+    keys = ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"]
+    docs = [{"id": k, "title": k, "text": f"{k} is discussed with {keys[(i + 1) % 5]} and {keys[(i + 2) % 5]}. "
+             f"The {k} object calls toString and constructor."} for i, k in enumerate(keys)]
+    docs += [{"id": f"plain-{i}", "title": f"Plain {i}", "text": f"Plain document {i} mentions constructor and valueOf."}
+             for i in range(6)]
+    gs = GraphStrata.build(docs, embedder=HashEmbedder(), config={"min_communities": 2, "max_community_size": 4})
+    query = "constructor"
+    hits = gs.retrieve(query, method="archrag", k=3, kinds=None, context_k=6)
+    html_path = render_html(gs, tmp_path / "keys.html", query=query, query_hits=hits, method="archrag")
+    text = html_path.read_text(encoding="utf-8")
+    start = text.index('id="gs-data">') + len('id="gs-data">')
+    data = json.loads(text[start: text.index("</script>", start)])
+    assert "constructor" in data["ents"] and {"__proto__", "toString", "constructor"} <= set(data["docs"])
+    rank = next((i for i, h in enumerate(hits, 1) if h.kind == "entity" and h.id == "constructor"), None)
+    assert rank is not None, [(h.kind, h.id) for h in hits]
+    with cdp.Browser(chromium) as b:
+        b.open(html_path.as_uri())
+        b.click("#collapse")
+        # the entity named like Object.prototype.constructor: found, revealed, ranked
+        b.click(f'#query li[data-hit="{rank}"]')
+        assert b.js("document.querySelector('#detail h2').textContent") == "constructor"
+        assert b.js("document.querySelector('#tree .row.sel').dataset.id") == "constructor"
+        assert b.js("document.querySelector('#tree .row.sel .rank').textContent") == f"#{rank}"
+        # names that are no node of the page are no node, whatever Object.prototype holds
+        for k in [*keys, "isPrototypeOf", "__defineGetter__"]:
+            b.js(f"window.graphstrataViz.reveal({json.dumps(k)}); true")
+        for r in range(1, len(hits) + 1):
+            b.click(f'#query li[data-hit="{r}"]')
+        # chunk cards name their documents, also "__proto__" and "toString"
+        for doc_id in ("__proto__", "toString", "constructor"):
+            chunk_id = next(c for c, v in data["chunks"].items() if v["d"] == doc_id) if any(
+                v["d"] == doc_id for v in data["chunks"].values()) else None
+            if chunk_id is not None:
+                assert b.js(f"window.graphstrataViz.data.docs[{json.dumps(doc_id)}]") == data["docs"][doc_id]
+        assert b.exceptions == [] and b.console_errors == [], (b.exceptions, b.console_errors)

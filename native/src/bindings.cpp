@@ -112,8 +112,14 @@ std::size_t as_layer(const Index& idx, long long layer) {
   return static_cast<std::size_t>(layer);
 }
 
+/// os.fspath(p) as a C++ string (bytes paths decoded with os.fsdecode). A NUL byte is refused
+/// with ValueError: the C library would silently cut the path there.
 std::string as_path(py::handle p) {
-  return py::str(py::module_::import("os").attr("fspath")(p)).cast<std::string>();
+  py::module_ os = py::module_::import("os");
+  const std::string s = py::str(os.attr("fsdecode")(os.attr("fspath")(p))).cast<std::string>();
+  if (s.find('\0') != std::string::npos)
+    throw py::value_error("path contains a NUL byte: " + py::repr(p).cast<std::string>());
+  return s;
 }
 
 chnsw::Metric as_metric(const std::string& s) {
@@ -235,7 +241,8 @@ seed : int, default 12345
 ef_search : int, default 64
     Default beam width of queries (per call: max(ef_search, k)); also a read/write property.
 num_threads : int, default 1
-    Threads for batch queries and inserts (see set_num_threads).
+    Threads for batch queries and inserts, clamped to the machine's hardware threads
+    (see set_num_threads).
 scan_threshold : int, default 1024
     Small layers are scanned exactly (see the scan_threshold property).
 
@@ -356,6 +363,9 @@ PYBIND11_MODULE(_chnsw, m) {
         "Name of the distance kernels in use: 'avx512', 'avx2', 'neon' or 'scalar'.\n\n"
         "Chosen at import from the CPU (no -march flag is needed at build time); the environment\n"
         "variable GRAPHSTRATA_CHNSW_SIMD=<level> read at import, or set_simd_level(), lowers it.");
+  m.def("max_threads", &chnsw::max_threads,
+        "Most worker threads an index uses: the machine's hardware threads (std::thread::\n"
+        "hardware_concurrency, 1 when unknown). set_num_threads clamps to it.");
   m.def("best_simd_level", [] { return std::string(chnsw::simd_level_name(chnsw::best_supported_simd())); },
         "Best kernel level this CPU supports.");
   m.def(
@@ -529,7 +539,7 @@ The file is written to a temporary file beside `path`, flushed (fsync) and renam
 so a crash never leaves a half-written index. Format (little-endian, see native/README.md):
 40-byte header (magic b"\x89GSCHNSW", format version 1, payload size, CRC-32 of the payload,
 CRC-32 of the header) followed by the payload. Concurrent searches may continue during save.
-Raises OSError if the file cannot be written.)doc")
+Raises OSError if the file cannot be written, ValueError if the path contains a NUL byte.)doc")
       .def_static(
           "load",
           [](py::handle path) {
@@ -542,7 +552,8 @@ Raises OSError if the file cannot be written.)doc")
 
 Raises ValueError naming the problem for a truncated, corrupted (checksum mismatch) or foreign
 file, an unsupported format version, or an inconsistent payload; OSError (FileNotFoundError,
-...) if the file cannot be read. Never crashes on malformed input.)doc")
+...) if the file cannot be read, ValueError if the path contains a NUL byte. Never crashes on
+malformed input.)doc")
       .def("to_bytes", &to_bytes_impl, "The serialised index (same bytes as a file written by save).")
       .def_static("from_bytes", &from_bytes_impl, py::arg("data"), py::arg("verify_checksum") = true,
                   "Inverse of to_bytes. verify_checksum=False skips only the CRC checks (for fuzzing the\n"
@@ -588,10 +599,13 @@ file, an unsupported format version, or an inconsistent payload; OSError (FileNo
           "set_num_threads",
           [](Index& self, long long n) {
             if (n < 1) throw py::value_error("num_threads must be >= 1, got " + std::to_string(n));
-            self.set_num_threads(static_cast<std::size_t>(n));
+            return self.set_num_threads(static_cast<std::size_t>(n));
           },
           py::arg("n"),
           "Run batch queries and inserts on n std::threads (default 1) with the GIL released.\n"
+          "n is clamped to the machine's hardware threads (max_threads()); returns the count set.\n"
+          "A worker thread the system refuses to start (ulimit, address-space or pids limit) is not an\n"
+          "error: the call runs on the threads that did start (one at worst).\n"
           "Single-threaded inserts are deterministic; multi-threaded ones are not. Raises ValueError if n < 1.")
       .def(
           "down_link", [](const Index& self, long long id) { return self.down_link(id); }, py::arg("id"),
@@ -635,6 +649,49 @@ file, an unsupported format version, or an inconsistent payload; OSError (FileNo
           },
           py::arg("ids"),
           "float32 (n, dim) stored vectors of the given ids (L2-normalised under cosine). Raises KeyError.")
+      .def(
+          "vectors_view",
+          [](py::object self_obj, py::handle ids) -> py::object {
+            Index& self = self_obj.cast<Index&>();
+            py::array a = as_numeric_array(ids, "ids");
+            if (a.ndim() != 1) throw py::value_error("ids must be a 1-D array of int64 ids");
+            const std::size_t n = static_cast<std::size_t>(a.shape(0));
+            IdArray id = as_ids(a, n);
+            if (n == 0 || self.row_stride() != self.dim()) return py::none();
+            const int64_t* pid = id.data();
+            int64_t first;
+            {
+              py::gil_scoped_release rel;
+              first = self.pin_run(pid, n);
+            }
+            if (first < 0) return py::none();
+            // the view's base owns a reference to the index (kept alive) and its pin (dropped
+            // when numpy frees the last array that shares the buffer)
+            auto* owner = new py::object(self_obj);
+            py::capsule base(owner, [](void* p) {
+              auto* o = static_cast<py::object*>(p);
+              o->cast<Index&>().unpin_vectors();
+              delete o;
+            });
+            const auto dim = static_cast<py::ssize_t>(self.dim());
+            py::array_t<float> out({static_cast<py::ssize_t>(n), dim},
+                                   {dim * static_cast<py::ssize_t>(sizeof(float)), static_cast<py::ssize_t>(sizeof(float))},
+                                   self.vector_data(static_cast<uint32_t>(first)), base);
+            out.attr("flags").attr("writeable") = false;
+            return std::move(out);
+          },
+          py::arg("ids"),
+          R"doc(Read-only zero-copy float32 (n, dim) view of the stored vectors of ids, or None.
+
+ids : int64 array (n,). A view exists when the ids are one run of consecutive nodes in insertion
+order (every layer of a fresh build or a loaded file, rows in order) and rows are unpadded (dim
+a multiple of the SIMD pad, 16 floats); otherwise None, and get_vectors copies them. The view
+shares the index's memory (no second copy of the vectors) and keeps the index alive. While any
+view is alive an insert that would grow (reallocate) the vector buffer raises RuntimeError
+instead of moving it: insert into a copy (from_bytes(to_bytes())). Raises KeyError for an
+unknown id.)doc")
+      .def_property_readonly("vector_views", &Index::vector_pins,
+                             "Number of live zero-copy views (vectors_view) of the vector buffer.")
       .def("__repr__", [](const Index& self) {
         std::string s = "CHNSW(dim=" + std::to_string(self.dim()) + ", metric='" +
                         chnsw::metric_name(self.metric()) + "', M=" + std::to_string(self.M()) +

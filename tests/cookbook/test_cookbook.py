@@ -230,3 +230,22 @@ def test_incremental_inserts_upserts_and_deletes_a_document(shared: tuple[Path, 
     assert "== delete: 1 document" in out and "GraphStrata(documents=75" in out.split("== delete", 1)[1]
     assert "memo retrievable by any method: False" in out
     assert "drift since the build: 3 updates, +2 / -2 documents" in out  # insert, update (+1/-1), delete
+
+
+def test_mcp_server_agents_call_graphstrata_serve(shared: tuple[Path, str], tmp_path: Path) -> None:
+    pytest.importorskip("langchain_mcp_adapters")
+    pytest.importorskip("llama_index.tools.mcp")
+    index, _ = shared
+    out = run_script("mcp_server.py", "--workdir", tmp_path, "--index-dir", index, cwd=tmp_path)
+    lc = out.split("== LangChain: MultiServerMCPClient", 1)[1].split("== graphstrata serve", 1)[0]
+    assert "tools: retrieve, list_indexes, stats" in lc
+    assert f"tool  retrieve -> 3 hits: ['{GARFIELD}'" in lc
+    assert f"agent answer: The best passage comes from '{GARFIELD}'" in lc
+    li = out.split("== LlamaIndex: McpToolSpec", 1)[1].split("== plain JSON", 1)[0]
+    assert "tools: retrieve, list_indexes" in li and 'tool  retrieve({"query": "Who assassinated' in li
+    assert f"agent answer: The best passage comes from '{GARFIELD}'." in li
+    plain = out.split("== plain JSON", 1)[1]
+    assert f"index wiki version v000001: ['{GARFIELD}'" in plain
+    assert 'without the token: HTTP 401 {"error": {"code": "unauthorized"' in plain
+    assert "Traceback" not in out and "mcp_server finished" in out
+    assert sorted(os.listdir(tmp_path)) == ["tokens.json"]

@@ -125,3 +125,83 @@ def test_a_loaded_index_shares_its_strings_and_reads_chunk_texts_from_documents(
     assert all(r.source is ents[r.source] and r.target is ents[r.target] for r in state.kg.relations.values())
     chunk = state.chunks[0]
     assert chunk == gs.state.chunks[0] and chunk.text == state.documents[chunk.document_id].text[chunk.start : chunk.end]
+
+
+def _shares_native_memory(arr: np.ndarray) -> bool:
+    """True when ``arr`` is (a view of) a zero-copy view of a native index's vectors."""
+    root = arr
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return not root.flags.owndata and type(root.base).__name__ == "PyCapsule"
+
+
+def test_built_and_loaded_vectors_are_the_indexes_own_memory(gs, embedder):
+    """Issue 33: a state holds each vector once — its ``vectors`` are views of the C-HNSW's own
+    buffers, bit for bit what the index stores, not a second copy."""
+    loaded = GraphStrata.load(gs.persist_dir, embedder=embedder).state
+    for state in (gs.state, loaded):
+        assert state.vectors["chunks"] is state.chunk_index.vectors
+        for name, vecs in state.vectors.items():
+            assert _shares_native_memory(vecs), name
+            index = state.chunk_index if name == "chunks" else state.layered
+            labels = index.labels if name == "chunks" else index.labels[
+                0 if name == "entities" else int(name.split("_")[1])]
+            assert np.array_equal(vecs, index.index.get_vectors(labels)), name
+        assert state.chunk_index.index.vector_views >= 1 and state.layered.index.vector_views >= 1
+    for name in gs.state.vectors:
+        assert np.array_equal(gs.state.vectors[name], loaded.vectors[name])
+
+
+def test_an_update_leaves_the_previous_states_views_valid(gs, embedder):
+    before = gs.state
+    chunks_before = np.array(before.vectors["chunks"])
+    entities_before = np.array(before.vectors["entities"])
+    gs.insert([{"id": "kiwi", "text": "The kiwi is a flightless bird of New Zealand."}])
+    after = gs.state
+    assert after.chunk_index.index is not before.chunk_index.index  # updates change a clone
+    assert np.array_equal(before.vectors["chunks"], chunks_before)
+    assert np.array_equal(before.vectors["entities"], entities_before)
+    assert len(after.vectors["chunks"]) == len(chunks_before) + 1
+    assert gs.retrieve("flightless bird of New Zealand", method="dense", k=1)[0].document_ids == ["kiwi"]
+
+
+def test_a_built_graph_shares_its_strings_like_a_loaded_one(corpus, embedder, small_config):
+    # extraction on worker processes: their records come back with a string per occurrence
+    state = GraphStrata.build(corpus, config={**small_config, "build_workers": 2}, embedder=embedder).state
+    ids = {c.id: c.id for c in state.chunks}
+    assert all(cid is ids[cid] for e in state.kg.entities.values() for cid in e.chunk_ids)
+    assert all(cid is ids[cid] for r in state.kg.relations.values() for cid in r.chunk_ids)
+    ents = {e: e for e in state.kg.entity_ids}
+    assert all(r.source is ents[r.source] and r.target is ents[r.target] for r in state.kg.relations.values())
+    assert all(a is ents[a] and b is ents[b] for a, b in state.kg.relations)
+
+
+def test_share_strings_makes_equal_values_one_object_and_changes_no_value():
+    from graphstrata.graph import KnowledgeGraph
+    from graphstrata.types import Entity, Relation
+
+    def fresh(s: str) -> str:  # an equal string that is another object (as unpickled ones are)
+        return "".join(list(s))
+
+    sentence = "Ada Lovelace wrote the first program for the Analytical Engine."
+    entities = [
+        Entity(fresh("ada"), fresh("ada"), fresh(sentence), [fresh("c#0"), fresh("c#1")], float(2)),
+        Entity(fresh("engine"), "Engine", fresh(sentence), [fresh("c#0")], float(2)),
+    ]
+    relations = [Relation(fresh("ada"), fresh("engine"), fresh(sentence), float(1), [fresh("c#0")])]
+    kg = KnowledgeGraph(entities, relations)
+    before = ([(e.id, e.name, e.description, e.chunk_ids, e.weight) for e in kg.entities.values()],
+              [(k, r.source, r.target, r.description, r.chunk_ids, r.weight) for k, r in kg.relations.items()])
+    chunk_ids = {c: c for c in ("c#0", "c#1")}
+    kg.share_strings(chunk_ids)
+    after = ([(e.id, e.name, e.description, e.chunk_ids, e.weight) for e in kg.entities.values()],
+             [(k, r.source, r.target, r.description, r.chunk_ids, r.weight) for k, r in kg.relations.items()])
+    assert after == before
+    ada, engine = kg.entities["ada"], kg.entities["engine"]
+    (key, rel), = kg.relations.items()
+    assert ada.name is ada.id and rel.source is ada.id and rel.target is engine.id
+    assert key[0] is ada.id and key[1] is engine.id
+    assert ada.description is engine.description is rel.description
+    assert ada.chunk_ids[0] is chunk_ids["c#0"] is engine.chunk_ids[0] is rel.chunk_ids[0]
+    assert ada.weight is engine.weight
+    assert kg.relation("engine", "ada") is rel and kg.neighbors("ada") == ["engine"]

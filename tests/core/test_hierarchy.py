@@ -157,3 +157,34 @@ def test_mean_operator_averages_each_group_of_rows():
     for bad in ([[0, 4]], [[-1]]):
         with pytest.raises(ValueError, match="outside"):
             mean_operator(bad, 4)
+
+
+def _take_pairs_reference(us, keys, n, k):
+    """knn_augment's step 2 as one walk over every candidate (the definition)."""
+    taken, new, added = set(), [], [0] * n
+    for u, key in zip(us.tolist(), keys.tolist(), strict=True):
+        if added[u] >= k or key in taken:
+            continue
+        taken.add(key)
+        new.append(key)
+        added[u] += 1
+    return np.asarray(new, dtype=np.int64)
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 1 << 20])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pairs_taken_in_blocks_equal_one_walk(monkeypatch, block, seed):
+    import graphstrata.hierarchy as hmod
+
+    rng = np.random.default_rng(seed)
+    n, c = 60, 400
+    us = np.sort(rng.integers(0, n, c))
+    vs = rng.integers(0, n, c)
+    keep = us != vs
+    us, vs = us[keep], vs[keep]
+    keys = np.minimum(us, vs) * n + np.maximum(us, vs)
+    monkeypatch.setattr(hmod, "KNN_PAIR_BLOCK", block)
+    for k in (1, 2, 5):
+        got = hmod._take_pairs(us, keys, n, k)
+        want = _take_pairs_reference(us, keys, n, k)
+        assert got.dtype == np.int64 and np.array_equal(got, want)

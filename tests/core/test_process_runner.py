@@ -25,6 +25,7 @@ from graphstrata.extraction import (
     merge_records,
 )
 from graphstrata.config import GraphStrataConfig
+from graphstrata.index import machine_threads
 from graphstrata.indexing import build_state
 from graphstrata.indexing import extract as extract_mod
 from graphstrata.index import bm25_tokenize
@@ -172,7 +173,8 @@ def test_build_workers(monkeypatch):
     monkeypatch.delenv("GRAPHSTRATA_NUM_WORKERS", raising=False)
     monkeypatch.setenv("GRAPHSTRATA_NUM_THREADS", "3")
     assert build_workers(10) == 1
-    assert build_workers(runner_mod.PROCESS_MIN_CHARS) == 3
+    # GRAPHSTRATA_NUM_THREADS is clamped to the CPUs this process may use (issue 30)
+    assert build_workers(runner_mod.PROCESS_MIN_CHARS) == min(3, machine_threads())
     assert build_workers(10, configured=2) == 2
     monkeypatch.setenv("GRAPHSTRATA_NUM_WORKERS", "1")
     assert build_workers(10**9) == 1

@@ -213,3 +213,50 @@ def test_pickle_roundtrip():
     index, layers = small_index()
     clone = pickle.loads(pickle.dumps(index))
     np.testing.assert_array_equal(index.search(layers[0][:9], 5)[0], clone.search(layers[0][:9], 5)[0])
+
+
+def test_vectors_view_shares_the_index_memory_and_pins_it():
+    index, layers = small_index()
+    ids1 = np.asarray(index.ids_in_layer(1), np.int64)
+    view = index.vectors_view(ids1)
+    assert view.shape == (60, 16) and view.dtype == np.float32 and not view.flags.writeable
+    assert np.array_equal(view, index.get_vectors(ids1))  # the stored (normalised) rows, bit for bit
+    assert not view.flags.owndata and index.vector_views == 1
+    with pytest.raises(ValueError):
+        view[0, 0] = 1.0
+    # not one run of consecutive nodes: no view (callers copy with get_vectors)
+    assert index.vectors_view(ids1[::-1]) is None and index.vectors_view(np.array([0, 2])) is None
+    assert index.vector_views == 1
+    with pytest.raises(KeyError):
+        index.vectors_view(np.array([10**9]))
+    # a full buffer cannot grow under a live view: the insert raises and changes nothing
+    free = np.arange(10_000, 10_000 + 4096, dtype=np.int64)
+    rows = clustered(4096, 16, n_clusters=4, seed=3)
+    with pytest.raises(RuntimeError, match="zero-copy vector view"):
+        index.add(rows, 0, ids=free)
+    assert len(index) == 660 and 10_000 not in index
+    part = view[5:9]  # a slice keeps the pin
+    del view
+    assert index.vector_views == 1
+    del part
+    assert index.vector_views == 0
+    index.add(rows, 0, ids=free)
+    assert len(index) == 660 + 4096
+
+
+def test_a_view_keeps_its_index_alive():
+    index, _ = small_index()
+    ids0 = np.asarray(index.ids_in_layer(0), np.int64)
+    expected = index.get_vectors(ids0)
+    view = index.vectors_view(ids0)
+    del index
+    import gc
+
+    gc.collect()
+    assert np.array_equal(view, expected)
+
+
+def test_vectors_view_needs_unpadded_rows():
+    index = CHNSW(10)  # rows padded to 16 floats: a view would be strided, so none is made
+    index.add_layer(clustered(50, 10, n_clusters=2, seed=1))
+    assert index.vectors_view(np.arange(50)) is None and index.vector_views == 0

@@ -225,9 +225,13 @@ class Index {
   std::size_t scan_threshold() const { return scan_threshold_.load(std::memory_order_relaxed); }
   void set_scan_threshold(std::size_t t) { scan_threshold_.store(t, std::memory_order_relaxed); }
   std::size_t num_threads() const { return num_threads_.load(std::memory_order_relaxed); }
-  void set_num_threads(std::size_t n) {
+  /// Threads for batch queries and inserts, clamped to [1, max_threads()] (the machine's
+  /// hardware threads); returns the count actually set.
+  std::size_t set_num_threads(std::size_t n) {
     if (n < 1) throw std::invalid_argument("num_threads must be >= 1");
+    n = std::min(n, max_threads());
     num_threads_.store(n, std::memory_order_relaxed);
+    return n;
   }
 
   // ------------------------------------------------------------------ sizes
@@ -281,6 +285,7 @@ class Index {
     check_vectors(data, n, "vectors");
     std::lock_guard<std::mutex> w(write_mu_);
     if (layer_nodes_.size() >= kMaxLayers) throw std::invalid_argument("too many layers");
+    check_growth(n);
     std::vector<int64_t> ext = resolve_ids(ids, n);
     const Kernels kern = active_kernels();
     ExclusiveGuard g(rw_);
@@ -301,6 +306,7 @@ class Index {
     check_layer(layer);
     check_vectors(data, n, "vectors");
     std::vector<int64_t> ext = resolve_ids(ids, n);
+    check_growth(n);
     const Kernels kern = active_kernels();
     const std::size_t chunk = kAddChunkPerThread * std::max<std::size_t>(1, nthreads);
     for (std::size_t off = 0; off < n; off += chunk) {
@@ -450,6 +456,28 @@ class Index {
     for (std::size_t i = 0; i < n; ++i) iv[i] = internal(ids[i]);
     for (std::size_t i = 0; i < n; ++i) std::memcpy(out + i * dim_, vec(iv[i]), dim_ * sizeof(float));
   }
+
+  // ------------------------------------------------------------------ zero-copy vector views
+  /// If ids[0..n) are the consecutive nodes first, first+1, ..., first+n-1 (one layer's rows in
+  /// insertion order, as a fresh build or a load numbers them), pins the vector buffer and returns
+  /// first; otherwise returns -1 and pins nothing. While pinned (unpin_vectors() once per
+  /// successful call), vector_data() pointers stay valid: an insert that would have to grow
+  /// (reallocate) the buffer throws instead. Throws unknown_id for an id not in the index.
+  int64_t pin_run(const int64_t* ids, std::size_t n) {
+    std::lock_guard<std::mutex> w(write_mu_);  // no insert runs (or can start growing) meanwhile
+    SharedGuard g(rw_);
+    if (n == 0) return -1;
+    const uint32_t first = internal(ids[0]);
+    for (std::size_t i = 1; i < n; ++i)
+      if (internal(ids[i]) != first + i) return -1;
+    pins_.fetch_add(1, std::memory_order_acq_rel);
+    return static_cast<int64_t>(first);
+  }
+  void unpin_vectors() { pins_.fetch_sub(1, std::memory_order_acq_rel); }
+  std::size_t vector_pins() const { return pins_.load(std::memory_order_acquire); }
+  /// Stored vector of node `node` (pdim floats, zero padded); valid while the buffer is pinned.
+  const float* vector_data(uint32_t node) const { return vec(node); }
+  std::size_t row_stride() const { return pdim_; }
 
   // ------------------------------------------------------------------ persistence
   std::string to_bytes() const {
@@ -608,6 +636,15 @@ class Index {
                                     (ids ? "" : " (default ids are consecutive from len(index))"));
     }
     return out;
+  }
+
+  /// Caller holds write_mu_: an insert of n more nodes must not reallocate a pinned buffer.
+  void check_growth(std::size_t n) const {
+    if (n_ + n > cap_ && pins_.load(std::memory_order_acquire) > 0)
+      throw std::runtime_error("cannot insert " + std::to_string(n) + " node(s): the vector buffer is full and " +
+                               std::to_string(pins_.load()) +
+                               " zero-copy vector view(s) of it are alive (growing would move it); insert "
+                               "into a copy of the index (from_bytes(to_bytes())) or drop the views first");
   }
 
   void ensure_capacity(std::size_t need) {
@@ -1146,6 +1183,7 @@ class Index {
   std::atomic<std::size_t> ef_search_{64};
   std::atomic<std::size_t> scan_threshold_{kDefaultScanThreshold};
   std::atomic<std::size_t> num_threads_{1};
+  std::atomic<std::size_t> pins_{0};   // live zero-copy views of vecs_ (pin_run / unpin_vectors)
 
   std::size_t n_ = 0, cap_ = 0, n_deleted_ = 0;
   AlignedFloats vecs_;                 // cap_ x pdim_, 64-byte aligned, zero padded

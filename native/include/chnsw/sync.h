@@ -10,6 +10,8 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -51,6 +53,14 @@ class RWLock {
 
 /// Items per slice for a batch of `n` queries on `nthreads` threads: about 8 slices per thread
 /// (load balance on a shared machine), at most 64 queries each.
+/// Most worker threads any index uses: the machine's hardware threads
+/// (std::thread::hardware_concurrency; 1 when it is unknown). More would only oversubscribe
+/// the cores and cost a stack per thread.
+inline std::size_t max_threads() {
+  const unsigned hc = std::thread::hardware_concurrency();
+  return hc == 0 ? std::size_t{1} : static_cast<std::size_t>(hc);
+}
+
 inline std::size_t query_grain(std::size_t n, std::size_t nthreads) {
   const std::size_t g = n / (std::max<std::size_t>(nthreads, 1) * 8);
   return std::min<std::size_t>(std::max<std::size_t>(g, 1), 64);
@@ -72,6 +82,9 @@ class StripedLocks {
 /// cheap items (queries) touches the shared atomic once per slice, not once per item, while
 /// slices stay small enough to balance load when some threads are descheduled.
 /// The first exception thrown by any worker stops the loop and is rethrown here.
+/// A worker thread that cannot be started (std::system_error from std::thread: a ulimit, an
+/// address-space limit, a container's pids limit) is not fatal: the loop runs on the threads
+/// that did start, the caller included, so it always finishes (on one thread at worst).
 template <class F>
 void parallel_for(std::size_t begin, std::size_t end, std::size_t nthreads, F&& f, std::size_t grain = 1) {
   if (end <= begin) return;
@@ -102,8 +115,13 @@ void parallel_for(std::size_t begin, std::size_t end, std::size_t nthreads, F&& 
     }
   };
   std::vector<std::thread> threads;
-  threads.reserve(nthreads - 1);
-  for (std::size_t w = 1; w < nthreads; ++w) threads.emplace_back(work, w);
+  try {
+    threads.reserve(nthreads - 1);
+    for (std::size_t w = 1; w < nthreads; ++w) threads.emplace_back(work, w);
+  } catch (const std::system_error&) {
+    // fewer workers: the shared counter hands their items to the threads already running
+  } catch (const std::bad_alloc&) {
+  }
   work(0);
   for (auto& t : threads) t.join();
   if (error) std::rethrow_exception(error);

@@ -28,9 +28,9 @@ from __future__ import annotations
 import os as _os
 import warnings as _warnings
 
-from ._chnsw import CHNSW, best_simd_level, ppr_push, set_simd_level, simd_level
+from ._chnsw import CHNSW, best_simd_level, max_threads, ppr_push, set_simd_level, simd_level
 
-__all__ = ["CHNSW", "ppr_push", "simd_level", "best_simd_level", "set_simd_level", "__version__"]
+__all__ = ["CHNSW", "max_threads", "ppr_push", "simd_level", "best_simd_level", "set_simd_level", "__version__"]
 __version__ = "0.1.0"
 
 _requested = _os.environ.get("GRAPHSTRATA_CHNSW_SIMD", "").strip().lower()

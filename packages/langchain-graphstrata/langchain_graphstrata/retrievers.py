@@ -436,6 +436,7 @@ class GraphStrataRetriever(BaseRetriever):
         if bad:
             raise ValueError(f"document ids must be strings, got {bad[0]!r}")
         wanted = list(dict.fromkeys(given))
+        self._gs.refresh()  # ids another worker added are known once its version is read
         for _ in range(3):
             known = [i for i in wanted if i in self._gs.documents]
             if not known:

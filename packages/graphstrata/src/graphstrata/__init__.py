@@ -12,6 +12,7 @@ from .api import Answer, GraphStrata
 from .config import GraphStrataConfig
 from .models import EmbedderMismatchError
 from .runner import LocalRunner, Runner
+from .store import ConcurrentWriteError
 from .types import Chunk, Community, Document, Entity, Hit, Relation
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "GraphStrataConfig",
     "Chunk",
     "Community",
+    "ConcurrentWriteError",
     "Document",
     "EmbedderMismatchError",
     "Entity",

@@ -14,7 +14,8 @@ import dataclasses
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,9 +55,20 @@ class GraphStrata:
     swaps it in with one assignment. Writes are serialised; a failed write changes nothing,
     in memory or on disk.
 
+    Several processes (or instances) may write one persisted index: a write holds the
+    directory's write lock (:func:`graphstrata.store.write_lock`) from reading its base version
+    to switching ``CURRENT``, and when another writer persisted a version since this instance
+    read its own, that version is loaded first (under the lock) and the change applied to it —
+    every acknowledged write is in the index. A writer that waits for the lock longer than
+    :attr:`write_timeout` raises :class:`~graphstrata.store.ConcurrentWriteError` and writes
+    nothing.
+
     Attributes:
         persist_dir: the directory it was loaded from or last persisted to (``None`` if never);
             every successful insert / upsert / delete is persisted there before it is visible.
+        write_timeout: seconds a write waits for another writer's lock on :attr:`persist_dir`
+            (``None``: ``$GRAPHSTRATA_WRITE_TIMEOUT``, else
+            :data:`graphstrata.store.WRITE_LOCK_TIMEOUT`, 600).
         runner: where the per-chunk stages of ``insert`` / ``delete`` / ``rebuild`` run: the
             runner given to :meth:`build` / :meth:`load` (``None``: in this process). Settable;
             see :mod:`graphstrata.runner` and :class:`graphstrata.ray_runner.RayRunner`.
@@ -71,7 +83,9 @@ class GraphStrata:
         self._pending: _Pending | None = None  # what the first insert builds with (empty())
         self.persist_dir: Path | None = None
         self.runner: Runner | None = None
+        self.write_timeout: float | None = None
         self._write_lock = threading.RLock()
+        self._base: str | None = None  # the version of persist_dir the state was read from / written as
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickle as a reference to the persisted directory: unpickling loads its current
@@ -189,7 +203,7 @@ class GraphStrata:
         self = cls()
         self._pending = _Pending(cfg, emb, client)
         self.runner = runner
-        self.persist_dir = Path(persist_dir).absolute() if persist_dir is not None else None
+        self.persist_dir = Path(persist_dir).resolve() if persist_dir is not None else None
         return self
 
     @classmethod
@@ -246,7 +260,7 @@ class GraphStrata:
             graphstrata.llm.LLMError: an LLM call failed after its retries.
         """
         cfg = as_config(config)
-        docs = load_documents(documents, paths=paths)
+        docs = load_documents(documents, paths=paths, max_document_chars=cfg.max_document_chars)
         if persist_dir is not None:
             store.check_target(persist_dir)
         client = _llm_client(llm, cfg, persist_dir)
@@ -275,11 +289,31 @@ class GraphStrata:
             ValueError: a record SQLite cannot store (named); an empty index (:meth:`empty`:
                 insert documents first).
             OSError: the disk write failed (the previous version stays current).
+            graphstrata.store.ConcurrentWriteError: another writer held the directory's lock
+                past :attr:`write_timeout`.
+
+        A state persists whole: into a directory it was not read from, it replaces what is
+        there (like a new build). Into its own :attr:`persist_dir`, where each write was
+        already persisted as it happened, it writes nothing when another writer has persisted
+        a newer version since (that version holds this instance's writes: writing this state
+        again would drop the other writer's).
         """
         with self._write_lock:
-            derived.prepare(self.state)  # an index loaded from an older schema gains them here
-            path = store.save_state(self.state, persist_dir)
-            self.persist_dir = path
+            target = Path(persist_dir).resolve()
+            store.check_target(target)  # before the lock file is created in it
+            with store.write_lock(target, self.write_timeout):
+                current = store.current_version(target)
+                if self.persist_dir == target and current is not None and current != self._base:
+                    # this state is an older version of this very directory (every write is
+                    # persisted as it happens); a newer one, written by another writer on top
+                    # of it, is current: writing this one again would roll that writer back
+                    log.info("persist: %s already holds a newer version (%s) than this instance's (%s); "
+                             "nothing written", target, current, self._base)
+                    return target
+                derived.prepare(self.state)  # an index loaded from an older schema gains them here
+                path = store.save_state(self.state, target)
+                self.persist_dir = path
+                self._base = store.current_version(path)
             return path
 
     @classmethod
@@ -311,6 +345,7 @@ class GraphStrata:
         """
         path = Path(persist_dir)
         store.recover(path)
+        base = store.current_version(path)
         chosen: list[Embedder] = []  # the default embedder loads once, even across retries
 
         def embedder_for(info: dict[str, Any]) -> Embedder:
@@ -346,8 +381,70 @@ class GraphStrata:
         derived.prepare(state)
         self = cls(state)
         self.persist_dir = path.resolve()
+        # the version read (unknown when a writer switched it during the load: the first
+        # write then reloads)
+        self._base = base if base == store.current_version(path) else None
         self.runner = runner
         return self
+
+    def refresh(self) -> bool:
+        """Load the persist directory's current version when another writer (process or
+        instance) switched it since this instance read or wrote its own; queries in flight
+        finish on the previous state. Writes do this by themselves (under the write lock);
+        call it to see the others' writes in queries, or before resolving ids that another
+        worker added.
+
+        Returns:
+            Whether a newer version was loaded (``False`` without a :attr:`persist_dir`).
+
+        Raises:
+            ValueError, OSError: as :meth:`load`, for a directory that became unreadable.
+        """
+        if self.persist_dir is None:
+            return False
+        with self._write_lock:
+            current = store.current_version(self.persist_dir)
+            if current is None or current == self._base:
+                return False
+            self._reload()
+            return True
+
+    @contextmanager
+    def _writing(self) -> Iterator[EngineState]:
+        """The base state of a write (the caller holds ``_write_lock``): with a persist
+        directory, its write lock is held until the write is published, and a version another
+        writer persisted since this instance read its own is loaded first."""
+        if self.persist_dir is None:
+            yield self.state
+            return
+        with store.write_lock(self.persist_dir, self.write_timeout):
+            current = store.current_version(self.persist_dir)
+            if current is not None and current != self._base:
+                self._reload()
+            yield self.state
+
+    def _reload(self) -> None:
+        """Replace the state by the persist directory's current version (caller holds the
+        directory's write lock), keeping this instance's embedder and LLM."""
+        old = self.state
+
+        def same_embedder(info: dict[str, Any]) -> Embedder:
+            if old.embedder.id != info["id"] or int(old.embedder.dim) != int(info["dim"]):
+                raise EmbedderMismatchError(
+                    f"embedder mismatch: index {self.persist_dir} is now built with {info['id']!r} "
+                    f"(dim {info['dim']}), this instance embeds with {old.embedder.id!r}",
+                    str(info["id"]),
+                    str(old.embedder.id),
+                )
+            return old.embedder
+
+        assert self.persist_dir is not None
+        state = store.load_state(self.persist_dir, same_embedder, as_config)
+        if old.llm is not None:
+            state = dataclasses.replace(state, llm=old.llm, derived_seed=_registered_derived(state))
+        derived.prepare(state)
+        self._state = state
+        self._base = store.current_version(self.persist_dir)
 
     @property
     def build_usage(self) -> dict[str, Any]:
@@ -490,8 +587,10 @@ class GraphStrata:
         with self._write_lock:
             if self._empty_pending():
                 return self._first_insert(documents, paths, show_progress)
-            state = self.state
-            new = load_documents(documents, paths=paths, taken=state.documents)
+        with self._write_lock, self._writing() as state:
+            new = load_documents(
+                documents, paths=paths, taken=state.documents, max_document_chars=state.config.max_document_chars
+            )
             ids = [d.id for d in new]
             dup = [i for i, n in Counter(ids).items() if n > 1]
             if dup:
@@ -504,7 +603,7 @@ class GraphStrata:
     def _first_insert(self, documents: Iterable[Any], paths: Iterable[str | Path], show_progress: bool) -> list[str]:
         """The first insert into an :meth:`empty` index: a full build with its settings."""
         pending = self._pending
-        docs = load_documents(documents, paths=paths)
+        docs = load_documents(documents, paths=paths, max_document_chars=pending.config.max_document_chars)
         ids = [d.id for d in docs]
         if not docs:
             return ids
@@ -512,7 +611,10 @@ class GraphStrata:
             new = build_state(docs, pending.config, pending.embedder, show_progress=show_progress, llm=pending.llm)
         new = _prepared(new)
         if self.persist_dir is not None:
-            self.persist_dir = store.save_state(new, self.persist_dir)
+            store.check_target(self.persist_dir)
+            with store.write_lock(self.persist_dir, self.write_timeout):
+                self.persist_dir = store.save_state(new, self.persist_dir)
+                self._base = store.current_version(self.persist_dir)
         self._state = new
         self._pending = None
         return ids
@@ -558,7 +660,7 @@ class GraphStrata:
                 if ids:
                     raise KeyError(f"document id(s) not in the index: {ids[:5]} (the index is empty)")
                 return 0
-            state = self.state
+        with self._write_lock, self._writing() as state:
             unknown = [d for d in ids if d not in state.documents]
             if unknown:
                 raise KeyError(f"document id(s) not in the index: {unknown[:5]}")
@@ -583,8 +685,7 @@ class GraphStrata:
         """
         from .indexing import rebuild_state
 
-        with self._write_lock, use_runner(self.runner):
-            state = self.state
+        with self._write_lock, self._writing() as state, use_runner(self.runner):
             self._check_llm(state)
             new = rebuild_state(state, show_progress=show_progress)
             self._publish(new, state)
@@ -612,7 +713,8 @@ class GraphStrata:
         ``previous``'s), persist it when the index is persisted, then swap it in."""
         new = _prepared(new, previous)
         if self.persist_dir is not None:
-            store.save_state(new, self.persist_dir)
+            store.save_state(new, self.persist_dir)  # the caller holds its write lock (_writing)
+            self._base = store.current_version(self.persist_dir)
         self._state = new  # the one assignment readers can observe
 
     # -- retrieval ---------------------------------------------------------------------------

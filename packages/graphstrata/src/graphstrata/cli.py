@@ -1,4 +1,4 @@
-"""Command line: ``graphstrata index / update / query / eval / inspect / export / viz``.
+"""Command line: ``graphstrata index / update / query / eval / inspect / export / viz / serve``.
 
 Every command is one process: it loads the index (and the embedder) and exits. For a
 long-running process that keeps them loaded between queries, run ``graphstrata serve`` (the
@@ -21,8 +21,9 @@ The same conventions hold in every command:
 - ``--json [FILE]`` (query, eval, inspect): without FILE (or with ``-``) the output is JSON on
   stdout instead of text; with FILE the usual text goes to stdout and the JSON to FILE.
   ``eval --json OUT`` therefore means what it always meant.
-- ``--llm MODULE:FACTORY`` (index, query, eval): ``FACTORY()`` from ``MODULE`` (imported with
-  the working directory on ``sys.path``) returns the LLM — a :class:`graphstrata.llm.LLM`, a
+- ``--llm MODULE:FACTORY`` (index, query, eval): ``FACTORY()`` from ``MODULE`` (the working
+  directory is searched after the installed packages, so a stray ``sklearn.py`` there shadows
+  nothing; errors name the file that was imported) returns the LLM — a :class:`graphstrata.llm.LLM`, a
   plain ``str -> str`` callable, or a framework model wrapped in its adapter
   (``LlamaIndexLLM(...)``, ``ChatModelLLM(...)``). Calls and tokens are printed (``~`` marks
   estimates, when the model reports no usage).
@@ -147,9 +148,14 @@ def _add_llm(p: argparse.ArgumentParser, help: str) -> None:
 def _load_llm(spec: str | None) -> Any:
     """``--llm MODULE:FACTORY`` → ``FACTORY()``; ``None`` stays ``None``.
 
+    The working directory is appended to ``sys.path`` (searched last), so ``MODULE`` may live
+    there but a file in it named like an installed package (``sklearn.py``) is never imported
+    in its place.
+
     Raises:
         ValueError: not ``MODULE:FACTORY``, the module does not import, no such factory, the
-            factory fails or returns no LLM (each names ``--llm``).
+            factory fails, exits (``sys.exit``) or returns no LLM (each names ``--llm`` and the
+            module's file).
     """
     if spec is None:
         return None
@@ -158,25 +164,33 @@ def _load_llm(spec: str | None) -> Any:
         raise ValueError(f"--llm {spec}: expected MODULE:FACTORY (e.g. my_llms:make_llm)")
     import importlib
 
-    if "" not in sys.path and str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
+    cwd = str(Path.cwd())
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.append(cwd)  # last: installed packages win over stray files here
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise ValueError(f"--llm {spec}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
+    where = getattr(module, "__file__", None) or "a built-in module"
     factory = getattr(module, attr, None)
     if not callable(factory):
-        raise ValueError(f"--llm {spec}: {module_name!r} has no callable {attr!r}")
+        raise ValueError(f"--llm {spec}: {module_name!r} ({where}) has no callable {attr!r}")
     try:
         llm = factory()
+    except SystemExit as exc:
+        raise ValueError(
+            f"--llm {spec}: {attr}() exited (SystemExit {exc.code!r}) instead of returning an LLM ({where})"
+        ) from exc
     except Exception as exc:
-        raise ValueError(f"--llm {spec}: {attr}() failed: {type(exc).__name__}: {exc}") from exc
+        raise ValueError(f"--llm {spec}: {attr}() failed: {type(exc).__name__}: {exc} ({where})") from exc
+    if llm is None:
+        raise ValueError(f"--llm {spec}: {attr}() returned None, not an LLM ({where})")
     from .llm import as_llm
 
     try:
         as_llm(llm)
     except TypeError as exc:
-        raise ValueError(f"--llm {spec}: {exc}") from exc
+        raise ValueError(f"--llm {spec} ({where}): {exc}") from exc
     return llm
 
 
@@ -302,6 +316,12 @@ def _parser() -> argparse.ArgumentParser:
     vz.add_argument("--method", default="archrag", help="retrieval method for --query")
     vz.add_argument("-k", type=_positive, default=5, help="chunk hits for --query")
     _add_option(vz, "method option for --query, repeatable")
+
+    from .serve.config import add_arguments as add_serve_arguments
+
+    sv = sub.add_parser("serve", help="serve indexes to agents over MCP (stdio or streamable HTTP) and plain JSON HTTP")
+    add_serve_arguments(sv)
+    _add_llm(sv, "offer the answer tool (and LLM retrieval steps) with this LLM")
     return p
 
 
@@ -741,10 +761,20 @@ def _cmd_viz(args) -> int:
     return 0
 
 
+def _cmd_serve(args) -> int:
+    from .serve import config_from_args, run
+
+    config = config_from_args(args)  # bad arguments and tokens fail before any index loads
+    run(config, llm=_load_llm(args.llm))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``graphstrata`` console script; returns the exit status."""
     args = _parse_args(argv)
+    from .llm.cache import LLMCacheLockedError
     from .llm.client import LLMError
+    from .store import ConcurrentWriteError
 
     handler = {
         "index": _cmd_index,
@@ -754,10 +784,12 @@ def main(argv: list[str] | None = None) -> int:
         "inspect": _cmd_inspect,
         "export": _cmd_export,
         "viz": _cmd_viz,
+        "serve": _cmd_serve,
     }[args.command]
     try:
         return handler(args)
-    except (ValueError, FileNotFoundError, FileExistsError, LLMError) as exc:
+    except (ValueError, FileNotFoundError, FileExistsError, LLMError, LLMCacheLockedError,
+            ConcurrentWriteError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

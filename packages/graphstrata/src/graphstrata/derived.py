@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .heap import release_free_memory
+
 if TYPE_CHECKING:  # pragma: no cover
     from .state import EngineState
 
@@ -129,6 +131,8 @@ def prepare(
 
         state.derived(spec.key, make)
         done.append(spec.key)
+        if previous is None:  # a build or a load: hand back what the structure's temporaries freed
+            release_free_memory()
     return done
 
 

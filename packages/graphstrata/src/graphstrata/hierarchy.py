@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .heap import release_free_memory
 from .types import Community
 
 log = logging.getLogger(__name__)
@@ -141,25 +142,59 @@ def knn_augment(
     us, cols = np.nonzero(ok)  # row-major: node by node, best candidate first
     vs = idx[us, cols]
     keys = np.minimum(us, vs) * n + np.maximum(us, vs)  # pair (a, b), a < b, as a·n + b
+    del idx, sims, valid, itself, ok, cols, vs
     if len(edges):  # candidates that are edges already are skipped whatever the order
         fresh = ~np.isin(keys, edges[:, 0] * n + edges[:, 1])
         us, keys = us[fresh], keys[fresh]
-    # in candidate order, a node takes up to k pairs that no earlier node took
-    taken: set[int] = set()
-    new: list[int] = []
-    added = [0] * n
-    for u, key in zip(us.tolist(), keys.tolist(), strict=True):
-        if added[u] >= k or key in taken:
-            continue
-        taken.add(key)
-        new.append(key)
-        added[u] += 1
-    if new:
-        new_keys = np.asarray(new, dtype=np.int64)
+    new_keys = _take_pairs(us, keys, n, k)
+    if len(new_keys):
         new_edges = np.stack([new_keys // n, new_keys % n], axis=1)
         edges = np.vstack([edges, new_edges]) if len(edges) else new_edges
         cos = np.concatenate([cos, _edge_cosines(vectors, new_edges)])
     return edges, np.maximum(cos, config.min_weight).astype(np.float32)
+
+
+KNN_PAIR_BLOCK = 1 << 20
+"""Candidate pairs :func:`_take_pairs` walks as Python ints at once: the whole candidate list as
+two Python lists and the set of taken keys came to ~2 GB at a million chunks (issue 33)."""
+
+
+def _take_pairs(us: np.ndarray, keys: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The pairs taken in candidate order: node ``us[i]`` takes pair ``keys[i]`` unless it has
+    ``k`` pairs already or an earlier candidate took that pair (knn_augment's step 2).
+
+    Walked :data:`KNN_PAIR_BLOCK` candidates at a time: pairs taken in earlier blocks are a
+    sorted int64 array (8 bytes a pair) checked for a whole block at once, those of the block in
+    a small set; the same pairs in the same order as one walk over everything.
+
+    Args:
+        us: int64 ``(c,)`` the node of each candidate, candidates in order.
+        keys: int64 ``(c,)`` the candidate pair ``a * n + b`` (``a < b``).
+        n: nodes of the level; k: pairs a node may take.
+
+    Returns:
+        int64 ``(t,)`` the keys taken, in the order they were taken.
+    """
+    count = [0] * n  # pairs each node has taken (small ints: one shared object each)
+    earlier = np.zeros(0, np.int64)  # sorted keys taken by earlier blocks
+    parts: list[np.ndarray] = []
+    for start in range(0, len(us), KNN_PAIR_BLOCK):
+        block_us, block_keys = us[start : start + KNN_PAIR_BLOCK], keys[start : start + KNN_PAIR_BLOCK]
+        seen = np.isin(block_keys, earlier)
+        taken: set[int] = set()
+        out: list[int] = []
+        for u, key, old in zip(block_us.tolist(), block_keys.tolist(), seen.tolist(), strict=True):
+            if old or count[u] >= k or key in taken:
+                continue
+            taken.add(key)
+            out.append(key)
+            count[u] += 1
+        del taken
+        if out:
+            part = np.asarray(out, dtype=np.int64)
+            parts.append(part)
+            earlier = np.union1d(earlier, part)
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
 ASSIGN_EXACT_MAX = 50_000_000
@@ -351,6 +386,7 @@ def attributed_communities(
         aug_edges, weights = knn_augment(cur_vectors, cur_edges, config, level_neighbours)
         clusters = leiden_clusters(n, aug_edges, weights, cur_vectors, config, search=level_search)
         del aug_edges, weights
+        release_free_memory()  # the edge list and Leiden's own graph, freed: handed back
         if len(clusters) < config.min_communities or len(clusters) >= n:
             break
         texts = summarise(level, clusters)

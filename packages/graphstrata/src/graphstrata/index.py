@@ -45,16 +45,24 @@ results that depend on them) can differ between two builds of the same vectors; 
 are built on one thread and are identical from build to build."""
 
 
-def index_threads() -> int:
-    """Threads for building large C-HNSW layers and batch k-NN queries:
-    ``$GRAPHSTRATA_NUM_THREADS`` when set, else the CPUs this process may run on."""
-    env = os.environ.get("GRAPHSTRATA_NUM_THREADS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
+def machine_threads() -> int:
+    """The CPUs this process may run on (its affinity mask; ``os.cpu_count()`` elsewhere), >= 1."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def index_threads() -> int:
+    """Threads for building large C-HNSW layers and batch k-NN queries:
+    ``$GRAPHSTRATA_NUM_THREADS`` when set, else the CPUs this process may run on, and never
+    more than those CPUs (:func:`machine_threads`): ``GRAPHSTRATA_NUM_THREADS=512`` on a
+    2-core machine means 2. The native index clamps again to the machine's hardware threads
+    and runs on fewer threads when the system refuses to start one."""
+    env = os.environ.get("GRAPHSTRATA_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return min(int(env), machine_threads())
+    return machine_threads()
 
 
 @contextmanager
@@ -74,6 +82,32 @@ def _add_layer(index, vectors: np.ndarray) -> None:
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     with _threads(index, index_threads() if len(vectors) >= PARALLEL_BUILD_MIN else 1):
         index.add_layer(vectors)
+
+
+def shared_vectors(index, labels: np.ndarray, dim: int) -> np.ndarray | None:
+    """A read-only float32 ``(len(labels), dim)`` view of the vectors a native index stores for
+    ``labels``, sharing the index's own memory (``CHNSW.vectors_view``), or ``None`` where no
+    view can be made (the labels are not one run of consecutive nodes — an updated index — or
+    the native module predates views). The index holds each vector once; a view adds no copy,
+    so a state's ``vectors`` cost nothing beyond the C-HNSW (issue 33: about 1 kB a chunk and
+    1 kB an entity at dim 256).
+
+    While a view is alive the index cannot grow its vector buffer (an insert that would
+    reallocate raises ``RuntimeError``); updates insert into a clone (:func:`_clone`).
+
+    Raises:
+        ValueError: a label the index does not hold (a corrupt index).
+    """
+    view = getattr(index, "vectors_view", None)
+    if view is None or len(labels) == 0:
+        return None
+    try:
+        out = view(np.asarray(labels, np.int64))
+    except KeyError as exc:
+        raise ValueError(f"corrupt index: label {exc} is not in the C-HNSW file") from None
+    if out is None or out.shape != (len(labels), dim):
+        return None
+    return out
 
 
 def _read_vectors(index, labels: np.ndarray, dim: int) -> np.ndarray:
@@ -222,7 +256,9 @@ class LayeredIndex:
             ``(rows, similarity)``: int64 ``(n_l, k)`` rows within the layer (``-1`` padding)
             and float32 ``(n_l, k)`` cosine similarities (``-inf`` padding), best first.
         """
-        vecs = _read_vectors(self.index, self.labels[layer], self.index.dim)
+        vecs = shared_vectors(self.index, self.labels[layer], self.index.dim)
+        if vecs is None:
+            vecs = _read_vectors(self.index, self.labels[layer], self.index.dim)
         with _threads(self.index, index_threads()):
             return self.search_layer(vecs, k, layer, ef_search=max(32, 2 * int(k)))
 
@@ -444,21 +480,24 @@ def mapped_vectors(path: Path, index, labels: Sequence[np.ndarray]) -> list[np.n
 def stored_vectors(chunk_index: ChunkIndex, layered: LayeredIndex | None, dim: int) -> dict[str, np.ndarray]:
     """The state's vectors read back from its C-HNSW indexes, by row: ``"chunks"`` (also set as
     ``chunk_index.vectors``) and :func:`layer_vectors`, float32 ``(n, dim)``, as the indexes
-    store them (L2-normalised there). A build and an update keep these copies rather than their
+    store them (L2-normalised there): read-only views of the indexes' memory where the rows are
+    consecutive nodes (:func:`shared_vectors`: a build), else copies. A build and an update keep these copies rather than their
     own, so a state and the same state loaded from disk, where vectors are only in the
     ``.chnsw`` files (schema 5), hold identical bits.
 
     Raises:
         ValueError: a label the index does not hold (a corrupt index).
     """
-    chunk_index.vectors = _read_vectors(chunk_index.index, chunk_index.labels, dim)
+    view = shared_vectors(chunk_index.index, chunk_index.labels, dim)
+    chunk_index.vectors = view if view is not None else _read_vectors(chunk_index.index, chunk_index.labels, dim)
     return {"chunks": chunk_index.vectors, **layer_vectors(layered, dim)}
 
 
 def layer_vectors(layered: LayeredIndex | None, dim: int, path: Path | None = None) -> dict[str, np.ndarray]:
     """``"entities"`` and ``"layer_<i>"``: float32 ``(n_l, dim)`` vectors of each layer of
-    ``layered`` by row, as stored there (``"entities"`` empty without an index). With the
-    ``path`` the index was loaded from, layers are memory-mapped from it where they can be
+    ``layered`` by row, as stored there (``"entities"`` empty without an index): read-only views
+    of the index's own memory where they can be (:func:`shared_vectors`); otherwise, with the
+    ``path`` the index was loaded from, memory-mapped from it where they can be
     (:func:`mapped_vectors`), else copied.
 
     Raises:
@@ -467,10 +506,13 @@ def layer_vectors(layered: LayeredIndex | None, dim: int, path: Path | None = No
     if layered is None:
         return {"entities": np.zeros((0, dim), dtype=np.float32)}
     names = ["entities"] + [f"layer_{i}" for i in range(1, layered.num_layers)]
-    mapped = mapped_vectors(path, layered.index, layered.labels) if path is not None else [None] * len(names)
+    out = {name: shared_vectors(layered.index, lab, dim) for name, lab in zip(names, layered.labels, strict=True)}
+    if path is not None and any(v is None for v in out.values()):
+        mapped = mapped_vectors(path, layered.index, layered.labels)
+        out = {name: v if v is not None else m for (name, v), m in zip(out.items(), mapped, strict=True)}
     return {
         name: view if view is not None else _read_vectors(layered.index, lab, dim)
-        for name, lab, view in zip(names, layered.labels, mapped, strict=True)
+        for (name, view), lab in zip(out.items(), layered.labels, strict=True)
     }
 
 
@@ -559,8 +601,10 @@ class ChunkIndex:
             labels = live
         elif not np.array_equal(np.sort(np.asarray(labels, np.int64)), live):
             raise ValueError(f"corrupt index: {path.name} does not hold the chunks its labels name")
-        if vectors is None:  # memory-mapped from the file where it can be, else copied
-            vectors = mapped_vectors(path, index, [labels])[0] if len(labels) else None
+        if vectors is None:  # the index's own (a view), else memory-mapped from the file, else copied
+            vectors = shared_vectors(index, labels, index.dim)
+            if vectors is None and len(labels):
+                vectors = mapped_vectors(path, index, [labels])[0]
             if vectors is None:
                 vectors = _read_vectors(index, labels, index.dim)
         if len(labels) != len(vectors):

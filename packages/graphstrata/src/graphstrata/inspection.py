@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,13 +200,46 @@ def to_networkx(records: Any) -> nx.DiGraph:
     return g
 
 
+_XML_INVALID = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` with every character XML 1.0 cannot hold (control characters other than tab,
+    newline and carriage return, lone surrogates, U+FFFE / U+FFFF) replaced by U+FFFD."""
+    return _XML_INVALID.sub("\ufffd", text)
+
+
+def _xml_safe_graph(g: nx.DiGraph) -> nx.DiGraph:
+    """A copy of ``g`` whose node ids and string attributes are :func:`xml_safe`; two ids that
+    become equal get ``~2``, ``~3``, ... appended, so no node merges into another."""
+    ids: dict[Any, str] = {}
+    taken: set[str] = set()
+    for n in g.nodes:
+        base = xml_safe(str(n))
+        new, k = base, 1
+        while new in taken:
+            k += 1
+            new = f"{base}~{k}"
+        taken.add(new)
+        ids[n] = new
+
+    def attrs(d: Mapping[str, Any]) -> dict[str, Any]:
+        return {xml_safe(k): xml_safe(v) if isinstance(v, str) else v for k, v in d.items()}
+
+    out = nx.DiGraph()
+    out.add_nodes_from((ids[n], attrs(d)) for n, d in g.nodes(data=True))
+    out.add_edges_from((ids[a], ids[b], attrs(d)) for a, b, d in g.edges(data=True))
+    return out
+
+
 def export_graph(records: Any, path: str | os.PathLike, format: str = "graphml") -> Path:
     """Write :func:`to_networkx` of ``records`` to ``path``.
 
     Args:
         records: an engine state or :class:`IndexRecords`.
         path: the output file (its directory must exist).
-        format: ``"graphml"`` (Gephi, yEd, Neo4j's APOC import) or ``"json"`` (node-link
+        format: ``"graphml"`` (Gephi, yEd, Neo4j's APOC import; characters XML cannot hold
+            are replaced by U+FFFD in ids and texts, :func:`xml_safe`) or ``"json"`` (node-link
             JSON: ``{"directed": true, "multigraph": false, "nodes": [{"id", ...}], "edges": [{"source", "target",
             ...}]}``, what ``networkx.node_link_graph(data, edges="edges")`` reads back).
 
@@ -221,8 +255,8 @@ def export_graph(records: Any, path: str | os.PathLike, format: str = "graphml")
     if not out.parent.is_dir():
         raise ValueError(f"cannot write {out}: directory {out.parent} does not exist")
     g = to_networkx(records)
-    if format == "graphml":
-        nx.write_graphml(g, out)
+    if format == "graphml":  # XML 1.0 cannot hold control characters: replaced (xml_safe)
+        nx.write_graphml(_xml_safe_graph(g), out)
     else:
         data = {
             "directed": True,

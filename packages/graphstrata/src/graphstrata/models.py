@@ -174,7 +174,7 @@ class MiniLMEmbedder:
     Args:
         batch_size: texts per forward pass.
         num_threads: torch intra-op threads (default: ``$GRAPHSTRATA_NUM_THREADS``, else
-            torch's default of one per core). On a loaded machine 1 thread is much faster
+            torch's default of one per core), at most the CPUs this process may run on. On a loaded machine 1 thread is much faster
             than oversubscribed cores.
 
     Raises:
@@ -201,6 +201,9 @@ class MiniLMEmbedder:
             ) from exc
         num_threads = num_threads or int(os.environ.get("GRAPHSTRATA_NUM_THREADS", "0") or 0)
         if num_threads:
+            from .index import machine_threads
+
+            num_threads = min(int(num_threads), machine_threads())  # more only oversubscribes
             torch.set_num_threads(int(num_threads))
         self.batch_size = int(batch_size)
         self.num_threads = num_threads or None

@@ -23,9 +23,17 @@ A write (:func:`write_version`) fills a hidden ``.tmp-*`` directory, fsyncs ever
 directory, renames it to the next ``vNNNNNN`` and fsyncs ``DIR``; only then does it replace
 ``CURRENT`` (write a temporary file, fsync, ``os.replace``, fsync ``DIR``). That replace is the
 one atomic step that switches versions: a process killed at any instruction leaves ``CURRENT``
-naming either the old or the new complete version. The version before the current one is kept
-so that readers which resolved it a moment ago can finish; older versions and leftovers of
-interrupted writes are removed by the next writer, or by a loader that can take the lock.
+naming either the old or the new complete version. Right after the switch the writer removes
+every other version (a delete's text must not survive in the version before it), except one
+that a reader in another process is loading at that moment: readers hold a shared flock on the
+version directory they read, and the last reader of a superseded version removes it when its
+load ends. Leftovers of interrupted writes are removed by the next writer, or by a loader that
+can take the lock.
+
+Writers hold the directory's write lock (:func:`write_lock`, ``DIR/.lock``) from reading the
+base version to switching ``CURRENT`` (the facade reloads the base under the lock when another
+process wrote since), so two processes writing one index never lose a write; a writer that
+waits longer than :func:`write_timeout` gets :class:`ConcurrentWriteError`.
 
 Readers (:func:`open_version`) resolve ``CURRENT`` once, read that version's files only, and
 start over if the version vanished under them (a writer pruned it), so a load returns one whole
@@ -45,9 +53,11 @@ import os
 import re
 import shutil
 import sqlite3
+import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -94,7 +104,20 @@ _VERSION_RE = re.compile(r"^v(\d{6,12})$")
 _TMP_PREFIX = ".tmp-"
 _CURRENT_TMP = ".CURRENT.tmp-"
 LABELS_PREFIX = "labels:"  # npz arrays of native ids per row (schema ≥ 4), not vectors
-KEEP_VERSIONS = 2  # the current version and the one before it (for readers in flight)
+KEEP_VERSIONS = 1
+"""Versions kept on disk besides those a reader has open: only the current one. A superseded
+version (which may hold text a delete removed) is removed by the writer that superseded it,
+or, while a reader in another process still reads it, by the last such reader when it is done
+(:func:`open_version`): the window is the length of that load."""
+WRITE_LOCK_TIMEOUT = 600.0
+"""Seconds a writer waits for the index's write lock (another process or instance writing)
+before :class:`ConcurrentWriteError`; ``$GRAPHSTRATA_WRITE_TIMEOUT`` overrides it."""
+
+
+class ConcurrentWriteError(TimeoutError):
+    """Another writer (process, thread or instance) held an index directory's write lock for
+    longer than the timeout (:func:`write_timeout`). Nothing was written; the write can be
+    retried."""
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -559,12 +582,156 @@ class _WriterLock:
             self.fd = None
 
 
+class _HeldLock:
+    """This process's hold on one directory's write lock: a thread lock (other threads and
+    instances of this process wait on it) and the flock'ed file (other processes wait on it),
+    re-entrant for the owning thread."""
+
+    def __init__(self) -> None:
+        self.thread_lock = threading.RLock()
+        self.fd: int | None = None
+        self.depth = 0
+
+
+_HELD: dict[Path, _HeldLock] = {}
+_HELD_GUARD = threading.Lock()
+
+
+def _lock_holder(path: Path) -> str:
+    try:
+        pid = path.read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return "another process"
+    return f"process {pid}" if pid.isdigit() else "another process"
+
+
+def write_timeout() -> float:
+    """``$GRAPHSTRATA_WRITE_TIMEOUT`` (seconds) when set, else :data:`WRITE_LOCK_TIMEOUT`.
+
+    Raises:
+        ValueError: the variable is not a non-negative number.
+    """
+    raw = os.environ.get("GRAPHSTRATA_WRITE_TIMEOUT", "").strip()
+    if not raw:
+        return WRITE_LOCK_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ValueError(f"$GRAPHSTRATA_WRITE_TIMEOUT must be a non-negative number of seconds, got {raw!r}")
+    return value
+
+
+@contextmanager
+def write_lock(directory: str | os.PathLike, timeout: float | None = None) -> Iterator[Path]:
+    """Hold the exclusive write lock of an index directory (``DIR/.lock``, flock) across
+    processes, threads and :class:`~graphstrata.GraphStrata` instances; re-entrant within a
+    thread. The facade holds it from reading the base version to switching ``CURRENT``, so
+    load → change → write of two writers never interleave.
+
+    Args:
+        directory: the index directory (created if missing).
+        timeout: seconds to wait (``None``: :func:`write_timeout`).
+
+    Yields:
+        The resolved directory.
+
+    Raises:
+        ConcurrentWriteError: the lock was not free within ``timeout`` (the message names the
+            lock file and the holder's pid).
+        OSError: the lock file cannot be created (read-only directory).
+    """
+    d = Path(directory).resolve()
+    d.mkdir(parents=True, exist_ok=True)
+    wait = write_timeout() if timeout is None else float(timeout)
+    deadline = time.monotonic() + wait
+    with _HELD_GUARD:
+        held = _HELD.setdefault(d, _HeldLock())
+    lock_path = d / LOCK
+    if not held.thread_lock.acquire(timeout=max(wait, 0.0)):
+        raise ConcurrentWriteError(
+            f"index {d} is being written by another thread of this process (lock {lock_path}); "
+            f"gave up after {wait:g} s"
+        )
+    try:
+        if held.depth == 0 and fcntl is not None:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            delay = 0.005
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        os.close(fd)
+                        raise ConcurrentWriteError(
+                            f"index {d} is being written by {_lock_holder(lock_path)} (lock {lock_path}); "
+                            f"gave up after {wait:g} s ($GRAPHSTRATA_WRITE_TIMEOUT)"
+                        ) from None
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.1)
+                except BaseException:
+                    os.close(fd)
+                    raise
+            try:  # who holds it, for the message of a writer that times out
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, str(os.getpid()).encode(), 0)
+            except OSError:  # pragma: no cover - informative only
+                pass
+            held.fd = fd
+        held.depth += 1
+        try:
+            yield d
+        finally:
+            held.depth -= 1
+            if held.depth == 0 and held.fd is not None:
+                fcntl.flock(held.fd, fcntl.LOCK_UN)
+                os.close(held.fd)
+                held.fd = None
+    finally:
+        held.thread_lock.release()
+
+
+def current_version(directory: str | os.PathLike) -> str | None:
+    """The version name ``DIR/CURRENT`` holds (``None``: no pointer, e.g. a schema-1 index or
+    no index yet).
+
+    Raises:
+        ValueError: ``CURRENT`` is unreadable or names no version.
+    """
+    d = Path(directory)
+    return _read_current(d) if d.is_dir() else None
+
+
+def _remove_version(p: Path) -> bool:
+    """Remove the version directory ``p`` unless a reader holds it (its shared flock,
+    :func:`open_version`). Returns whether it is gone."""
+    if fcntl is None or not p.is_dir() or p.is_symlink():  # pragma: no cover
+        shutil.rmtree(p, ignore_errors=True)
+        return not p.exists()
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return not p.exists()
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # a reader is still loading it: it removes it when done
+        shutil.rmtree(p, ignore_errors=True)
+        return not p.exists()
+    finally:
+        os.close(fd)
+
+
 def _cleanup(directory: Path) -> list[str]:
     """Remove what interrupted or superseded writes left (caller holds the writer lock).
 
     Removes ``.tmp-*`` directories, ``.CURRENT.tmp-*`` files, schema-1 files once ``CURRENT``
-    exists, and versions older than the :data:`KEEP_VERSIONS` newest at or below the current
-    one (versions above it were never completed: removed too). Returns the removed names.
+    exists, and every version but the current one (versions above it were never completed),
+    except a version a reader in another process is loading right now (it holds the version
+    directory's shared flock): that reader removes it when it is done. Returns the removed names.
     """
     removed = []
     current = _read_current(directory)
@@ -584,6 +751,10 @@ def _cleanup(directory: Path) -> list[str]:
             or (cur_n is not None and (p.name == MANIFEST or p.name in INDEX_FILES))
         )
         if stale:
+            if n is not None:
+                if _remove_version(p):
+                    removed.append(p.name)
+                continue
             if p.is_dir() and not p.is_symlink():
                 shutil.rmtree(p, ignore_errors=True)
             else:
@@ -665,6 +836,7 @@ def write_version(
     Raises:
         FileExistsError: ``target`` is a file, or a non-empty directory that is not an index.
         ValueError: ``write_files`` wrote a file that is not an index file.
+        ConcurrentWriteError: another writer held the write lock past :func:`write_timeout`.
         Exception: whatever ``write_files`` raises. On any error the version ``CURRENT``
             named before stays current and complete.
     """
@@ -673,7 +845,7 @@ def write_version(
     if not target.exists():
         target.mkdir(parents=True)
         _fsync_dir(target.parent)
-    with _WriterLock(target):
+    with write_lock(target):
         _cleanup(target)
         _checkpoint("cleaned")
         tmp = target / f"{_TMP_PREFIX}{os.getpid()}-{time.time_ns()}"
@@ -795,6 +967,39 @@ def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
 T = TypeVar("T")
 
 
+@contextmanager
+def _reading(vdir: Path) -> Iterator[None]:
+    """Hold a shared flock on a version directory while it is read, so no writer removes it
+    under the reader; the last reader of a version that is no longer current removes it."""
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    try:
+        fd = os.open(vdir, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        raise ValueError(f"corrupt index {vdir.parent}: {vdir.name} is missing") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        try:
+            superseded = False
+            n = _version_number(vdir.name)
+            cur = _read_current(vdir.parent)
+            if n is not None and cur is not None and n < (_version_number(cur) or 0):
+                superseded = True
+            if superseded:  # the last reader out removes what a writer could not
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    shutil.rmtree(vdir, ignore_errors=True)
+                except OSError:
+                    pass  # another reader is still in it
+        except (OSError, ValueError):  # pragma: no cover - cleanup is best effort
+            pass
+        finally:
+            os.close(fd)
+
+
 def open_version(
     directory: str | os.PathLike,
     read: Callable[[Path, dict[str, Any]], T],
@@ -813,8 +1018,15 @@ def open_version(
     for attempt in range(attempts):
         before = _read_current(d) if d.is_dir() else None
         try:
-            manifest = read_manifest(d)
-            return read(manifest["version_dir"], manifest)
+            vdir = version_dir(d)
+            if vdir == d:  # schema 1: the files directly in the directory
+                manifest = read_manifest(d)
+                return read(manifest["version_dir"], manifest)
+            with _reading(vdir):
+                manifest = read_manifest(d)
+                if manifest["version_dir"] != vdir:  # CURRENT switched meanwhile: start over
+                    raise ValueError(f"index {d} switched versions while it was opened")
+                return read(vdir, manifest)
         except (ValueError, OSError) as exc:
             after = _read_current(d) if d.is_dir() else None
             if before == after or attempt == attempts - 1:

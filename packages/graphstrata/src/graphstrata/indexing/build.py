@@ -20,6 +20,7 @@ import numpy as np
 
 from ..config import GraphStrataConfig
 from ..graph import KnowledgeGraph
+from ..heap import release_free_memory
 from ..index import BM25Index, ChunkIndex, LayeredIndex, bm25_tokenize, lexical_texts, stored_vectors
 from ..llm import LLMClient, usage_scope
 from ..models import Embedder
@@ -176,6 +177,7 @@ def _build_state(
     if not chunks:
         raise ValueError("empty corpus: the documents contain no text")
     chunk_vecs = chunk_vectors(chunks, embedder, prog, cached_chunk_vectors or {})
+    release_free_memory()
     # the chunk C-HNSW (native, one thread, GIL released) is built beside extraction and
     # clustering, which are mostly single-threaded Python: its stage time is the wait left
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphstrata-chunk-index") as pool:
@@ -203,6 +205,10 @@ def _graph_stages(
     kg = KnowledgeGraph(entities, relations)
     del entities, relations
     chunk_row = {c.id: i for i, c in enumerate(chunks)}
+    kg.share_strings({cid: cid for cid in chunk_row})
+    # each stage frees most of what it allocated (records, token lists, edge lists) in sizes the
+    # next ones do not reuse: returned to the OS between stages, not held to the end (issue 33)
+    release_free_memory()
     entity_vecs = np.zeros((0, embedder.dim), dtype=np.float32)
     communities: list[list[Community]] = []
     layer_vecs: list[np.ndarray] = []
@@ -211,6 +217,7 @@ def _graph_stages(
     if len(kg):
         entity_vecs = entity_vectors(kg, chunk_row, chunk_vecs, config, embedder, prog)
     del chunk_vecs  # the chunk index keeps what it needs
+    release_free_memory()
     if len(kg):
         # layer 0 first: its graph also gives the k-NN edges of clustering (no O(n²) scan)
         entity_index = prog.stage(
@@ -227,6 +234,7 @@ def _graph_stages(
         )
         layered = entity_index
     del entity_vecs, layer_vecs  # the entity index holds them
+    release_free_memory()
     chunk_index = prog.stage("indexing chunks (C-HNSW)", chunk_index_job.result)
     documents = {d.id: d for d in docs}
     bm25 = prog.stage(
@@ -238,6 +246,7 @@ def _graph_stages(
     # the indexes' own copies (persisted once, in the .chnsw files): built == loaded, bit for bit
     chunk_index.vectors = None  # the input copy goes before the one read back is made
     vectors = stored_vectors(chunk_index, layered, embedder.dim)
+    release_free_memory()
     return EngineState(
         config=config,
         embedder=embedder,

@@ -101,24 +101,33 @@ def cluster_communities(
         return [], []
     vectorizer = summary_tfidf.vectorizer()
     entities = [kg.entities[e] for e in kg.entity_ids]
-    # per node of the level below: entity rows and sentences
-    below_rows: list[list[int]] = [[i] for i in range(len(entities))]
-    below_sentences: list[list[str]] = [
-        [e.description[s:t] for s, t in split_sentences(e.description)] for e in entities
-    ]
+    # per node of the level below: entity rows and sentences (at layer 1 an entity's sentences
+    # are split from its description when its community is summarised, not all held at once:
+    # ~0.3 kB an entity, 0.5 GB at a million chunks)
+    below_rows: list[list[int]] | None = None  # layer 1: node m is entity row m
+    below_sentences: list[list[str]] | None = None
+
+    def sentences(m: int) -> list[str]:
+        if below_sentences is not None:
+            return below_sentences[m]
+        d = entities[m].description
+        return [d[s:t] for s, t in split_sentences(d)]
 
     use_reports = llm is not None and config.llm_community_reports
     reports: dict[int, list[CommunityReport]] = {}  # level -> report per community (LLM only)
 
     def summarise(level: int, clusters: list[list[int]]) -> list[tuple[str, str]]:
         nonlocal below_rows, below_sentences
-        rows_next = [sorted({r for m in members for r in below_rows[m]}) for members in clusters]
+        rows_next = (
+            [sorted(set(members)) for members in clusters] if below_rows is None
+            else [sorted({r for m in members for r in below_rows[m]}) for members in clusters]
+        )
         out = extractive_summaries(
             [
                 (
                     [entities[r].name for r in rows],
                     [entities[r].weight for r in rows],
-                    [s for m in members for s in below_sentences[m]],
+                    [s for m in members for s in sentences(m)],
                 )
                 for members, rows in zip(clusters, rows_next, strict=True)
             ],
@@ -133,7 +142,10 @@ def cluster_communities(
         below_rows, below_sentences = rows_next, sents_next
         return out
 
-    edges = np.asarray([(kg.row[a], kg.row[b]) for a, b in kg.relations], dtype=np.int64).reshape(-1, 2)
+    row = kg.row
+    edges = np.fromiter(
+        (r for a, b in kg.relations for r in (row[a], row[b])), np.int64, count=2 * len(kg.relations)
+    ).reshape(-1, 2)
     hcfg = hierarchy_config(config)
 
     def run():

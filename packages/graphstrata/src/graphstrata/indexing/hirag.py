@@ -384,9 +384,10 @@ def cluster_sparsity(clusters: Sequence[Sequence[int]], n: int) -> float:
     return 1.0 - same / (n * (n - 1))
 
 
-#: rows whose GMM posteriors are computed at once (65,536 x 200 clusters x 8 bytes = 105 MB,
-#: a few times that in sklearn's temporaries); the labels do not depend on it
-PREDICT_BLOCK = 65_536
+#: rows whose GMM posteriors are computed at once (8,192 x 200 clusters x 8 bytes = 13 MB, and
+#: sklearn's predict_proba keeps about six temporaries that size: ~80 MB; 65,536 rows made it
+#: 0.75 GB, the build's peak at 50k chunks); the labels do not depend on it
+PREDICT_BLOCK = 8_192
 
 
 def gmm_clusters(vectors: np.ndarray, config: HiIndexConfig) -> list[list[int]]:
@@ -753,10 +754,19 @@ def _leiden(a: np.ndarray, b: np.ndarray, w: np.ndarray, config: HiIndexConfig) 
         return []
     import graspologic_native as gn
 
-    lo, hi = np.minimum(a, b).tolist(), np.maximum(a, b).tolist()
-    edges = [
-        (str(x), str(y), float(max(z, 1e-6))) for x, y, z in zip(lo, hi, w.tolist(), strict=True)
-    ]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    # one label string per node, shared by all its edges (as hierarchy.leiden_clusters does),
+    # and no Python list of the endpoints alive beside the edge list
+    names = [str(i) for i in range(int(hi.max()) + 1)]
+    edges = list(
+        zip(
+            [names[x] for x in lo.tolist()],
+            [names[y] for y in hi.tolist()],
+            np.maximum(np.asarray(w, np.float64), 1e-6).tolist(),
+            strict=True,
+        )
+    )
+    del names, lo, hi
     edges.sort()
     result = gn.hierarchical_leiden(
         edges,
@@ -764,10 +774,12 @@ def _leiden(a: np.ndarray, b: np.ndarray, w: np.ndarray, config: HiIndexConfig) 
         seed=LEIDEN_SEED if config.seed == 0 else config.seed,
         resolution=1.0,
     )
+    del edges
     final: dict[int, int] = {}
     for hc in result:
         if hc.is_final_cluster:
             final[int(hc.node)] = int(hc.cluster)
+    del result
     groups: dict[int, list[int]] = {}
     for node in sorted(final):
         groups.setdefault(final[node], []).append(node)

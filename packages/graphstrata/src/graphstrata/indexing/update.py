@@ -53,12 +53,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..extraction import ChunkRecord, StatisticalExtractor, merge_records
+from ..extraction import ChunkRecord, FrozenTfidf, StatisticalExtractor, merge_records
 from ..graph import KnowledgeGraph
 from ..index import ChunkIndex, lexical_texts, stored_vectors
 from ..llm import usage_scope
@@ -195,12 +195,17 @@ def _update(
     chunk_row = {c.id: i for i, c in enumerate(chunks)}
     new_vecs = prog.embed(embedder, [c.text for c in new_chunks], "embedding chunks")
     chunk_vecs = np.vstack([state.vectors["chunks"][keep_rows], new_vecs]).astype(np.float32)
+    titles = {d.id: d.metadata["title"] for d in documents.values() if d.metadata.get("title")}
 
     # 2. knowledge graph -----------------------------------------------------------------
-    titles = {d.id: d.metadata["title"] for d in documents.values() if d.metadata.get("title")}
     ex = extractor(config, build_llm(state), show_progress)
     records: dict[str, ChunkRecord] | None = None
     frozen = dict(state.frozen)
+    if removed_chunks and frozen:  # delete means gone: no term only removed text held
+        frozen = prog.stage(
+            "pruning vocabularies",
+            lambda: prune_vocabularies(frozen, [c.text for c in removed_chunks], _live_texts(chunks, titles)),
+        )
     if isinstance(ex, StatisticalExtractor):
         old_records = state.records
         if old_records is None or "extraction" not in frozen:  # an index persisted before schema 4
@@ -255,7 +260,7 @@ def _update(
     delta_pairs = None
     if records is not None:  # every relation of a new entity is named by a new chunk
         delta_pairs = {p for r in new_recs for p in r.relations}
-    hier = HierarchyUpdate(state, kg, vec_of, frozen, prog, delta_pairs, llm=build_llm(state))
+    hier = HierarchyUpdate(state, kg, vec_of, frozen, prog, delta_pairs, llm=build_llm(state), purge=bool(gone_docs))
     brand_new = [e for e in entity_ids if e not in old_kg.entities]
     gone_entities = {e for e in old_kg.entities if e not in kg.entities}
     below_removed = gone_entities
@@ -336,6 +341,60 @@ def _update(
         frozen=frozen,
         drift=drift,
     )
+
+
+def _live_texts(chunks: Sequence[Chunk], titles: Mapping[str, str]) -> Iterator[str]:
+    yield from titles.values()
+    for c in chunks:
+        yield c.text
+
+
+def prune_vocabularies(
+    frozen: Mapping[str, Any], removed_texts: Sequence[str], live_texts: Iterable[str]
+) -> dict[str, Any]:
+    """The frozen TF-IDF models (``{name: FrozenTfidf}``) without the terms that occur in
+    ``removed_texts`` and in none of ``live_texts`` (the chunk texts and titles that remain).
+
+    Each model's own analyzer (tokens, n-grams, stop words, lower case) decides what a term
+    is; a live text is analysed only while it may still hold a candidate term (it contains one
+    of their words), so a delete costs about the removed text, not the corpus, unless the
+    removed text shares its vocabulary with everything. The idf of the kept terms is unchanged
+    (frozen at the last full build, as before).
+
+    Returns:
+        A new dict: models with nothing to drop are returned as they are.
+    """
+    out = dict(frozen)
+    live = None
+    for name, model in frozen.items():
+        if not isinstance(model, FrozenTfidf) or not len(model):
+            continue
+        vec = model.vectorizer()
+        analyze = vec.build_analyzer()
+        vocab = vec.vocabulary_
+        cand = {t for text in removed_texts for t in analyze(text) if t in vocab}
+        if not cand:
+            continue
+        if live is None:
+            live = list(live_texts)
+        words = {w for t in cand for w in t.split(" ")}
+        for text in live:
+            if not cand:
+                break
+            low = text.lower()
+            if any(w in low for w in words):
+                n = len(cand)
+                cand.difference_update(analyze(text))
+                if len(cand) != n:
+                    words = {w for t in cand for w in t.split(" ")}
+        if not cand:
+            continue
+        terms = model.terms
+        keep = np.asarray([t not in cand for t in terms], dtype=bool)
+        out[name] = FrozenTfidf(
+            model.kind, dict(model.params), [t for t, k in zip(terms, keep.tolist(), strict=True) if k], model.idf[keep]
+        )
+    return out
 
 
 def _derive_records(
@@ -440,6 +499,7 @@ __all__ = [
     "ENTITY_VECTOR_DRIFT",
     "build_llm",
     "drift_report",
+    "prune_vocabularies",
     "rebuild_state",
     "update_state",
 ]

@@ -8,7 +8,8 @@ grew past :data:`SPLIT_FACTOR` × ``max_community_size`` or lost more than
 (k-NN-augmented weighted Leiden, :func:`~graphstrata.hierarchy.leiden_clusters`); touched
 communities get a new summary (extractive, or an LLM report,
 :func:`~.reports.community_reports`) and vector unless their centroid stayed within
-:data:`COMMUNITY_VECTOR_DRIFT`.
+:data:`COMMUNITY_VECTOR_DRIFT`. An update that removes documents (``purge``) re-summarises
+every touched community whatever its drift, so no summary keeps a deleted sentence.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ class HierarchyUpdate:
             relation of a new entity is among them), or ``None`` (use the whole KG).
         llm: the index-time LLM client (LLM community reports when
             ``config.llm_community_reports``), or ``None``.
+        purge: the update removes documents: every community that lost a member or whose
+            members' text changed gets a new summary (the drift rule does not apply), and with
+            LLM reports also every community whose members' relations or chunks changed, so no
+            summary or report keeps text of a removed document.
 
     Attributes:
         reclustered, resummarised: counts for the state's drift counters.
@@ -64,8 +69,9 @@ class HierarchyUpdate:
 
     def __init__(self, state: EngineState, kg: KnowledgeGraph, vec_of: dict[str, np.ndarray],
                  frozen: Mapping[str, Any], prog: Progress, delta_pairs: set[tuple[str, str]] | None = None,
-                 llm: Any = None) -> None:
+                 llm: Any = None, purge: bool = False) -> None:
         self.state = state
+        self.purge = purge
         self.llm = llm
         self.config = state.config
         self.kg = kg
@@ -131,6 +137,15 @@ class HierarchyUpdate:
         for m in below_touched:
             if m in parent_of:
                 edit(parent_of[m])
+                if self.purge:
+                    shrunk.add(parent_of[m])
+        if self.purge and self.use_reports and level == 1:
+            # an LLM report also quotes relations and chunks: rewrite it too
+            for m in below_provenance:
+                if m in parent_of:
+                    edit(parent_of[m])
+                    shrunk.add(parent_of[m])
+            below_provenance = set()
         # a member whose chunks alone changed: the community's provenance is recomputed, its
         # summary and vector are kept
         provenance: dict[str, Community] = {}

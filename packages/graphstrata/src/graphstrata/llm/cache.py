@@ -12,13 +12,47 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import struct
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 from .base import LLMResponse, Usage
 
 #: file name of the cache inside an index directory
 CACHE_FILE = "llm-cache.sqlite"
+CACHE_LOCK_TIMEOUT = 30.0
+"""Seconds a cache read or write waits for another process's lock on the file."""
+
+
+class LLMCacheLockedError(RuntimeError):
+    """The response cache file stayed locked by another process (a build, a server, a
+    worker, a SQLite shell with an open transaction) past :data:`CACHE_LOCK_TIMEOUT`; the
+    message names the file and, where the system tells, the process."""
+
+
+def _lock_holder(path: Path) -> str:
+    """``"process <pid>"`` holding a POSIX lock on the cache (its database, WAL or shared
+    memory file), else ``"another process"`` (best effort: F_GETLK)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover
+        return "another process"
+    for p in (path, Path(f"{path}-shm"), Path(f"{path}-wal")):
+        try:
+            fd = os.open(p, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            probe = struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+            kind, _, _, _, pid = struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, probe))
+            if kind != fcntl.F_UNLCK and pid > 0:
+                return f"process {pid}"
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return "another process"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -39,6 +73,8 @@ class ResponseCache:
 
     Raises:
         ValueError: ``path`` exists and is not a readable cache (message names the file).
+        LLMCacheLockedError: (here and from every read and write) another process held the
+            file locked past :data:`CACHE_LOCK_TIMEOUT` seconds.
     """
 
     def __init__(self, path: str | os.PathLike | None = None) -> None:
@@ -49,24 +85,39 @@ class ResponseCache:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                con = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
+                con = sqlite3.connect(self.path, check_same_thread=False, timeout=CACHE_LOCK_TIMEOUT)
                 con.execute("PRAGMA journal_mode=WAL")
                 con.execute("PRAGMA synchronous=NORMAL")
                 con.executescript(_SCHEMA)
                 con.commit()
+            except sqlite3.OperationalError as exc:
+                if _is_lock_error(exc):
+                    self._raise_locked(exc)
+                raise ValueError(f"cannot open the LLM response cache {self.path}: {exc}") from exc
             except sqlite3.Error as exc:
                 raise ValueError(f"cannot open the LLM response cache {self.path}: {exc}") from exc
             self._con = con
+
+    def _raise_locked(self, exc: sqlite3.Error) -> NoReturn:
+        raise LLMCacheLockedError(
+            f"the LLM response cache {self.path} is locked by {_lock_holder(self.path)} "
+            f"(waited {CACHE_LOCK_TIMEOUT:g} s): let that process finish, or end its open transaction"
+        ) from exc
 
     def get(self, key: str) -> LLMResponse | None:
         """The cached response for ``key``, or ``None``."""
         with self._lock:
             if self._con is None:
                 return self._mem.get(key)
-            row = self._con.execute(
-                "SELECT text, prompt_tokens, completion_tokens, estimated FROM responses WHERE key = ?",
-                (key,),
-            ).fetchone()
+            try:
+                row = self._con.execute(
+                    "SELECT text, prompt_tokens, completion_tokens, estimated FROM responses WHERE key = ?",
+                    (key,),
+                ).fetchone()
+            except sqlite3.OperationalError as exc:
+                if _is_lock_error(exc):
+                    self._raise_locked(exc)
+                raise
         if row is None:
             return None
         return LLMResponse(row[0], Usage(int(row[1]), int(row[2]), bool(row[3])))
@@ -78,11 +129,18 @@ class ResponseCache:
                 self._mem[key] = response
                 return
             u = response.usage
-            self._con.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
-                (key, response.text, u.prompt_tokens, u.completion_tokens, int(u.estimated)),
-            )
-            self._con.commit()
+            try:
+                self._con.execute(
+                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
+                    (key, response.text, u.prompt_tokens, u.completion_tokens, int(u.estimated)),
+                )
+                self._con.commit()
+            except sqlite3.OperationalError as exc:
+                if self._con.in_transaction:
+                    self._con.rollback()
+                if _is_lock_error(exc):
+                    self._raise_locked(exc)
+                raise
 
     def __len__(self) -> int:
         with self._lock:
@@ -95,3 +153,8 @@ class ResponseCache:
             if self._con is not None:
                 self._con.close()
                 self._con = None
+
+
+def _is_lock_error(exc: sqlite3.Error) -> bool:
+    msg = str(exc).lower()
+    return "locked" in msg or "busy" in msg

@@ -457,15 +457,23 @@ li.more { color:var(--mut); font-style:italic; font-size:12.5px; padding:2px 10p
 _JS = r"""
 (function () {
 'use strict';
-var D = JSON.parse(document.getElementById('gs-data').textContent);
+// every map is keyed by ids and names from the corpus: objects without a prototype, so that
+// "constructor", "toString" or "__proto__" are keys like any other (issue 30)
+function dict() { return Object.create(null); }
+var D = JSON.parse(document.getElementById('gs-data').textContent, function (k, v) {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+  var o = dict();
+  Object.keys(v).forEach(function (x) { o[x] = v[x]; });
+  return o;
+});
 var N = D.nodes, E = D.ents, C = D.chunks, DOCS = D.docs, Q = D.query, M = D.meta;
-var MARK = Q ? Q.mark : {};
-var RANK = {};
+var MARK = Q ? Q.mark : dict();
+var RANK = dict();
 if (Q) Q.hits.forEach(function (h) {
   var ids = [h.id].concat(h.ents || []);
   ids.forEach(function (x) { if (!(x in RANK) && (x in N || x in E)) RANK[x] = h.r; });
 });
-var LI = {}, selected = null;
+var LI = dict(), selected = null;
 var SVGNS = document.getElementById('sun').namespaceURI;
 
 function el(tag, cls, text) {
@@ -478,7 +486,7 @@ function plural(n, one, many) { return n + ' ' + (n === 1 ? one : (many || one +
 function fmt(n) { return Number(n).toLocaleString('en-US'); }
 
 // ---- colours: one hue per root, lighter by depth (as in the PNG)
-var ROOT = {};
+var ROOT = dict();
 D.roots.forEach(function (r, i) {
   var stack = [r];
   while (stack.length) {
@@ -745,7 +753,7 @@ if (Q) {
   qp.appendChild(el('div', 'meta', 'Query' + (Q.method ? ' (' + Q.method + ')' : '')));
   qp.appendChild(el('div', 'q', Q.q || '(hits given without a query)'));
   if (Q.outside) qp.appendChild(el('div', 'note', Q.outside + ' hits name nothing in this index.'));
-  var groups = [], byKey = {};
+  var groups = [], byKey = dict();
   Q.hits.forEach(function (h) {
     var key = h.k === 'community' ? 'Layer ' + h.l + ' communities' : h.k === 'entity' ? 'Entities' :
       h.k === 'relation' ? 'Relations' : h.k === 'chunk' ? 'Chunks' : h.k === 'path' ? 'Paths' : 'Other';

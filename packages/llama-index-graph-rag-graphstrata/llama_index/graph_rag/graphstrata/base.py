@@ -528,6 +528,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
             ValueError: it would delete every document (an index needs at least one).
         """
         with self._callback_manager.as_trace("delete_ref_doc"):
+            self._engine.refresh()  # documents another worker inserted are known once read
             ids = delete_documents(self._engine, documents_of_ref_doc(self._engine, ref_doc_id))
             if not ids:
                 logger.warning("ref_doc_id %s not found, nothing deleted.", ref_doc_id)
