@@ -70,7 +70,7 @@ def run_langchain() -> None:
     from langchain_core.runnables import RunnablePassthrough
     from langchain_graphstrata import GraphStrataRetriever
 
-    retriever = GraphStrataRetriever(index_dir=str(INDEX), method="archrag", k=3)
+    retriever = GraphStrataRetriever(index_dir=str(INDEX), method="archrag", k=3, include_scores=True)
     for q in QUESTIONS:
         docs = retriever.invoke(q)
         print(f"\nQ: {q}")

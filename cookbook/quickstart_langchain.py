@@ -80,11 +80,13 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     if index_dir.is_dir() and any(index_dir.iterdir()):
-        retriever = GraphStrataRetriever(index_dir=str(index_dir), method="archrag", k=3)
+        retriever = GraphStrataRetriever(index_dir=str(index_dir), method="archrag", k=3,
+                                         include_scores=True)  # score / raw_score / rank in metadata
         print(f"opened the index in {index_dir} in {time.perf_counter() - t0:.1f} s")
     else:
         docs = load_corpus(args.corpus)
-        retriever = GraphStrataRetriever.from_documents(docs, persist_dir=str(index_dir), method="archrag", k=3)
+        retriever = GraphStrataRetriever.from_documents(docs, persist_dir=str(index_dir), method="archrag", k=3,
+                                                        include_scores=True)  # scores in metadata
         print(f"built an index of {len(docs)} Documents in {time.perf_counter() - t0:.1f} s, persisted to {index_dir}")
     print(f"index: {retriever.graphstrata}")
 

@@ -41,6 +41,32 @@ def test_operators(spec, expected):
     assert allowed_documents({d.id: d for d in DOCS}, spec) == expected
 
 
+LISTED = {
+    "a": Document("a", "x", {"tags": ["rust", "db"], "title": "Rust storage engines"}),
+    "b": Document("b", "x", {"tags": ["python"], "title": "Python"}),
+    "c": Document("c", "x", {"tags": [], "title": "Nothing"}),
+    "d": Document("d", "x", {"tags": "rust"}),  # a plain string field
+    "e": Document("e", "x", {}),
+}
+
+
+@pytest.mark.parametrize(
+    "spec,expected",
+    [
+        ({"tags": {"$contains": "rust"}}, {"a", "d"}),  # list element, or substring of a str
+        ({"title": {"$contains": "storage"}}, {"a"}),
+        ({"tags": {"$any": ["db", "python"]}}, {"a", "b"}),
+        ({"tags": {"$all": ["db", "rust"]}}, {"a"}),
+        ({"tags": {"$all": ["db", "python"]}}, set()),
+        ({"tags": {"$in": ["db", "go"]}}, {"a"}),  # $in on a list field: any element
+        ({"tags": {"$in": ["rust"]}}, {"a", "d"}),
+        ({"tags": {"$nin": ["rust"]}}, {"b", "c", "e"}),
+    ],
+)
+def test_list_valued_fields(spec, expected):
+    assert allowed_documents(LISTED, spec) == expected
+
+
 @pytest.mark.parametrize(
     "spec,match",
     [
@@ -53,6 +79,9 @@ def test_operators(spec, expected):
         ({"$not": {"author": "Ada"}}, "unknown filter operator"),
         ({"$or": []}, "non-empty list"),
         ({"year": {"$gt": 1, "x": 2}}, "mixes operators"),
+        ({"tags": {"$any": "rust"}}, "needs a list"),
+        ({"tags": {"$all": []}}, "at least one value"),
+        ({"tags": {"$contains": ["a", "b"]}}, "takes one value"),
     ],
 )
 def test_invalid_filters_raise_one_clear_error(spec, match):

@@ -56,7 +56,7 @@ def test_context_is_opt_in_with_its_own_cap(lc_gs: Any) -> None:
     for method in ("archrag", "lightrag", "hirag", "agrag"):
         if method not in lc_gs.methods:
             continue
-        r = GraphStrataRetriever(index=lc_gs, method=method, k=3, kinds=None)
+        r = GraphStrataRetriever(index=lc_gs, method=method, k=3, kinds=None, include_scores=True)
         assert r.context_k == 5
         docs = r.invoke(QUERY)
         kinds = [d.metadata["kind"] for d in docs]
@@ -96,7 +96,7 @@ def test_bad_context_k(lc_gs: Any, bad: Any) -> None:
 
 def test_scores_in_unit_interval_with_raw_score_for_every_method(lc_gs: Any) -> None:
     for method in lc_gs.methods:
-        r = GraphStrataRetriever(index=lc_gs, method=method, k=6, kinds=None)
+        r = GraphStrataRetriever(index=lc_gs, method=method, k=6, kinds=None, include_scores=True)
         docs = r.invoke(QUERY)
         for d in docs:
             s = d.metadata["score"]
@@ -120,19 +120,19 @@ def test_score_and_raw_score_come_from_the_hit() -> None:
                               "document_metadata": {"title": "A", "score": "mine"}}),
             ]
 
-    (d,) = GraphStrataRetriever(index=Fixed(), method="dense").invoke("q")
+    (d,) = GraphStrataRetriever(index=Fixed(), method="dense", include_scores=True).invoke("q")
     assert d.metadata["score"] == 0.75 and d.metadata["raw_score"] == 12.5
     assert d.metadata["title"] == "A"  # the document's own "score" key loses to ours
 
 
 def test_similarity_score_threshold(lc_gs: Any) -> None:
     for method in lc_gs.methods:
-        plain = GraphStrataRetriever(index=lc_gs, method=method, k=8).invoke(QUERY)
+        plain = GraphStrataRetriever(index=lc_gs, method=method, k=8, include_scores=True).invoke(QUERY)
         scores = [d.metadata["score"] for d in plain]
         cut = sorted(scores)[len(scores) // 2]  # a threshold inside this query's range
         r = GraphStrataRetriever(
             index=lc_gs, method=method, search_type="similarity_score_threshold",
-            search_kwargs={"k": 8, "score_threshold": cut},
+            search_kwargs={"k": 8, "score_threshold": cut}, include_scores=True,
         )
         kept = r.invoke(QUERY)
         assert kept, method

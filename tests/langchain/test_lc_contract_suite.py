@@ -36,7 +36,7 @@ class TestLangChainContract(RetrievalContract):
             fields["search_type"] = "similarity_score_threshold"
             search_kwargs["score_threshold"] = args.pop("min_score")
         assert not args, args
-        docs = GraphStrataRetriever(index=index, search_kwargs=search_kwargs, **fields).invoke(query)
+        docs = GraphStrataRetriever(index=index, search_kwargs=search_kwargs, include_scores=True, **fields).invoke(query)
         return [
             Result(d.metadata["kind"], d.id, d.metadata["score"], d.metadata["document_ids"], d.metadata)
             for d in docs

@@ -64,7 +64,7 @@ def build(rows: list[dict[str, str]], persist_dir: Path | None = None) -> GraphS
         [GSDocument(id=r["id"], text=r["text"], metadata={"title": r["title"]}) for r in rows],
         config=CONFIG, embedder=HashEmbedder(), persist_dir=persist_dir,
     )
-    return GraphStrataRetriever(index=gs, method="hybrid", k=5)
+    return GraphStrataRetriever(index=gs, method="hybrid", k=5, include_scores=True)
 
 
 @pytest.fixture

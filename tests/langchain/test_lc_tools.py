@@ -58,7 +58,7 @@ def test_plain_invoke_returns_only_text(lc_gs: Any) -> None:
 
 def test_custom_document_prompt(lc_gs: Any) -> None:
     tool = create_graphstrata_tool(
-        GraphStrataRetriever(index=lc_gs, method="bm25", k=2),
+        GraphStrataRetriever(index=lc_gs, method="bm25", k=2, include_scores=True),
         "t",
         "d",
         document_prompt=PromptTemplate.from_template("<{title}|{score:.0f}>"),

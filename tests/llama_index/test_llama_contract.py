@@ -94,8 +94,8 @@ def test_retriever_tool_output_is_small_by_default(small_index):
         assert len(out.raw_output) <= 2 and len(out.content) < 2000, method
 
 
-# -- 2. scores: the core's [0, 1], raw score hidden in metadata --------------------------
-def test_scores_are_the_cores_and_raw_score_is_hidden(small_index):
+# -- 2. scores: the core's [0, 1] in NodeWithScore.score, nothing per-query in the node -----
+def test_scores_are_the_cores_and_nodes_do_not_change_with_the_query(small_index):
     engine = small_index.engine
     for method in small_index.methods:
         hits = engine.retrieve(QUERY, method=method, k=4, kinds=("chunk",))
@@ -103,10 +103,15 @@ def test_scores_are_the_cores_and_raw_score_is_hidden(small_index):
         assert [n.score for n in nodes] == [h.score for h in hits], method
         assert all(0.0 <= n.score <= 1.0 for n in nodes), method
         assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
+        other = {n.node.node_id: n.node for n in
+                 small_index.as_retriever(method=method, similarity_top_k=20).retrieve("pan")}
         for n, h in zip(nodes, hits, strict=True):
-            assert n.node.metadata["raw_score"] == h.metadata["raw_score"]
+            assert n.node.node_id == h.id and "raw_score" not in n.node.metadata
+            assert "method" not in n.node.metadata
+            if n.node.node_id in other:  # the same chunk from another query: the same node
+                assert other[n.node.node_id].hash == n.node.hash
             for mode in (MetadataMode.LLM, MetadataMode.EMBED):
-                assert "raw_score" not in n.node.get_content(mode)
+                assert "chunk_ids" not in n.node.get_content(mode)
 
 
 def test_similarity_cutoff_means_the_same_for_every_method(small_index):
@@ -185,13 +190,26 @@ def test_metadata_filters_translate_to_the_core_form():
 
 
 @pytest.mark.parametrize(
-    "op", [FilterOperator.CONTAINS, FilterOperator.TEXT_MATCH, FilterOperator.ANY,
-           FilterOperator.ALL, FilterOperator.IS_EMPTY, FilterOperator.TEXT_MATCH_INSENSITIVE]
+    "op", [FilterOperator.TEXT_MATCH, FilterOperator.IS_EMPTY, FilterOperator.TEXT_MATCH_INSENSITIVE]
 )
 def test_unsupported_operators_are_named(fake_engine, op):
     f = MetadataFilters(filters=[MetadataFilter(key="tags", value="x", operator=op)])
     with pytest.raises(ValueError, match=op.name):
         GraphStrataRetriever(fake_engine, filters=f)
+
+
+def test_list_operators_translate(fake_engine):
+    f = MetadataFilters(filters=[
+        MetadataFilter(key="tags", value="rust", operator=FilterOperator.CONTAINS),
+        MetadataFilter(key="tags", value=["db", "x"], operator=FilterOperator.ANY),
+        MetadataFilter(key="tags", value=["db", "rust"], operator=FilterOperator.ALL),
+    ])
+    assert to_core_filters(f) == {"$and": [
+        {"tags": {"$contains": "rust"}}, {"tags": {"$any": ["db", "x"]}},
+        {"tags": {"$all": ["db", "rust"]}},
+    ]}
+    GraphStrataRetriever(fake_engine, filters=f).retrieve("acme")
+    assert fake_engine.calls[-1][5] == to_core_filters(f)
 
 
 def test_not_condition_and_bad_values_raise(fake_engine):

@@ -73,7 +73,8 @@ def test_hits_become_nodes_with_provenance(fake_engine):
     first = nodes[0].node
     assert first.get_content(MetadataMode.NONE) == "Alice founded Acme in Paris."
     meta = first.metadata
-    assert meta["kind"] == "chunk" and meta["layer"] is None and meta["method"] == "archrag"
+    assert meta["kind"] == "chunk" and meta["layer"] is None and "method" not in meta
+    assert nodes[2].node.metadata["method"] == "archrag"  # context nodes name their method
     assert meta["chunk_ids"] == ["doc-a#0"] and meta["document_ids"] == ["doc-a"]
     assert meta["document_id"] == "doc-a" and meta["chunk_index"] == 0
     # the source document's metadata is flattened onto chunk nodes, like LlamaIndex nodes

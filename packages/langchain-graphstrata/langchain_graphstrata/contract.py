@@ -49,6 +49,8 @@ ARGUMENT_HINTS = {
     "embedder": "embeddings",
     "embedding": "embeddings",
     "persist_dir": "index_dir",
+    "doc_ids": "search_kwargs={'filter': {'document_id': {'$in': [...]}}}",
+    "document_ids": "search_kwargs={'filter': {'document_id': {'$in': [...]}}}",
 }
 
 

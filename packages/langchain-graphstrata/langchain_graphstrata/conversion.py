@@ -32,6 +32,10 @@ RESERVED_METADATA_KEYS: tuple[str, ...] = (
     "document_ids",
 )
 
+#: The reserved keys that depend on the query, not on the chunk: left out of the retriever's
+#: Documents unless ``include_scores=True``.
+QUERY_METADATA_KEYS: tuple[str, ...] = ("score", "raw_score", "rank")
+
 
 def embedder_from_langchain(embeddings: Embeddings, *, id: str | None = None) -> Embedder:
     """Wrap a LangChain :class:`~langchain_core.embeddings.Embeddings` as a graphstrata embedder.
@@ -79,6 +83,7 @@ def hit_to_document(
     method: str,
     rank: int,
     source_metadata: Mapping[str, Any] | None = None,
+    include_scores: bool = True,
 ) -> Document:
     """Translate one graphstrata ``Hit`` into a LangChain ``Document``.
 
@@ -99,6 +104,11 @@ def hit_to_document(
       position in the result list), ``chunk_ids`` (list[str]), ``document_ids`` (list[str]);
     * ``source``: the source document's own ``"source"`` if it had one, else the
       ``document_ids`` joined by ``", "`` (what LangChain prompts conventionally cite).
+
+    With ``include_scores=False`` the per-query keys (:data:`QUERY_METADATA_KEYS`: ``score``,
+    ``raw_score``, ``rank``) are left out, so the same chunk is the same ``Document`` (equal,
+    same ``id``, same metadata) whatever the query — what LangChain's combinators
+    (``MultiQueryRetriever``, ``EnsembleRetriever``) deduplicate on.
     """
     extras = dict(hit.metadata or {})
     chunk_source = extras.pop("document_metadata", None)
@@ -125,11 +135,17 @@ def hit_to_document(
         document_ids=list(hit.document_ids),
     )
     metadata.setdefault("source", ", ".join(document_ids))
+    if not include_scores:
+        for key in QUERY_METADATA_KEYS:
+            metadata.pop(key, None)
     return Document(page_content=hit.text, metadata=metadata, id=hit.id)
 
 
-def hits_to_documents(hits: Sequence[Hit], *, method: str, engine: Any) -> list[Document]:
-    """Translate hits, in order, with :func:`hit_to_document` (``rank`` = position).
+def hits_to_documents(
+    hits: Sequence[Hit], *, method: str, engine: Any, include_scores: bool = True
+) -> list[Document]:
+    """Translate hits, in order, with :func:`hit_to_document` (``rank`` = position;
+    ``include_scores`` as there).
 
     A graph-context hit from exactly one document gets that document's metadata, looked up in
     ``engine.documents`` (the ``graphstrata.GraphStrata`` the hits came from).
@@ -144,7 +160,11 @@ def hits_to_documents(hits: Sequence[Hit], *, method: str, engine: Any) -> list[
         if h.kind != "chunk" and len(set(h.document_ids)) == 1:
             doc = sources.get(h.document_ids[0])
             meta = getattr(doc, "metadata", None)
-        out.append(hit_to_document(h, method=method, rank=rank, source_metadata=meta))
+        out.append(
+            hit_to_document(
+                h, method=method, rank=rank, source_metadata=meta, include_scores=include_scores
+            )
+        )
     return out
 
 

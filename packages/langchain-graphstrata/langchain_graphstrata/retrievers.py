@@ -7,8 +7,9 @@ The retriever only translates: a query goes to :meth:`graphstrata.GraphStrata.re
 
 It keeps the adapter contract shared with the LlamaIndex packages (``docs/core-api.md``, "What
 the framework adapters promise"): ``k`` is at most k chunk Documents; graph context is opt-in
-through ``kinds`` with its own cap ``context_k``; scores are the core's [0, 1] scores (raw
-score in ``metadata["raw_score"]``); ``filter`` is the core's ``filters=`` applied before ``k``
+through ``kinds`` with its own cap ``context_k``; scores are the core's [0, 1] scores (in
+metadata only with ``include_scores=True``: ``Document.id`` is the chunk id and a chunk is the
+same Document whatever the query); ``filter`` is the core's ``filters=`` applied before ``k``
 is cut; unknown arguments raise.
 """
 
@@ -85,9 +86,12 @@ class GraphStrataRetriever(BaseRetriever):
       ``"entity"``, ``"relation"``, ``"community"``, ``"path"``. The context Documents come
       after the chunks, best score first, at most ``context_k`` of them (default 5); they do
       not count against ``k``.
-    * ``metadata["score"]`` is the core's score in [0, 1] (monotone in the method's ranking);
-      ``metadata["raw_score"]`` the method's own score. See :func:`hit_to_document` for every
-      metadata key.
+    * ``Document.id`` is the hit id (the chunk id ``"<document_id>#<n>"`` for chunks) and the
+      metadata depend on the chunk only, so the same chunk is an equal Document whatever the
+      query: ``MultiQueryRetriever`` / ``EnsembleRetriever`` keep it once.
+    * With ``include_scores=True``, ``metadata["score"]`` is the core's score in [0, 1]
+      (monotone in the method's ranking), ``metadata["raw_score"]`` the method's own score and
+      ``metadata["rank"]`` the position. See :func:`hit_to_document` for every metadata key.
 
     Vector-store style search arguments (as ``VectorStoreRetriever``):
 
@@ -97,7 +101,7 @@ class GraphStrataRetriever(BaseRetriever):
     * ``search_kwargs``: ``{"k": int, "filter": {...}, "score_threshold": float}``; other keys
       raise. ``filter`` is a metadata filter on your documents (the operator form of
       ``graphstrata.filters``: ``{"author": "Ada", "year": {"$gte": 2020}}``, ``$eq $ne $gt
-      $gte $lt $lte $in $nin``, ``$and`` / ``$or``), applied inside retrieval before ``k`` is
+      $gte $lt $lte $in $nin``, ``$contains $any $all`` on list fields, ``$and`` / ``$or``), applied inside retrieval before ``k`` is
       cut: you get the best ``k`` chunks of the matching documents.
       ``search_kwargs["k"]`` and ``k=`` are the same setting (giving both with different
       values raises).
@@ -124,6 +128,9 @@ class GraphStrataRetriever(BaseRetriever):
         search_type: ``"similarity"`` or ``"similarity_score_threshold"``.
         search_kwargs: ``k``, ``filter``, ``score_threshold`` (see above).
         method_options: keyword options for the method (see the graphstrata method docs).
+        include_scores: put the per-query ``score`` / ``raw_score`` / ``rank`` into each
+            Document's metadata (default ``False``: per-query numbers in metadata make the same
+            chunk two different Documents for LangChain's deduplicating combinators).
         embeddings: a LangChain ``Embeddings`` to embed queries with when loading
             ``index_dir``; the index must have been built with the same embeddings (same id and
             dimension). ``None`` uses the embedder the index was built with (the offline
@@ -172,6 +179,8 @@ class GraphStrataRetriever(BaseRetriever):
     """``{"k": ..., "filter": {...}, "score_threshold": ...}``, as for VectorStoreRetriever."""
     method_options: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword options passed to the method on every call."""
+    include_scores: bool = False
+    """Write ``score`` / ``raw_score`` / ``rank`` into each Document's metadata."""
     embeddings: Embeddings | None = Field(default=None, exclude=True, repr=False)
     """LangChain embeddings used when loading ``index_dir``; None keeps the index's own."""
     llm: Any = Field(default=None, exclude=True, repr=False)
@@ -305,8 +314,11 @@ class GraphStrataRetriever(BaseRetriever):
         Returns:
             A ``GraphStrataRetriever`` whose ``index`` is the freshly built ``GraphStrata``.
 
+        An empty ``documents`` gives an empty index (as ``InMemoryVectorStore``): ``invoke``
+        returns ``[]`` until :meth:`add_documents` builds it with these settings.
+
         Raises:
-            ValueError: no documents; a document lacks ``id_key``; duplicate ids; any argument
+            ValueError: a document lacks ``id_key``; duplicate ids; any argument
                 the constructor would refuse (checked before the build).
             TypeError: an item is not a LangChain ``Document``, or ``llm`` is neither a
                 LangChain model nor a graphstrata LLM / callable.
@@ -320,10 +332,14 @@ class GraphStrataRetriever(BaseRetriever):
         # Fail before the (slow) build when an argument, the method or its options are wrong.
         kwargs, _ = cls._check_arguments(kwargs)
         gs_docs = to_graphstrata_documents(documents, id_key)
-        if not gs_docs:
-            raise ValueError("from_documents needs at least one Document")
         embedder = embedder_from_langchain(embeddings) if embeddings is not None else None
         core_llm = to_graphstrata_llm(llm)
+        if not gs_docs:  # an empty index: the first add_documents builds it
+            gs = GraphStrata.empty(
+                config=config, persist_dir=persist_dir, embedder=embedder,
+                **({"llm": core_llm} if core_llm is not None else {}),
+            )
+            return cls(index=gs, llm=llm, **kwargs)
         gs = GraphStrata.build(
             gs_docs,
             config=config,
@@ -458,6 +474,12 @@ class GraphStrataRetriever(BaseRetriever):
                 declare (the message lists the per-call arguments too).
         """
         kwargs = {k: v for k, v in kwargs.items() if k not in LANGCHAIN_KWARGS}
+        for name in ("doc_ids", "document_ids"):
+            if name in kwargs:
+                raise ValueError(
+                    f"{name}= is not an argument of GraphStrataRetriever.invoke: restrict the "
+                    "search to some documents with filter={'document_id': {'$in': [...]}}"
+                )
         base = self._request
         method = kwargs.pop("method", base.method)
         k = kwargs.pop("k", base.k)
@@ -477,14 +499,18 @@ class GraphStrataRetriever(BaseRetriever):
     ) -> list[Document]:
         call = self.call_arguments(kwargs)
         hits = self._gs.retrieve(query, **call.as_kwargs())
-        return hits_to_documents(hits, method=call.method, engine=self._gs)
+        return hits_to_documents(
+            hits, method=call.method, engine=self._gs, include_scores=self.include_scores
+        )
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         call = self.call_arguments(kwargs)
         hits = await self._gs.aretrieve(query, **call.as_kwargs())
-        return hits_to_documents(hits, method=call.method, engine=self._gs)
+        return hits_to_documents(
+            hits, method=call.method, engine=self._gs, include_scores=self.include_scores
+        )
 
     def _get_ls_params(self, **kwargs: Any) -> Any:
         params = super()._get_ls_params(**kwargs)

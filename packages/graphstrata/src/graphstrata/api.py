@@ -85,13 +85,41 @@ class GraphStrata:
             the same fields of the current state.
     """
 
-    def __init__(self, state: EngineState | None = None) -> None:  # use build() / load()
+    def __init__(self, state: EngineState | None = None) -> None:  # use build() / load() / empty()
         self._state = state
+        self._pending: _Pending | None = None  # what the first insert builds with (empty())
         self.persist_dir: Path | None = None
         self.runner: Runner | None = None
         self.write_timeout: float | None = None
         self._write_lock = threading.RLock()
         self._base: str | None = None  # the version of persist_dir the state was read from / written as
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickle as a reference to the persisted directory: unpickling loads its current
+        version (:meth:`load`), with the embedder when it is not a preset (it must pickle) and
+        the attached LLM (when it pickles; else none is attached).
+
+        Raises:
+            TypeError: the index was never persisted (nothing on disk to refer to): persist it
+                first, or build it with ``persist_dir=``.
+        """
+        if self.persist_dir is None or self._state is None:
+            raise TypeError(
+                "a GraphStrata index pickles as a reference to its persisted directory, and this "
+                "one has none: persist it first (gs.persist(dir), build(..., persist_dir=dir), or "
+                "the framework's persist) and pickle after that"
+            )
+        state = self._state
+        embedder = None if preset_for_id(state.embedder.id) is not None else state.embedder
+        llm = getattr(state.llm, "llm", None)
+        if llm is not None:
+            import pickle
+
+            try:
+                pickle.dumps(llm)
+            except Exception:  # an LLM client with a live connection: load without it
+                llm = None
+        return (_load_pickled, (str(self.persist_dir), embedder, llm))
 
     # -- the current state ------------------------------------------------------------------
     @property
@@ -103,12 +131,28 @@ class GraphStrata:
         """
         state = self._state
         if state is None:
+            if self._pending is not None:
+                raise ValueError("index is empty: insert documents first")
             raise ValueError("index is empty: build() or load() it first")
         return state
 
-    config = property(lambda self: self.state.config, doc="The build configuration.")
-    embedder = property(lambda self: self.state.embedder, doc="The embedder in use.")
-    documents = property(lambda self: self.state.documents, doc="``{document_id: Document}``.")
+    @property
+    def is_empty(self) -> bool:
+        """``True`` for an index made by :meth:`empty` that no insert has filled yet."""
+        return self._state is None
+
+    config = property(
+        lambda self: self._pending.config if self._empty_pending() else self.state.config,
+        doc="The build configuration.",
+    )
+    embedder = property(
+        lambda self: self._pending.embedder if self._empty_pending() else self.state.embedder,
+        doc="The embedder in use.",
+    )
+    documents = property(
+        lambda self: {} if self._empty_pending() else self.state.documents,
+        doc="``{document_id: Document}`` (``{}`` for an empty index).",
+    )
     chunks = property(lambda self: self.state.chunks, doc="Chunks in row order.")
     chunk_row = property(lambda self: self.state.chunk_row, doc="``{chunk_id: row}``.")
     kg = property(lambda self: self.state.kg, doc="The knowledge graph.")
@@ -132,7 +176,43 @@ class GraphStrata:
         """:meth:`EngineState.derived <graphstrata.state.EngineState.derived>` of the current state."""
         return self.state.derived(key, build)
 
+    def _empty_pending(self) -> bool:
+        return self._state is None and self._pending is not None
+
     # -- construction ----------------------------------------------------------------------
+    @classmethod
+    def empty(
+        cls,
+        config: GraphStrataConfig | dict[str, Any] | None = None,
+        persist_dir: str | Path | None = None,
+        embedder: Embedder | str | None = None,
+        llm: Any = None,
+        runner: Runner | None = None,
+    ) -> GraphStrata:
+        """An index with no documents yet (as ``VectorStoreIndex([])``): :meth:`retrieve`
+        returns ``[]`` and the first :meth:`insert` runs a full build with these settings.
+
+        Args:
+            config, persist_dir, embedder, llm, runner: as in :meth:`build`. With
+                ``persist_dir`` nothing is written until the first insert, which persists
+                the built index there.
+
+        Raises:
+            ValueError: bad config.
+            FileExistsError: ``persist_dir`` is a file or a non-empty non-index directory.
+            TypeError: ``llm`` is not an LLM or callable.
+        """
+        cfg = as_config(config)
+        if persist_dir is not None:
+            store.check_target(persist_dir)
+        client = _llm_client(llm, cfg, persist_dir)
+        emb = default_embedder() if embedder in (None, "default") else resolve_embedder(embedder)
+        self = cls()
+        self._pending = _Pending(cfg, emb, client)
+        self.runner = runner
+        self.persist_dir = Path(persist_dir).resolve() if persist_dir is not None else None
+        return self
+
     @classmethod
     def build(
         cls,
@@ -213,7 +293,8 @@ class GraphStrata:
 
         Raises:
             FileExistsError: ``persist_dir`` is a file or a non-empty non-index directory.
-            ValueError: a record SQLite cannot store (named).
+            ValueError: a record SQLite cannot store (named); an empty index (:meth:`empty`:
+                insert documents first).
             OSError: the disk write failed (the previous version stays current).
             graphstrata.store.ConcurrentWriteError: another writer held the directory's lock
                 past :attr:`write_timeout`.
@@ -384,6 +465,8 @@ class GraphStrata:
     @property
     def llm(self) -> LLMClient | None:
         """The :class:`~graphstrata.llm.LLMClient` attached by ``build`` / ``load`` (or ``None``)."""
+        if self._empty_pending():
+            return self._pending.llm
         return self.state.llm
 
     def attach_llm(self, llm: Any) -> None:
@@ -508,6 +591,9 @@ class GraphStrata:
             OSError: persisting failed (the index is unchanged, in memory and on disk).
             graphstrata.llm.LLMError: an LLM call failed (LLM-built index).
         """
+        with self._write_lock:
+            if self._empty_pending():
+                return self._first_insert(documents, paths, show_progress)
         with self._write_lock, self._writing() as state:
             new = load_documents(
                 documents, paths=paths, taken=state.documents, max_document_chars=state.config.max_document_chars
@@ -520,6 +606,25 @@ class GraphStrata:
             if changed:
                 self._commit(state, changed, (), show_progress)
             return ids
+
+    def _first_insert(self, documents: Iterable[Any], paths: Iterable[str | Path], show_progress: bool) -> list[str]:
+        """The first insert into an :meth:`empty` index: a full build with its settings."""
+        pending = self._pending
+        docs = load_documents(documents, paths=paths, max_document_chars=pending.config.max_document_chars)
+        ids = [d.id for d in docs]
+        if not docs:
+            return ids
+        with use_runner(self.runner):
+            new = build_state(docs, pending.config, pending.embedder, show_progress=show_progress, llm=pending.llm)
+        new = _prepared(new)
+        if self.persist_dir is not None:
+            store.check_target(self.persist_dir)
+            with store.write_lock(self.persist_dir, self.write_timeout):
+                self.persist_dir = store.save_state(new, self.persist_dir)
+                self._base = store.current_version(self.persist_dir)
+        self._state = new
+        self._pending = None
+        return ids
 
     def upsert(
         self, documents: Iterable[Any] = (), show_progress: bool = False, paths: Iterable[str | Path] = ()
@@ -557,6 +662,11 @@ class GraphStrata:
         bad = [d for d in ids if not isinstance(d, str)]
         if bad:
             raise ValueError(f"document ids must be strings, got {bad[0]!r}")
+        with self._write_lock:
+            if self._empty_pending():
+                if ids:
+                    raise KeyError(f"document id(s) not in the index: {ids[:5]} (the index is empty)")
+                return 0
         with self._write_lock, self._writing() as state:
             unknown = [d for d in ids if d not in state.documents]
             if unknown:
@@ -667,6 +777,10 @@ class GraphStrata:
                 option of the wrong type or range, an invalid filter.
         """
         request = check_retrieve_args(method, k, kinds, context_k, min_score, filters, options)
+        if self._empty_pending():
+            if not isinstance(query, str) or not query.strip():
+                raise ValueError("query must be a non-empty string")
+            return []  # an empty index has nothing to return
         state = self.state  # one reference: everything below reads this state only
         if options.get("llm") is not None:
             request = dataclasses.replace(
@@ -757,6 +871,20 @@ class Answer:
             "usage": self.usage,
             "hits": [h.to_dict() for h in self.hits],
         }
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """The settings an :meth:`GraphStrata.empty` index builds with on its first insert."""
+
+    config: GraphStrataConfig
+    embedder: Embedder
+    llm: Any
+
+
+def _load_pickled(persist_dir: str, embedder: Embedder | None, llm: Any) -> GraphStrata:
+    """Unpickle a :class:`GraphStrata` (see ``GraphStrata.__reduce__``)."""
+    return GraphStrata.load(persist_dir, embedder=embedder, llm=llm)
 
 
 def _prepared(state: EngineState, previous: EngineState | None = None) -> EngineState:

@@ -1,4 +1,15 @@
-"""Command line: ``graphstrata index / query / eval / inspect / export / viz / serve``.
+"""Command line: ``graphstrata index / update / query / eval / inspect / export / viz / serve``.
+
+Every command is one process: it loads the index (and the embedder) and exits. For a
+long-running process that keeps them loaded between queries, run ``graphstrata serve`` (the
+MCP server).
+
+``index`` and ``update`` read folders as real folders are: a file that cannot be read (binary,
+not UTF-8, a PDF without pypdf, an unsupported type) is skipped and listed with the reason
+(``--on-error skip``, the default) or stops the command (``--on-error fail``);
+``--encoding`` names the codec of text files that are not UTF-8 (:mod:`graphstrata.sources`).
+``update DIR --from FOLDER`` adds, replaces and deletes documents by file path and content
+hash, re-embedding only what changed.
 
 Every command exits 0 on success and 2 with one ``error: ...`` line on bad input (missing or
 corrupt index, empty corpus, unknown method, k ≤ 0, ...); an error about a command-line
@@ -203,13 +214,27 @@ def _usage_lines(usage: dict[str, Any], title: str) -> list[str]:
     return lines
 
 
+def _add_sources(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--on-error", choices=["skip", "fail"], default="skip",
+                   help="a file that cannot be read (binary, not UTF-8, unsupported type, a PDF "
+                   "without graphstrata[pdf]): skip it and list it with the reason (default), or stop")
+    p.add_argument("--encoding", default=None, metavar="CODEC",
+                   help="decode text files that are not UTF-8 with CODEC (e.g. latin-1, cp1252); "
+                   "without it they are skipped")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="graphstrata", description="Graph-RAG indexing and retrieval.")
+    p = _Parser(
+        prog="graphstrata", description="Graph-RAG indexing and retrieval.",
+        epilog="Each command loads the index and exits; `graphstrata serve` is the long-running "
+        "mode that keeps an index and its embedder loaded between queries.",
+    )
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    ix = sub.add_parser("index", help="index files or folders (.txt, .md, .jsonl)")
+    ix = sub.add_parser("index", help="index files or folders (.txt, .md, .jsonl, .pdf)")
     ix.add_argument("paths", nargs="+", help="files or folders")
+    _add_sources(ix)
     ix.add_argument("--out", required=True, help="index directory to write (atomically)")
     ix.add_argument("--chunk-size", type=_count(1), default=None, help="tokens per chunk")
     ix.add_argument("--chunk-overlap", type=_count(0), default=None, help="tokens of overlap")
@@ -229,13 +254,27 @@ def _parser() -> argparse.ArgumentParser:
                     "(graphstrata[ray]): ADDRESS of an existing one (e.g. ray://head:10001 or auto); "
                     "none starts a local Ray")
 
-    q = sub.add_parser("query", help="retrieve for one question")
+    up = sub.add_parser("update", help="bring an index up to date with a folder: add, replace and "
+                        "delete documents by file path and content hash (only changes are re-embedded)")
+    up.add_argument("index_dir", help="an index written by graphstrata index")
+    up.add_argument("--from", dest="source", required=True, metavar="FOLDER",
+                    help="the folder (or file) the index was built from, as it is now")
+    _add_sources(up)
+    up.add_argument("--quiet", action="store_true", help="no progress display")
+    _add_llm(up, "the LLM an LLM-built index was built with (its updates run the LLM steps)")
+
+    q = sub.add_parser("query", help="retrieve for one question (for many, keep an index loaded "
+                       "with graphstrata serve)")
     q.add_argument("index_dir")
     q.add_argument("question")
     q.add_argument("--method", default="archrag")
-    q.add_argument("-k", type=_positive, default=5)
+    q.add_argument("-k", type=_positive, default=5, help="chunk hits to print (default 5)")
     _add_json(q, "the hits")
-    q.add_argument("--chunks-only", action="store_true", help="print only chunk hits")
+    q.add_argument("--context", nargs="?", type=_positive, const=5, default=None, metavar="N",
+                   help="also print the method's graph context (entities, relations, communities, "
+                   "paths) after the k chunks: at most N hits (default 5)")
+    q.add_argument("--chunks-only", action="store_true",
+                   help="only chunk hits (the default; kept for scripts that pass it)")
     q.add_argument("--explain", action="store_true",
                    help="why each hit came back: its reason printed under it (with --json, an "
                    "\"explain\" object in each hit)")
@@ -397,8 +436,9 @@ def _cmd_index(args) -> int:
     for p in args.paths:
         if not Path(p).exists():
             raise FileNotFoundError(f"{p}: no such file or directory")
+    sources = _read_sources(args.paths, args)
     if args.dry_run:
-        return _dry_run(args, config)
+        return _dry_run(args, config, sources.documents)
     llm = _load_llm(args.llm)
     from . import GraphStrata
 
@@ -410,7 +450,7 @@ def _cmd_index(args) -> int:
     t0 = time.perf_counter()
     try:
         gs = GraphStrata.build(
-            paths=args.paths, config=config, show_progress=not args.quiet, llm=llm,
+            sources.documents, config=config, show_progress=not args.quiet, llm=llm,
             persist_dir=args.out if llm is not None else None, runner=runner, embedder=args.preset,
         )
     finally:
@@ -432,18 +472,102 @@ def _cmd_index(args) -> int:
     print(f"  {'total':<28} {total:8.1f} s")
     for line in _usage_lines(gs.build_usage, "  LLM calls and tokens by stage"):
         print(line)
+    _print_skipped(sources.skipped)
     return 0
 
 
-def _dry_run(args, config: dict[str, Any] | None) -> int:
+def _read_sources(paths: list[str], args) -> Any:
+    """The files under ``paths`` per ``--on-error`` / ``--encoding``
+    (:func:`graphstrata.sources.load_sources`).
+
+    Raises:
+        ValueError: ``--on-error fail`` and a file cannot be read; no file could be read (the
+            reasons listed).
+    """
+    from .sources import load_sources
+
+    sources = load_sources(paths, encoding=args.encoding, on_error=args.on_error)
+    if not sources.documents:
+        reasons = "; ".join(f"{s.path}: {s.reason}" for s in sources.skipped[:10])
+        raise ValueError(
+            "nothing to index: " + (f"every file was skipped ({reasons})" if reasons else
+                                    "no .txt, .md, .rst, .jsonl or .pdf file")
+        )
+    return sources
+
+
+def _print_skipped(skipped: list[Any]) -> None:
+    """The summary of ``--on-error skip``: each skipped file and why."""
+    if not skipped:
+        return
+    print(f"skipped {len(skipped)} file(s) (--on-error fail stops at the first instead):")
+    for s in skipped:
+        print(f"  {s.path}: {s.reason}")
+
+
+def _cmd_update(args) -> int:
+    """``update DIR --from FOLDER``: documents of new and changed files are inserted (an
+    insert replaces an indexed id), documents of files gone from the folder deleted; files
+    whose content hash is the indexed one are not read again."""
+    from .sources import FILE_KEY, HASH_KEY, load_sources
+
+    if not Path(args.source).exists():
+        raise FileNotFoundError(f"--from {args.source}: no such file or directory")
+    llm = _load_llm(args.llm)
+    from . import GraphStrata
+
+    gs = GraphStrata.load(args.index_dir, llm=llm) if llm is not None else GraphStrata.load(args.index_dir)
+    indexed = gs.documents
+    by_file: dict[str, list[str]] = {}
+    known: dict[str, str] = {}
+    for doc_id, doc in indexed.items():
+        key = doc.metadata.get(FILE_KEY)
+        if isinstance(key, str):
+            by_file.setdefault(key, []).append(doc_id)
+            known[key] = str(doc.metadata.get(HASH_KEY))
+    if not by_file:
+        raise ValueError(
+            f"{args.index_dir}: no document of this index was read from a file by graphstrata "
+            "index (an index built from Python or before update existed): rebuild it with "
+            "graphstrata index"
+        )
+    t0 = time.perf_counter()
+    sources = load_sources([args.source], encoding=args.encoding, on_error=args.on_error, known=known)
+    read_files = {d.metadata[FILE_KEY] for d in sources.documents}
+
+    def same(old: Any, new: Any) -> bool:  # the content, whatever the file hash says
+        strip = lambda m: {k: v for k, v in m.items() if k != HASH_KEY}  # noqa: E731
+        return old is not None and old.text == new.text and strip(old.metadata) == strip(new.metadata)
+
+    upserts = [d for d in sources.documents if not same(indexed.get(d.id), d)]
+    new_ids = {d.id for d in sources.documents}
+    deletes = [i for key, ids in by_file.items() if key not in sources.files for i in ids]
+    deletes += [i for key in read_files & set(by_file) for i in by_file[key] if i not in new_ids]
+    added = sum(1 for d in upserts if d.id not in indexed)
+    if upserts:
+        gs.insert(upserts, show_progress=not args.quiet)
+    if deletes:
+        gs.delete(sorted(set(deletes)), show_progress=not args.quiet)
+    rows = gs.chunk_row
+    changed = {d.id for d in upserts}
+    chunks = sum(1 for c in gs.chunks if c.document_id in changed) if changed else 0
+    print(f"updated {Path(args.index_dir).resolve()} from {args.source} "
+          f"in {time.perf_counter() - t0:.1f} s")
+    print(f"  added {added}  replaced {len(upserts) - added}  deleted {len(set(deletes))} documents; "
+          f"re-embedded {chunks} chunks; {len(sources.unchanged)} file(s) unchanged")
+    print(f"  documents {len(gs.documents)}  chunks {len(rows)}")
+    _print_skipped(sources.skipped)
+    return 0
+
+
+def _dry_run(args, config: dict[str, Any] | None, documents: list[Any]) -> int:
     """``index --dry-run``: the calls and tokens a build with an LLM would spend."""
     from .config import as_config
     from .indexing import estimate_llm_cost
-    from .loaders import load_documents
     from .models import default_embedder
 
     cfg = as_config(config)
-    est = estimate_llm_cost(load_documents((), paths=args.paths), cfg, default_embedder())
+    est = estimate_llm_cost(documents, cfg, default_embedder())
     print(f"dry run: no LLM called; {est['chunks']} chunks")
     for line in _usage_lines({"stages": est["stages"], "total": est["total"]}, "  estimated LLM calls and tokens"):
         print(line)
@@ -464,8 +588,11 @@ def _cmd_query(args) -> int:
     gs = GraphStrata.load(args.index_dir, llm=llm)
     if llm is not None:
         return _print_answer(gs.answer(args.question, method=args.method, k=args.k, **options), args)
-    kinds = ("chunk",) if args.chunks_only else None
-    hits = gs.retrieve(args.question, method=args.method, k=args.k, kinds=kinds, **options)
+    if args.context is not None and not args.chunks_only:
+        hits = gs.retrieve(args.question, method=args.method, k=args.k, kinds=None,
+                           context_k=args.context, **options)
+    else:
+        hits = gs.retrieve(args.question, method=args.method, k=args.k, kinds=("chunk",), **options)
     if args.json is not None:
         _emit_json([h.to_dict() for h in hits], args.json)
         if args.json == STDOUT:
@@ -651,6 +778,7 @@ def main(argv: list[str] | None = None) -> int:
 
     handler = {
         "index": _cmd_index,
+        "update": _cmd_update,
         "query": _cmd_query,
         "eval": _cmd_eval,
         "inspect": _cmd_inspect,

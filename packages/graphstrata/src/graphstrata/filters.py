@@ -8,6 +8,11 @@ own):
 * ``{"author": "Ada"}`` — equality; several keys in one mapping must all hold;
 * ``{"year": {"$gte": 2020, "$lt": 2024}}`` — operators ``$eq``, ``$ne``, ``$gt``, ``$gte``,
   ``$lt``, ``$lte`` (numbers only; bools are not numbers), ``$in``, ``$nin`` (a list);
+* list-valued fields (``{"tags": ["rust", "db"]}``): ``$contains`` (the list holds the value;
+  on a string field: the string contains it), ``$any`` / ``$all`` (the list holds any / all of
+  the given values). ``$in`` on a list field holds when any element is among the values,
+  ``$nin`` when none is (LlamaIndex's ``CONTAINS`` / ``ANY`` / ``ALL``, Chroma's
+  ``$contains``);
 * ``{"$and": [f1, f2, ...]}``, ``{"$or": [f1, f2, ...]}`` — nested filters.
 
 A key missing from a document's metadata fails every operator except ``$ne`` and ``$nin``.
@@ -27,7 +32,7 @@ _COMPARE = {
     "$lt": lambda a, b: a < b,
     "$lte": lambda a, b: a <= b,
 }
-OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin")
+OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$any", "$all")
 _MISSING = object()
 
 
@@ -43,6 +48,22 @@ def _value_list(key: str, op: str, value: Any) -> list[Any]:
     return list(value)
 
 
+def _member(x: Any, values: list[Any]) -> bool:
+    try:
+        return x in values
+    except TypeError:  # an unhashable / incomparable element never matches
+        return False
+
+
+def _holds(x: Any, value: Any) -> bool:
+    """A list field holds ``value`` as an element; a string field holds it as a substring."""
+    if isinstance(x, (list, tuple)):
+        return _member(value, list(x))
+    if isinstance(x, str) and isinstance(value, str):
+        return value in x
+    return False
+
+
 def _operator(key: str, op: str, value: Any) -> Callable[[Any], bool]:
     if op == "$eq":
         return lambda x: x is not _MISSING and x == value
@@ -55,9 +76,26 @@ def _operator(key: str, op: str, value: Any) -> Callable[[Any], bool]:
         return lambda x: _is_number(x) and cmp(x, value)
     if op in ("$in", "$nin"):
         values = _value_list(key, op, value)
+
+        def among(x: Any) -> bool:  # a list field: any of its elements
+            if isinstance(x, (list, tuple)):
+                return any(_member(v, values) for v in x)
+            return _member(x, values)
+
         if op == "$in":
-            return lambda x: x is not _MISSING and x in values
-        return lambda x: x is _MISSING or x not in values
+            return lambda x: x is not _MISSING and among(x)
+        return lambda x: x is _MISSING or not among(x)
+    if op == "$contains":
+        if isinstance(value, (list, tuple, set, frozenset, dict)):
+            raise ValueError(f"filter {key!r}: $contains takes one value, got {value!r} (use $any / $all)")
+        return lambda x: _holds(x, value)
+    if op in ("$any", "$all"):
+        values = _value_list(key, op, value)
+        if not values:
+            raise ValueError(f"filter {key!r}: {op} needs at least one value")
+        if op == "$any":
+            return lambda x: any(_holds(x, v) for v in values)
+        return lambda x: all(_holds(x, v) for v in values)
     raise ValueError(f"filter {key!r}: unknown operator {op!r}; known: {', '.join(OPERATORS)}")
 
 
@@ -90,7 +128,8 @@ def compile_filter(spec: Any) -> Predicate:
 
     Raises:
         ValueError: not a mapping; an empty filter, ``$and`` or ``$or``; an unknown operator
-            (named); ``$in`` / ``$nin`` without a list; ``$gt``-style comparison with a
+            (named); ``$in`` / ``$nin`` / ``$any`` / ``$all`` without a list (or ``$any`` /
+            ``$all`` with an empty one); ``$contains`` with a list; ``$gt``-style comparison with a
             non-number.
     """
     if not isinstance(spec, Mapping):

@@ -72,6 +72,7 @@ from llama_index.retrievers.graphstrata import (
     DEFAULT_CONTEXT_K,
     DEFAULT_KINDS,
     GraphStrataRetriever,
+    chunk_nodes,
     pack_document_metadata,
     to_graphstrata_llm,
     unknown_arguments_error,
@@ -81,8 +82,16 @@ from llama_index.retrievers.graphstrata.llm import is_llama_index_llm
 
 logger = logging.getLogger(__name__)
 
-#: ``IndexStruct`` type tag of a GraphStrataIndex in an index store.
-GRAPHSTRATA_STRUCT_TYPE = "graphstrata"
+#: ``IndexStruct`` type tag of a GraphStrataIndex in an index store. llama-index-core looks a
+#: persisted tag up in a plain dict (``INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS``) and has no
+#: plugin hook, so a process that has not imported this package gets ``KeyError: <tag>``: the
+#: tag itself says what to import.
+GRAPHSTRATA_STRUCT_TYPE = (
+    "graphstrata (import llama_index.graph_rag.graphstrata before load_index_from_storage; "
+    "pip install llama-index-graph-rag-graphstrata)"
+)
+#: The tag indexes persisted before it named the package (still loaded).
+LEGACY_STRUCT_TYPES: tuple[str, ...] = ("graphstrata",)
 
 _LLAMA_INDEX_EMBEDDER_PREFIX = "llama_index:"
 
@@ -106,7 +115,8 @@ class GraphStrataIndexStruct(IndexStruct):
 
     @classmethod
     def get_type(cls) -> Any:
-        """Index struct type tag (``"graphstrata"``)."""
+        """Index struct type tag (:data:`GRAPHSTRATA_STRUCT_TYPE`: it names the package to
+        import, which is what a process that has not imported it reads in the ``KeyError``)."""
         return GRAPHSTRATA_STRUCT_TYPE
 
 
@@ -209,6 +219,8 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
             **kwargs,
         )
         self._attach_store()
+        if not self._docstore_in_sync():
+            self._sync_docstore()
 
     # -- construction -----------------------------------------------------------------------
     @classmethod
@@ -248,12 +260,11 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
 
         Raises:
             ValueError: duplicate document ids, non-empty ``transformations``, or invalid input
-                rejected by the core (e.g. empty corpus).
+                rejected by the core. No documents give an empty index: ``retrieve`` returns
+                nothing until the first ``insert`` builds it.
             TypeError: ``llm`` is neither a LlamaIndex LLM nor a graphstrata LLM / callable.
             graphstrata.llm.LLMError: an LLM call failed after its retries.
         """
-        from graphstrata import GraphStrata
-
         if transformations:
             raise ValueError(
                 "GraphStrataIndex chunks and extracts documents itself (see config); "
@@ -264,13 +275,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         gs_docs = to_graphstrata_documents(documents)
         build_llm = resolve_build_llm(llm, use_llm)
         with callback_manager.as_trace("index_construction"):
-            engine = GraphStrata.build(
-                gs_docs,
-                config=config,
-                embedder=resolve_embedder(embed_model),
-                show_progress=show_progress,
-                **({"llm": build_llm} if build_llm is not None else {}),
-            )
+            engine = _build_engine(gs_docs, config, resolve_embedder(embed_model), show_progress, build_llm)
             for doc in documents:
                 storage_context.docstore.set_document_hash(doc.doc_id, doc.hash)
             return cls(
@@ -398,19 +403,44 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         if isinstance(index_store, SimpleIndexStore) and index_file.exists():
             index_store.persist(persist_path=str(index_file))
 
+    # -- docstore -----------------------------------------------------------------------------
+    def _docstore_in_sync(self) -> bool:
+        """Whether the docstore holds this engine's chunk nodes (checked on the first and last
+        chunk: an index persisted before the docstore held them has neither)."""
+        if getattr(self._engine, "is_empty", False):
+            return True
+        chunks = self._engine.chunks
+        if not chunks:
+            return True
+        docstore = self._storage_context.docstore
+        return docstore.document_exists(chunks[0].id) and docstore.document_exists(chunks[-1].id)
+
+    def _sync_docstore(
+        self, document_ids: Sequence[str] | None = None, removed: Sequence[str] = ()
+    ) -> None:
+        """Make the docstore hold the chunk nodes of the engine (with ``PREVIOUS`` / ``NEXT``
+        relationships): every chunk when ``document_ids`` is ``None``, else those of
+        ``document_ids`` (their previous chunk nodes replaced); chunk nodes of ``removed``
+        documents are deleted. The nodes are the retriever's (same id, metadata and hash)."""
+        docstore = self._storage_context.docstore
+        for doc_id in [*removed, *(document_ids or ())]:
+            i = 0  # chunk ids are "<document_id>#<n>", n = 0, 1, ... without gaps
+            while docstore.document_exists(f"{doc_id}#{i}"):
+                docstore.delete_document(f"{doc_id}#{i}", raise_error=False)
+                i += 1
+        if document_ids is None or document_ids:
+            nodes = chunk_nodes(self._engine, document_ids)
+            if nodes:
+                docstore.add_documents(nodes, allow_update=True)
+
     # -- BaseIndex hooks --------------------------------------------------------------------
     def _build_index_from_nodes(
         self, nodes: Sequence[BaseNode], **build_kwargs: Any
     ) -> GraphStrataIndexStruct:
-        from graphstrata import GraphStrata
-
         build_llm = resolve_build_llm(self._llm_arg, self._use_llm)
-        self._engine = GraphStrata.build(
-            to_graphstrata_documents(nodes),
-            config=self._config,
-            embedder=resolve_embedder(self._embed_model_arg),
-            show_progress=self._show_progress,
-            **({"llm": build_llm} if build_llm is not None else {}),
+        self._engine = _build_engine(
+            to_graphstrata_documents(nodes), self._config,
+            resolve_embedder(self._embed_model_arg), self._show_progress, build_llm,
         )
         return GraphStrataIndexStruct(embedder_id=_embedder_id(self._engine))
 
@@ -438,7 +468,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
                 "documents (use delete_ref_doc(document_id))"
             )
         with self._callback_manager.as_trace("delete_nodes"):
-            delete_documents(self._engine, ids)
+            self._sync_docstore(removed=delete_documents(self._engine, ids))
             if delete_from_docstore:
                 for node_id in ids:
                     self.docstore.delete_document(node_id, raise_error=False)
@@ -453,6 +483,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         """
         if gs_docs:
             self._engine.insert(list(gs_docs))
+            self._sync_docstore([d.id for d in gs_docs])
 
     # -- documents --------------------------------------------------------------------------
     def insert(self, document: Document, **insert_kwargs: Any) -> None:
@@ -502,6 +533,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
             if not ids:
                 logger.warning("ref_doc_id %s not found, nothing deleted.", ref_doc_id)
                 return
+            self._sync_docstore(removed=ids)
             for doc_id in ids:
                 self.docstore.delete_document(doc_id, raise_error=False)
             if delete_from_docstore:
@@ -725,6 +757,21 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         return chat_cls.from_defaults(retriever=retriever, llm=resolved, **route.chat)
 
 
+def _build_engine(
+    gs_docs: Sequence[Any], config: Any, embedder: Any, show_progress: bool, llm: Any
+) -> Any:
+    """``GraphStrata.build`` of ``gs_docs``; with none, an empty engine (``GraphStrata.empty``)
+    that the first insert builds with the same settings."""
+    from graphstrata import GraphStrata
+
+    extra = {"llm": llm} if llm is not None else {}
+    if not gs_docs:
+        return GraphStrata.empty(config=config, embedder=embedder, **extra)
+    return GraphStrata.build(
+        gs_docs, config=config, embedder=embedder, show_progress=show_progress, **extra
+    )
+
+
 def _load_engine(path: Path, embedder: Any, llm: Any) -> Any:
     """``GraphStrata.load``, attaching ``llm`` when one is given."""
     from graphstrata import GraphStrata
@@ -741,5 +788,6 @@ def _embedder_id(engine: Any) -> str | None:
 
 # Let ``load_index_from_storage`` recognise the struct type (additive registration: these two
 # module-level registries are how llama-index-core dispatches on an index struct's type tag).
-INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS.setdefault(GRAPHSTRATA_STRUCT_TYPE, GraphStrataIndexStruct)  # type: ignore[index]
-INDEX_STRUCT_TYPE_TO_INDEX_CLASS.setdefault(GRAPHSTRATA_STRUCT_TYPE, GraphStrataIndex)  # type: ignore[index]
+for _tag in (GRAPHSTRATA_STRUCT_TYPE, *LEGACY_STRUCT_TYPES):
+    INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS.setdefault(_tag, GraphStrataIndexStruct)  # type: ignore[index]
+    INDEX_STRUCT_TYPE_TO_INDEX_CLASS.setdefault(_tag, GraphStrataIndex)  # type: ignore[index]

@@ -128,7 +128,7 @@ class GraphStrataQueryEngine(BaseQueryEngine):
         method = getattr(answer, "method", None) or self._method
         return Response(
             response=answer.text,
-            source_nodes=[hit_to_node(h, method) for h in answer.hits],
+            source_nodes=[hit_to_node(h, method, self._engine) for h in answer.hits],
             metadata={"method": method, "usage": dict(answer.usage or {})},
         )
 

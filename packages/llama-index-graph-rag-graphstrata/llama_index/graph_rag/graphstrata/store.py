@@ -95,7 +95,7 @@ class GraphStrataStore(BasePydanticVectorStore):
             query.query_str, method=method, k=query.similarity_top_k, kinds=("chunk",),
             filters=filters,
         )
-        nws = [hit_to_node(h, method) for h in hits]
+        nws = [hit_to_node(h, method, self._engine) for h in hits]
         return VectorStoreQueryResult(
             nodes=[n.node for n in nws],
             similarities=[float(n.score or 0.0) for n in nws],

@@ -10,6 +10,8 @@ from llama_index.retrievers.graphstrata.base import (
 from llama_index.retrievers.graphstrata.conversion import (
     LLAMA_INDEX_METADATA_KEY,
     PROVENANCE_KEYS,
+    chunk_node,
+    chunk_nodes,
     embedder_from_llama_index,
     hit_to_node,
     pack_document_metadata,
@@ -26,6 +28,8 @@ __all__ = [
     "LlamaIndexLLM",
     "PROVENANCE_KEYS",
     "RETRIEVER_ARGUMENTS",
+    "chunk_node",
+    "chunk_nodes",
     "embedder_from_llama_index",
     "hit_to_node",
     "pack_document_metadata",

@@ -34,6 +34,9 @@ _DID_YOU_MEAN = {
     "options": "method_options",
     "kind": "kinds",
     "context_top_k": "context_k",
+    "doc_ids": "filters=MetadataFilters(filters=[MetadataFilter(key='document_id', "
+    "operator=FilterOperator.IN, value=[...])])",
+    "node_ids": "filters on 'document_id' (graphstrata retrieves chunks of whole documents)",
 }
 
 
@@ -60,6 +63,7 @@ RETRIEVER_ARGUMENTS: tuple[str, ...] = (
     "context_k",
     "filters",
     "method_options",
+    "similarity_cutoff",
     "callback_manager",
     "verbose",
     "objects",
@@ -98,6 +102,8 @@ class GraphStrataRetriever(BaseRetriever):
             they come from a matching document.
         method_options: extra keyword options of the method (e.g. ``{"alpha": 0.3}`` for
             ``hybrid``), checked against the method's options at construction.
+        similarity_cutoff: drop nodes whose score (the core's, in [0, 1]) is below it, as
+            ``SimilarityPostprocessor(similarity_cutoff=...)`` would (``None``: no cutoff).
         callback_manager, verbose, objects, object_map: as for ``BaseRetriever``.
 
     Raises:
@@ -105,7 +111,8 @@ class GraphStrataRetriever(BaseRetriever):
             ones), ``similarity_top_k`` / ``context_k`` not a positive int, unknown or empty
             ``kinds``, an unsupported or invalid filter, an unknown method option, or any
             unknown keyword argument (named, with a hint such as ``similarity_top_k`` for
-            ``top_k``).
+            ``top_k``, or a ``document_id`` filter for ``doc_ids``), ``similarity_cutoff``
+            outside [0, 1].
         TypeError: ``engine`` does not look like a ``GraphStrata`` engine.
 
     Retrieval errors of the core (empty query → ``ValueError``) propagate unchanged.
@@ -122,6 +129,7 @@ class GraphStrataRetriever(BaseRetriever):
         context_k: int = DEFAULT_CONTEXT_K,
         filters: Any = None,
         method_options: Mapping[str, Any] | None = None,
+        similarity_cutoff: float | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         objects: list[IndexNode] | None = None,
@@ -145,8 +153,8 @@ class GraphStrataRetriever(BaseRetriever):
         self._engine = engine
         # the core checks every argument and, per query, selects the hits (graphstrata.retrieval)
         self._request = check_retrieve_args(
-            method, similarity_top_k, kinds, context_k, None, to_core_filters(filters),
-            method_options or {}, names={"k": "similarity_top_k"},
+            method, similarity_top_k, kinds, context_k, similarity_cutoff, to_core_filters(filters),
+            method_options or {}, names={"k": "similarity_top_k", "min_score": "similarity_cutoff"},
         )
         super().__init__(
             callback_manager=callback_manager,
@@ -212,6 +220,11 @@ class GraphStrataRetriever(BaseRetriever):
         return self._request.kinds
 
     @property
+    def similarity_cutoff(self) -> float | None:
+        """Nodes scoring below this are dropped (``None``: no cutoff)."""
+        return self._request.min_score
+
+    @property
     def filters(self) -> dict[str, Any] | None:
         """The metadata filter in the core's form (``None``: no filter)."""
         return None if self._request.filters is None else dict(self._request.filters)
@@ -219,8 +232,8 @@ class GraphStrataRetriever(BaseRetriever):
     # -- retrieval --------------------------------------------------------------------------
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         hits = self._engine.retrieve(query_bundle.query_str, **self._request.as_kwargs())
-        return [hit_to_node(hit, self._request.method) for hit in hits]
+        return [hit_to_node(hit, self._request.method, self._engine) for hit in hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         hits = await self._engine.aretrieve(query_bundle.query_str, **self._request.as_kwargs())
-        return [hit_to_node(hit, self._request.method) for hit in hits]
+        return [hit_to_node(hit, self._request.method, self._engine) for hit in hits]

@@ -2,7 +2,8 @@
 
 The core filters documents by their metadata inside retrieval, before ``k`` is cut
 (``graphstrata.filters``): ``{"key": value}``, ``{"key": {"$gte": 3}}``, ``{"$and": [...]}``,
-``{"$or": [...]}`` with the operators ``$eq $ne $gt $gte $lt $lte $in $nin``. This module
+``{"$or": [...]}`` with the operators ``$eq $ne $gt $gte $lt $lte $in $nin $contains $any
+$all``. This module
 translates LlamaIndex's filter objects into that form:
 
 ==========================  ==============
@@ -16,12 +17,16 @@ LlamaIndex                  core
 ``FilterOperator.LTE``      ``$lte`` (numbers)
 ``FilterOperator.IN``       ``$in``  (a list)
 ``FilterOperator.NIN``      ``$nin`` (a list)
+``FilterOperator.CONTAINS`` ``$contains`` (a list field holds the value)
+``FilterOperator.ANY``      ``$any`` (a list field holds any of the values)
+``FilterOperator.ALL``      ``$all`` (a list field holds all of the values)
 ``FilterCondition.AND``     ``$and``
 ``FilterCondition.OR``      ``$or``
 nested ``MetadataFilters``  nested filter
 ==========================  ==============
 
-Everything else (``ANY``, ``ALL``, ``CONTAINS``, ``TEXT_MATCH``, ``TEXT_MATCH_INSENSITIVE``,
+``IN`` / ``NIN`` on a list-valued field hold when any / none of its elements is among the
+values. Everything else (``TEXT_MATCH``, ``TEXT_MATCH_INSENSITIVE``,
 ``IS_EMPTY``, ``FilterCondition.NOT``) raises ``ValueError`` naming it, never a silent no-op.
 A metadata key missing from a document fails every operator except ``NE`` and ``NIN`` (the
 core's rule). The key ``"document_id"`` is the document's id (``Document.doc_id``).
@@ -49,6 +54,9 @@ OPERATORS: dict[str, str] = {
     "LTE": "$lte",
     "IN": "$in",
     "NIN": "$nin",
+    "CONTAINS": "$contains",
+    "ANY": "$any",
+    "ALL": "$all",
 }
 
 
