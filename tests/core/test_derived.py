@@ -250,3 +250,18 @@ def test_an_update_leaves_its_derived_structures_to_first_use_and_a_load_builds_
     assert len(again.chunks) == len(gs.chunks)
     assert DEFAULT_PASSAGE_GRAPH.key in again.state.derived_snapshot()
     assert [h.id for h in again.retrieve("Who wrote the first compiler?", k=3)] == [h.id for h in hits]
+
+
+def test_freed_memory_is_handed_back_only_after_a_structure_is_built(persisted, monkeypatch) -> None:
+    """A load whose structures all come from ``derived.npz`` builds nothing, so it walks no heap
+    (``release_free_memory`` is a whole-heap walk); a state that builds them trims at most once
+    per structure (one structure's builder may build another it reads)."""
+    import graphstrata.derived as derived_mod
+
+    gs, path = persisted
+    calls: list[int] = []
+    monkeypatch.setattr(derived_mod, "release_free_memory", lambda: calls.append(1) or True)
+    GraphStrata.load(path, embedder=HashEmbedder())
+    assert calls == []
+    prepare(_fresh(gs.state))
+    assert 0 < len(calls) <= len(_eager())

@@ -122,7 +122,10 @@ def prepare(
         if carried_only and (spec.update is None or spec.key not in old_cache):
             continue
 
-        def make(spec: DerivedSpec = spec) -> Any:
+        built: list[str] = []
+
+        def make(spec: DerivedSpec = spec, built: list[str] = built) -> Any:
+            built.append(spec.key)
             if spec.update is not None and spec.key in old_cache:
                 out = spec.update(old_cache[spec.key], previous, state)
                 if out is not None:
@@ -131,7 +134,7 @@ def prepare(
 
         state.derived(spec.key, make)
         done.append(spec.key)
-        if previous is None:  # a build or a load: hand back what the structure's temporaries freed
+        if built and previous is None:  # built for a build or a load: hand back its temporaries
             release_free_memory()
     return done
 
