@@ -154,6 +154,27 @@ def knn_augment(
     return edges, np.maximum(cos, config.min_weight).astype(np.float32)
 
 
+def leiden_edges(a: np.ndarray, b: np.ndarray, weights: np.ndarray) -> list[tuple[str, str, float]]:
+    """graspologic-native's edge list: ``(str(a[e]), str(b[e]), float(weights[e]))`` per edge,
+    in edge order. Each node's label is one string object shared by all its edges (a string per
+    endpoint doubled the memory of the list: ~2 GB at a million chunks).
+
+    Args:
+        a, b: int ``(m,)`` endpoint node indices (``>= 0``); weights: ``(m,)`` edge weights.
+    """
+    if len(a) == 0:
+        return []
+    names = [str(i) for i in range(int(max(a.max(), b.max())) + 1)]
+    return list(
+        zip(
+            [names[x] for x in np.asarray(a).tolist()],
+            [names[y] for y in np.asarray(b).tolist()],
+            np.asarray(weights).tolist(),
+            strict=True,
+        )
+    )
+
+
 KNN_PAIR_BLOCK = 1 << 20
 """Candidate pairs :func:`_take_pairs` walks as Python ints at once: the whole candidate list as
 two Python lists and the set of taken keys came to ~2 GB at a million chunks (issue 33)."""
@@ -241,18 +262,7 @@ def leiden_clusters(
 
     label = np.full(n, -1, dtype=np.int64)
     if len(edges):
-        # one label string per node, shared by all its edges (a string per endpoint doubled the
-        # memory of the edge list: ~2 GB at a million chunks)
-        names = [str(i) for i in range(n)]
-        edge_list = list(
-            zip(
-                [names[a] for a in edges[:, 0].tolist()],
-                [names[b] for b in edges[:, 1].tolist()],
-                np.asarray(weights).tolist(),
-                strict=True,
-            )
-        )
-        del names
+        edge_list = leiden_edges(edges[:, 0], edges[:, 1], weights)
         result = gn.hierarchical_leiden(
             edge_list,
             max_cluster_size=config.max_community_size,

@@ -110,6 +110,17 @@ def shared_vectors(index, labels: np.ndarray, dim: int) -> np.ndarray | None:
     return out
 
 
+def own_vectors(index, labels: np.ndarray, dim: int) -> np.ndarray:
+    """float32 ``(len(labels), dim)``: the vectors a native index stores for ``labels``, as a
+    zero-copy view of its memory where it can be (:func:`shared_vectors`), else copied.
+
+    Raises:
+        ValueError: a label the index does not hold (a corrupt index).
+    """
+    view = shared_vectors(index, labels, dim)
+    return view if view is not None else _read_vectors(index, labels, dim)
+
+
 def _read_vectors(index, labels: np.ndarray, dim: int) -> np.ndarray:
     """float32 ``(len(labels), dim)``: the vectors a native index stores for ``labels``, in order.
 
@@ -256,9 +267,7 @@ class LayeredIndex:
             ``(rows, similarity)``: int64 ``(n_l, k)`` rows within the layer (``-1`` padding)
             and float32 ``(n_l, k)`` cosine similarities (``-inf`` padding), best first.
         """
-        vecs = shared_vectors(self.index, self.labels[layer], self.index.dim)
-        if vecs is None:
-            vecs = _read_vectors(self.index, self.labels[layer], self.index.dim)
+        vecs = own_vectors(self.index, self.labels[layer], self.index.dim)
         with _threads(self.index, index_threads()):
             return self.search_layer(vecs, k, layer, ef_search=max(32, 2 * int(k)))
 
@@ -481,15 +490,14 @@ def stored_vectors(chunk_index: ChunkIndex, layered: LayeredIndex | None, dim: i
     """The state's vectors read back from its C-HNSW indexes, by row: ``"chunks"`` (also set as
     ``chunk_index.vectors``) and :func:`layer_vectors`, float32 ``(n, dim)``, as the indexes
     store them (L2-normalised there): read-only views of the indexes' memory where the rows are
-    consecutive nodes (:func:`shared_vectors`: a build), else copies. A build and an update keep these copies rather than their
-    own, so a state and the same state loaded from disk, where vectors are only in the
-    ``.chnsw`` files (schema 5), hold identical bits.
+    consecutive nodes (:func:`own_vectors`: a build), else copies. A build and an update keep
+    these rather than their own input vectors, so a state and the same state loaded from disk,
+    where vectors are only in the ``.chnsw`` files (schema 5), hold identical bits.
 
     Raises:
         ValueError: a label the index does not hold (a corrupt index).
     """
-    view = shared_vectors(chunk_index.index, chunk_index.labels, dim)
-    chunk_index.vectors = view if view is not None else _read_vectors(chunk_index.index, chunk_index.labels, dim)
+    chunk_index.vectors = own_vectors(chunk_index.index, chunk_index.labels, dim)
     return {"chunks": chunk_index.vectors, **layer_vectors(layered, dim)}
 
 

@@ -49,7 +49,7 @@ import networkx as nx
 import numpy as np
 
 from ..derived import DerivedSpec, pack_strings, register_derived, unpack_strings
-from ..hierarchy import LEIDEN_SEED, rank_chunks
+from ..hierarchy import LEIDEN_SEED, leiden_edges, rank_chunks
 from ..llm.client import LLMClient
 from ..llm.prompts.hirag import META_TYPES
 from ..models import l2_normalise
@@ -526,6 +526,8 @@ def llm_summariser(
 
 
 def _state_llm(state) -> LLMClient | None:
+    """The :class:`LLMClient` attached to ``state`` (``state.llm``), which writes its summary
+    entities, or ``None`` (extractive summaries)."""
     llm = getattr(state, "llm", None)
     return llm if isinstance(llm, LLMClient) else None
 
@@ -754,19 +756,7 @@ def _leiden(a: np.ndarray, b: np.ndarray, w: np.ndarray, config: HiIndexConfig) 
         return []
     import graspologic_native as gn
 
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    # one label string per node, shared by all its edges (as hierarchy.leiden_clusters does),
-    # and no Python list of the endpoints alive beside the edge list
-    names = [str(i) for i in range(int(hi.max()) + 1)]
-    edges = list(
-        zip(
-            [names[x] for x in lo.tolist()],
-            [names[y] for y in hi.tolist()],
-            np.maximum(np.asarray(w, np.float64), 1e-6).tolist(),
-            strict=True,
-        )
-    )
-    del names, lo, hi
+    edges = leiden_edges(np.minimum(a, b), np.maximum(a, b), np.maximum(np.asarray(w, np.float64), 1e-6))
     edges.sort()
     result = gn.hierarchical_leiden(
         edges,
