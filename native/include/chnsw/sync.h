@@ -51,8 +51,6 @@ class RWLock {
   bool writer_ = false;
 };
 
-/// Items per slice for a batch of `n` queries on `nthreads` threads: about 8 slices per thread
-/// (load balance on a shared machine), at most 64 queries each.
 /// Most worker threads any index uses: the machine's hardware threads
 /// (std::thread::hardware_concurrency; 1 when it is unknown). More would only oversubscribe
 /// the cores and cost a stack per thread.
@@ -61,6 +59,8 @@ inline std::size_t max_threads() {
   return hc == 0 ? std::size_t{1} : static_cast<std::size_t>(hc);
 }
 
+/// Items per slice for a batch of `n` queries on `nthreads` threads: about 8 slices per thread
+/// (load balance on a shared machine), at most 64 queries each.
 inline std::size_t query_grain(std::size_t n, std::size_t nthreads) {
   const std::size_t g = n / (std::max<std::size_t>(nthreads, 1) * 8);
   return std::min<std::size_t>(std::max<std::size_t>(g, 1), 64);
