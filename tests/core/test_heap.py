@@ -42,6 +42,8 @@ def test_freed_small_objects_go_back_to_the_os():
     assert released > 50 * 1024 * 1024, released
 
 
-def test_release_is_harmless_when_nothing_is_free():
-    release_free_memory()
-    assert release_free_memory() in (True, False)
+def test_without_malloc_trim_it_does_nothing_and_says_so(monkeypatch):
+    import graphstrata.heap as heap
+
+    monkeypatch.setattr(heap, "_trim", lambda: None)  # macOS, Windows, musl
+    assert heap.release_free_memory() is False
