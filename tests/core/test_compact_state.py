@@ -205,3 +205,58 @@ def test_share_strings_makes_equal_values_one_object_and_changes_no_value():
     assert ada.chunk_ids[0] is chunk_ids["c#0"] is engine.chunk_ids[0] is rel.chunk_ids[0]
     assert ada.weight is engine.weight
     assert kg.relation("engine", "ada") is rel and kg.neighbors("ada") == ["engine"]
+
+
+def _fingerprint(state) -> tuple:
+    kg = state.kg
+    return (
+        [(e.id, e.name, e.description, e.chunk_ids, e.weight) for e in kg.entities.values()],
+        [(k, r.description, r.chunk_ids, r.weight) for k, r in kg.relations.items()],
+        [[(c.id, c.members, c.summary, c.chunk_ids) for c in layer] for layer in state.communities],
+        {name: v.tobytes() for name, v in state.vectors.items()},
+        {c: state.records.raw(c) for c in state.chunk_row},
+    )
+
+
+def test_a_build_that_rebuilds_its_graph_in_fresh_memory_is_the_same_build(corpus, embedder, small_config, monkeypatch):
+    from graphstrata.indexing import build as build_mod
+
+    plain = GraphStrata.build(corpus, config=small_config, embedder=embedder).state
+    calls = []
+    monkeypatch.setattr(build_mod, "COMPACT_MIN_CHUNKS", 0)
+    real = build_mod.rebuilt
+    monkeypatch.setattr(build_mod, "rebuilt", lambda box: calls.append(1) or real(box))
+    compacted = GraphStrata.build(corpus, config=small_config, embedder=embedder).state
+    assert calls == [1] and "compacting the graph" in compacted.build_seconds
+    assert _fingerprint(compacted) == _fingerprint(plain)
+    # identity as a build without it: chunk ids are the chunks' own strings, endpoints the entities'
+    ids = {c.id: c.id for c in compacted.chunks}
+    assert all(cid is ids[cid] for r in compacted.kg.relations.values() for cid in r.chunk_ids)
+    ents = {e: e for e in compacted.kg.entity_ids}
+    assert all(r.source is ents[r.source] for r in compacted.kg.relations.values())
+
+
+def test_a_build_without_room_for_the_rebuild_file_keeps_its_graph(corpus, embedder, small_config, monkeypatch):
+    from graphstrata.indexing import build as build_mod
+
+    def no_room(box):
+        raise OSError(28, "No space left on device")
+
+    plain = GraphStrata.build(corpus, config=small_config, embedder=embedder).state
+    monkeypatch.setattr(build_mod, "COMPACT_MIN_CHUNKS", 0)
+    monkeypatch.setattr(build_mod, "rebuilt", no_room)
+    state = GraphStrata.build(corpus, config=small_config, embedder=embedder).state
+    assert _fingerprint(state) == _fingerprint(plain)
+
+
+def test_entity_vectors_in_blocks_are_the_whole_at_once_bit_for_bit(corpus, embedder, small_config, monkeypatch):
+    from graphstrata.indexing import entities as entities_mod
+    from graphstrata.indexing import progress as progress_mod
+
+    whole = GraphStrata.build(corpus, config=small_config, embedder=embedder).state
+    monkeypatch.setattr(entities_mod, "ENTITY_BLOCK", 3)
+    monkeypatch.setattr(progress_mod, "EMBED_BATCH", 5)
+    blocks = GraphStrata.build(corpus, config=small_config, embedder=embedder).state
+    assert len(whole.kg) > 3 and len(whole.chunks) > 5
+    for name in ("chunks", "entities"):
+        assert blocks.vectors[name].tobytes() == whole.vectors[name].tobytes()

@@ -543,13 +543,18 @@ class ChunkIndex:
 
     @classmethod
     def build(cls, vectors: np.ndarray, M: int = 16, ef_construction: int = 100) -> ChunkIndex:
-        """Index float32 ``(n_chunks, dim)`` L2-normalised chunk vectors (ids = rows)."""
+        """Index float32 ``(n_chunks, dim)`` L2-normalised chunk vectors (ids = rows).
+
+        The index keeps a zero-copy view of the vectors the C-HNSW stores
+        (:func:`shared_vectors`) rather than ``vectors``, so the caller's array is freed when
+        the caller drops it (a build holds its chunk vectors only until the entity vectors are
+        made: 1 GB at 1M chunks; issue 33); where no view can be made, ``vectors`` itself."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        index = _chnsw().CHNSW(
-            int(vectors.shape[1]), metric="cosine", M=M, ef_construction=ef_construction
-        )
+        dim = int(vectors.shape[1])
+        index = _chnsw().CHNSW(dim, metric="cosine", M=M, ef_construction=ef_construction)
         _add_layer(index, vectors)
-        return cls(index, vectors)
+        view = shared_vectors(index, np.arange(len(vectors), dtype=np.int64), dim)
+        return cls(index, vectors if view is None else view)
 
     @property
     def deleted_fraction(self) -> float:

@@ -1,9 +1,9 @@
 """The full build: every indexing stage over a corpus, then one immutable state.
 
 Stages, in order (each timed in ``build_seconds`` under its name): chunking → chunk vectors →
-extraction → entity vectors → entity C-HNSW → clustering (with summaries or LLM reports) →
-community layers in the C-HNSW → chunk C-HNSW (built on a worker thread beside extraction
-and clustering) → BM25; with an LLM, HiRAG's summary entities last
+BM25 → extraction → entity vectors → entity C-HNSW → clustering (with summaries or LLM
+reports) → community layers in the C-HNSW → chunk C-HNSW (built on a worker thread beside BM25,
+extraction and clustering); with an LLM, HiRAG's summary entities last
 (:func:`~.hirag.summary_entity_stage`).
 """
 
@@ -20,7 +20,7 @@ import numpy as np
 
 from ..config import GraphStrataConfig
 from ..graph import KnowledgeGraph
-from ..heap import release_free_memory
+from ..heap import rebuilt, release_free_memory
 from ..index import BM25Index, ChunkIndex, LayeredIndex, bm25_tokenize, lexical_texts, stored_vectors
 from ..llm import LLMClient, usage_scope
 from ..models import Embedder
@@ -138,6 +138,11 @@ def build_runner(docs: Sequence[Document], config: GraphStrataConfig) -> Iterato
         runner.close()
 
 
+COMPACT_MIN_CHUNKS = 20_000
+"""A build of at least this many chunks rebuilds its graph and records in fresh memory after
+extraction (:func:`~graphstrata.heap.rebuilt`); below it the arenas it would free are a few
+megabytes."""
+
 BM25_SHARD = 5_000
 """Texts per shard of :func:`lexical_tokens` (one worker task)."""
 
@@ -200,12 +205,35 @@ def _graph_stages(
     build no longer needs is dropped as early as it can be, so that at no point three copies of
     the vectors exist — ours, the C-HNSW's and the state's)."""
     chunk_vecs = owned.pop()
+    documents = {d.id: d for d in docs}
+    # BM25 first, while the heap is smallest: its token lists are the build's largest transient
+    # after the vectors' (1.4 GB at 200k chunks), and at the end they came on top of everything
+    # (issue 33)
+    bm25 = prog.stage(
+        "indexing chunks (BM25)",
+        lambda: BM25Index(
+            tokens=lexical_tokens(lexical_texts(chunks, documents, config.use_titles), current_runner())
+        ),
+    )
+    release_free_memory()
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
     entities, relations, records, frozen = extract_stage(chunks, titles, config, llm, prog, summary=True)
     kg = KnowledgeGraph(entities, relations)
     del entities, relations
     chunk_row = {c.id: i for i, c in enumerate(chunks)}
-    kg.share_strings({cid: cid for cid in chunk_row})
+    own_ids = {cid: cid for cid in chunk_row}
+    kg.share_strings(own_ids)
+    if len(chunks) >= COMPACT_MIN_CHUNKS:
+        # the graph and the records were made among the extraction's short-lived objects:
+        # rebuilt in fresh memory, the arenas those pinned go back to the OS (issue 33)
+        box = [(kg, records)]
+        del kg, records
+        try:
+            kg, records = prog.stage("compacting the graph", lambda: rebuilt(box))
+        except OSError:  # no room for the temporary file: keep them where they are
+            kg, records = box.pop()
+        kg.share_strings(own_ids)  # chunk ids: the chunks' own strings again
+    del own_ids
     # each stage frees most of what it allocated (records, token lists, edge lists) in sizes the
     # next ones do not reuse: returned to the OS between stages, not held to the end (issue 33)
     release_free_memory()
@@ -236,13 +264,6 @@ def _graph_stages(
     del entity_vecs, layer_vecs  # the entity index holds them
     release_free_memory()
     chunk_index = prog.stage("indexing chunks (C-HNSW)", chunk_index_job.result)
-    documents = {d.id: d for d in docs}
-    bm25 = prog.stage(
-        "indexing chunks (BM25)",
-        lambda: BM25Index(
-            tokens=lexical_tokens(lexical_texts(chunks, documents, config.use_titles), current_runner())
-        ),
-    )
     # the indexes' own copies (persisted once, in the .chnsw files): built == loaded, bit for bit
     chunk_index.vectors = None  # the input copy goes before the one read back is made
     vectors = stored_vectors(chunk_index, layered, embedder.dim)

@@ -57,6 +57,8 @@ def chunk_vectors(
     """
     todo = [i for i, c in enumerate(chunks) if (c.id, c.text) not in cached]
     new_vecs = prog.embed(embedder, [chunks[i].text for i in todo], "embedding chunks")
+    if len(todo) == len(chunks):
+        return new_vecs  # nothing cached (a build): no second (n_chunks, dim) array
     out = np.zeros((len(chunks), embedder.dim), dtype=np.float32)
     for i, c in enumerate(chunks):
         v = cached.get((c.id, c.text))
