@@ -384,8 +384,17 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
 
     def _attach_store(self) -> None:
         self._storage_context.vector_stores[GRAPHSTRATA_STORE_NAMESPACE] = GraphStrataStore(
-            self._engine, on_persist=self._record_persist, engine_dir=self._index_struct.engine_dir
+            self._engine, on_persist=self._record_persist, on_delete=self._forget_documents,
+            engine_dir=self._index_struct.engine_dir,
         )
+
+    def _forget_documents(self, ids: Sequence[str]) -> None:
+        """Drop the chunk nodes and document entries of core documents deleted from the
+        engine (by ``GraphStrataStore.delete``) from the docstore."""
+        self._sync_docstore(removed=ids)
+        for doc_id in ids:
+            self.docstore.delete_document(doc_id, raise_error=False)
+        self._storage_context.index_store.add_index_struct(self._index_struct)
 
     def _record_persist(self, persist_dir: Path) -> None:
         """Record the engine's absolute path in the index struct, once the engine is written.
@@ -533,12 +542,9 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
             if not ids:
                 logger.warning("ref_doc_id %s not found, nothing deleted.", ref_doc_id)
                 return
-            self._sync_docstore(removed=ids)
-            for doc_id in ids:
-                self.docstore.delete_document(doc_id, raise_error=False)
+            self._forget_documents(ids)
             if delete_from_docstore:
                 self.docstore.delete_ref_doc(ref_doc_id, raise_error=False)
-            self._storage_context.index_store.add_index_struct(self._index_struct)
 
     async def adelete_ref_doc(
         self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
