@@ -198,11 +198,17 @@ def _documents(path: Path, key: str, data: bytes, digest: str, encoding: str | N
     return [Document(id=key, text=decode_text(data, path, encoding), metadata=dict(base))]
 
 
-def _jsonl_documents(path: Path, key: str, digest: str, max_line_bytes: int | None) -> list[Document]:
-    """The documents of a JSONL file, one per line (lines bounded by ``max_line_bytes``)."""
+def _jsonl_documents(
+    path: Path, key: str, digest: str | None, max_line_bytes: int | None
+) -> tuple[list[Document], str]:
+    """The documents of a JSONL file, one per line (lines bounded by ``max_line_bytes``), and
+    the file's hash (``digest``, or computed after the parse: a binary or malformed file is
+    refused at its first bytes / line, not after hashing all of it)."""
+    records = jsonl_objects(path, "text", max_line_bytes)
+    digest = digest or _sha256_file(path)
     base = {"source": str(path), FILE_KEY: key, HASH_KEY: digest}
     docs = []
-    for lineno, rec in jsonl_objects(path, "text", max_line_bytes):
+    for lineno, rec in records:
         body, meta = rec["text"], dict(rec.get("metadata") or {})
         if rec.get("title"):
             meta.setdefault("title", str(rec["title"]))
@@ -212,7 +218,7 @@ def _jsonl_documents(path: Path, key: str, digest: str, max_line_bytes: int | No
         docs.append(Document(id=str(rec.get("id") or f"{path.name}:{lineno}"), text=body, metadata=meta))
     if not docs:
         raise ValueError("no records")
-    return docs
+    return docs, digest
 
 
 def load_sources(
@@ -258,17 +264,19 @@ def load_sources(
             jsonl = suffix in JSONL_SUFFIXES
             # a JSONL file holds many documents: its lines are bounded, not the file
             check_source_file(path, root, follow_symlinks, None if jsonl else max_document_chars)
-            if jsonl:
-                data, digest = b"", _sha256_file(path)
+            if jsonl:  # hashed first only when an indexed hash may spare the parse
+                data, digest = b"", (_sha256_file(path) if key in known else None)
             else:
                 data = read_file_bounded(path, max_document_chars)
                 digest = hashlib.sha256(data).hexdigest()
-            out.files[key] = digest
-            if known.get(key) == digest:
-                out.unchanged.append(key)
-                continue
+            if digest is not None:
+                out.files[key] = digest
+                if known.get(key) == digest:
+                    out.unchanged.append(key)
+                    continue
             if jsonl:
-                out.documents.extend(_jsonl_documents(path, key, digest, max_document_chars))
+                docs, out.files[key] = _jsonl_documents(path, key, digest, max_document_chars)
+                out.documents.extend(docs)
             else:
                 out.documents.extend(_documents(path, key, data, digest, encoding))
         except (ValueError, OSError) as exc:
