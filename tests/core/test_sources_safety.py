@@ -92,6 +92,8 @@ def test_oversized_files_are_refused_by_size_before_any_read(folder, monkeypatch
     assert "big.txt" not in read and "big.pdf" not in read  # refused by stat, never read
     assert sum(d.metadata["file"] == "many.jsonl" for d in load.documents) == 40
     assert len(load.files["many.jsonl"]) == 64
+    again = load_sources([folder], max_document_chars=limit, known=load.files)
+    assert "many.jsonl" in again.unchanged and again.files["many.jsonl"] == load.files["many.jsonl"]
     assert {"p0.md", "p1.md"} <= {d.id for d in load.documents}
 
 
