@@ -160,3 +160,31 @@ def test_load_index_from_storage_in_a_fresh_interpreter(tmp_path):
     assert "import llama_index.graph_rag.graphstrata" in error
     assert "pip install llama-index-graph-rag-graphstrata" in error
     assert loaded.startswith("LOADED GraphStrataIndex ") and int(loaded.split()[-1]) > 0
+
+
+def test_store_delete_updates_the_docstore(docs, embed):
+    """``storage_context.vector_stores["graphstrata"].delete`` (the store LlamaIndex code calls)
+    removes the document's chunk nodes from the index's docstore, and every PREVIOUS / NEXT
+    link left there still names a stored node."""
+    index = GraphStrataIndex.from_documents(docs[:5], embed_model=embed, config=CONFIG)
+    chunks_of: dict[str, list[str]] = {}
+    for c in index.engine.chunks:
+        chunks_of.setdefault(c.document_id, []).append(c.id)
+    gone = next(d for d, ids in chunks_of.items() if len(ids) > 2)
+    index.storage_context.vector_stores["graphstrata"].delete(gone)
+    assert gone not in index.engine.documents
+    for chunk_id in chunks_of[gone]:
+        with pytest.raises(ValueError):
+            index.docstore.get_node(chunk_id)  # was still there (a deleted passage)
+    assert not index.docstore.document_exists(gone)
+    stored = index.docstore.docs
+    assert {n.ref_doc_id for n in stored.values()} == set(chunks_of) - {gone}
+    for node in stored.values():
+        for rel in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT):
+            if rel in node.relationships:
+                assert node.relationships[rel].node_id in stored, (node.node_id, rel)
+    nodes = index.as_retriever(method="bm25", similarity_top_k=3).retrieve(QUERY)
+    post = PrevNextNodePostprocessor(docstore=index.docstore, num_nodes=2, mode="both")
+    out = {x.node.node_id for x in post.postprocess_nodes(nodes)}
+    assert out > {n.node.node_id for n in nodes}  # neighbours added, none of them deleted
+    assert not out & set(chunks_of[gone])

@@ -64,6 +64,46 @@ def test_every_project_ships_the_license_and_declares_it(project: Path):
     assert {"Homepage", "Repository", "Issues", "Changelog"} <= set(meta["urls"])
 
 
+def _project_urls_tool():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("project_urls", ROOT / "tools" / "project_urls.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
+def test_project_urls_come_from_the_one_home(project: Path):
+    """Every distribution declares Homepage, Documentation, Repository, Changelog and Issues,
+    all under ``[tool.graphstrata] home`` of the workspace pyproject (written there once;
+    ``python tools/project_urls.py`` regenerates the tables), and the files they name exist."""
+    tool = _project_urls_tool()
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        home = tomllib.load(f)["tool"]["graphstrata"]["home"]
+    declared = _pyproject(project)["project"]["urls"]
+    assert declared == tool.urls(project, home), "run: python tools/project_urls.py"
+    assert set(declared) == {"Homepage", "Documentation", "Repository", "Changelog", "Issues"}
+    for url in declared.values():
+        assert url == home or url.startswith((f"{home}/", f"{home}#")), url
+        if "/blob/main/" in url:  # names a file of this repository
+            assert (ROOT / url.split("/blob/main/", 1)[1]).is_file(), url
+
+
+def test_project_urls_tool_rewrites_only_the_urls_table(tmp_path: Path):
+    """The tool regenerates a drifted table (another home, a missing key) and leaves the rest
+    of the file as it was."""
+    tool = _project_urls_tool()
+    project = ROOT / "packages" / "langchain-graphstrata"
+    text = (project / "pyproject.toml").read_text(encoding="utf-8")
+    out = tool.rendered(project, "https://example.org/fork")
+    assert 'Issues = "https://example.org/fork/issues"' in out
+    assert 'Documentation = "https://example.org/fork/blob/main/packages/langchain-graphstrata/README.md"' in out
+    strip = lambda t: tool.TABLE.sub("", t)  # noqa: E731
+    assert strip(out) == strip(text)
+    assert tool.main(["--check"]) == 0
+
+
 @pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
 def test_every_package_has_py_typed(project: Path):
     typed = [p for p in project.rglob("py.typed") if "build" not in p.parts]

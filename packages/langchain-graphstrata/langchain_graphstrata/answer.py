@@ -167,13 +167,13 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
         answer = await self.retriever.graphstrata.aanswer(question, **core)
         return self._output(question, answer, core["method"])
 
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
+    def invoke(self, input: str | Mapping[str, Any], config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
         """Answer one question (see the class docstring)."""
         return self._call_with_config(
             lambda value: self._answer(value, **kwargs), input, config, run_type="chain"
         )
 
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
+    async def ainvoke(self, input: str | Mapping[str, Any], config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
         """:meth:`invoke`, awaiting the core's ``aanswer`` (its LLM calls on this event loop when
         the model has an async API; no ``asyncio.run``)."""
         return await self._acall_with_config(

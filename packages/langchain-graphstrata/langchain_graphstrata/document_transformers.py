@@ -8,10 +8,27 @@ graph-aware post-processing. Offline by default (statistical extraction); give i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from langchain_core.documents import BaseDocumentTransformer, Document
+
+if TYPE_CHECKING:
+    from graphstrata.llm.base import LLMInput
+    from graphstrata.types import Chunk, Entity, Relation
+    from langchain_core.language_models import BaseLanguageModel
+
+
+@runtime_checkable
+class ChunkExtractor(Protocol):
+    """What :class:`GraphStrataTransformer` needs of an ``extractor=``: the core's extractors
+    (``graphstrata.extraction.StatisticalExtractor``, the LLM extractors) have this method."""
+
+    def extract(
+        self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None
+    ) -> tuple[list[Entity], list[Relation]]:
+        """Entities and relations of ``chunks`` (``titles``: document id -> title)."""
+        ...
 
 
 class GraphStrataTransformer(BaseDocumentTransformer):
@@ -71,7 +88,7 @@ class GraphStrataTransformer(BaseDocumentTransformer):
 
     def __init__(
         self,
-        extractor: Any = None,
+        extractor: ChunkExtractor | None = None,
         *,
         entities_key: str = "entities",
         relations_key: str = "relations",
@@ -79,7 +96,7 @@ class GraphStrataTransformer(BaseDocumentTransformer):
         max_relations: int | None = None,
         include_descriptions: bool = False,
         title_key: str | None = "title",
-        llm: Any = None,
+        llm: BaseLanguageModel | LLMInput | None = None,
         gleaning: int = 1,
         entity_types_key: str = "entity_types",
     ) -> None:

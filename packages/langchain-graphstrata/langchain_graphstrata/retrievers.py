@@ -52,7 +52,9 @@ from langchain_graphstrata.conversion import (
 from langchain_graphstrata.llms import to_graphstrata_llm
 
 if TYPE_CHECKING:
-    from graphstrata import Hit
+    from graphstrata import GraphStrataConfig, Hit
+    from graphstrata.llm.base import LLMInput
+    from langchain_core.language_models import BaseLanguageModel
 
 
 class GraphStrataRetriever(BaseRetriever):
@@ -279,10 +281,10 @@ class GraphStrataRetriever(BaseRetriever):
         *,
         id_key: str | None = None,
         embeddings: Embeddings | None = None,
-        config: Any = None,
+        config: GraphStrataConfig | Mapping[str, Any] | None = None,
         persist_dir: str | Path | None = None,
         show_progress: bool = False,
-        llm: Any = None,
+        llm: BaseLanguageModel | LLMInput | None = None,
         **kwargs: Any,
     ) -> GraphStrataRetriever:
         """Build a graphstrata index from LangChain Documents and return a retriever over it.
@@ -355,7 +357,7 @@ class GraphStrataRetriever(BaseRetriever):
         """The underlying ``graphstrata.GraphStrata`` (loaded or given)."""
         return self._gs
 
-    def as_answer_chain(self, llm: Any = None, **answer_options: Any) -> GraphStrataAnswerer:
+    def as_answer_chain(self, llm: BaseLanguageModel | LLMInput | None = None, **answer_options: Any) -> GraphStrataAnswerer:
         """A Runnable answering with this retriever's method's own generation step.
 
         ``chain.invoke("question")`` (or ``{"question": ...}``) returns ``{"answer": str,

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from .llm import LLMClient
+    from .llm.base import LLMInput
 
 _T = TypeVar("_T")
 
@@ -186,7 +187,7 @@ class GraphStrata:
         config: GraphStrataConfig | dict[str, Any] | None = None,
         persist_dir: str | Path | None = None,
         embedder: Embedder | str | None = None,
-        llm: Any = None,
+        llm: LLMInput | None = None,
         runner: Runner | None = None,
     ) -> GraphStrata:
         """An index with no documents yet (as ``VectorStoreIndex([])``): :meth:`retrieve`
@@ -222,7 +223,7 @@ class GraphStrata:
         embedder: Embedder | str | None = None,
         show_progress: bool = False,
         paths: Iterable[str | Path] = (),
-        llm: Any = None,
+        llm: LLMInput | None = None,
         runner: Runner | None = None,
     ) -> GraphStrata:
         """Index ``documents`` and the files under ``paths``.
@@ -325,7 +326,7 @@ class GraphStrata:
 
     @classmethod
     def load(
-        cls, persist_dir: str | Path, embedder: Embedder | None = None, llm: Any = None, runner: Runner | None = None
+        cls, persist_dir: str | Path, embedder: Embedder | None = None, llm: LLMInput | None = None, runner: Runner | None = None
     ) -> GraphStrata:
         """Open the current version of a persisted index.
 
@@ -469,7 +470,7 @@ class GraphStrata:
             return self._pending.llm
         return self.state.llm
 
-    def attach_llm(self, llm: Any) -> None:
+    def attach_llm(self, llm: LLMInput | None) -> None:
         """Attach (or, with ``None``, detach) the LLM used by query-time LLM steps, by
         :meth:`answer` by default, and by later inserts / deletes of an LLM-built index.
 
@@ -492,7 +493,7 @@ class GraphStrata:
         self,
         query: str,
         method: str = "archrag",
-        llm: Any = None,
+        llm: LLMInput | None = None,
         k: int = 10,
         filters: Mapping[str, Any] | None = None,
         **options: Any,
@@ -543,7 +544,7 @@ class GraphStrata:
             out = generate(method, query, hits, client, **gen_options)
         return Answer(text=out.text, hits=list(out.used_hits), usage=ledger.to_dict(), method=method, query=query)
 
-    async def aanswer(self, query: str, method: str = "archrag", llm: Any = None, k: int = 10, **options: Any) -> Answer:
+    async def aanswer(self, query: str, method: str = "archrag", llm: LLMInput | None = None, k: int = 10, **options: Any) -> Answer:
         """:meth:`answer` awaited: the retrieval and prompt work run in a worker thread, the
         LLM calls on this event loop when the LLM has an async API
         (:func:`graphstrata.llm.run_in_worker_thread`), so concurrent ``aanswer`` calls overlap

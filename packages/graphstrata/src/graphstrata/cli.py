@@ -478,7 +478,8 @@ def _cmd_index(args) -> int:
 
 def _read_sources(paths: list[str], args) -> Any:
     """The files under ``paths`` per ``--on-error`` / ``--encoding``
-    (:func:`graphstrata.sources.load_sources`).
+    (:func:`graphstrata.sources.load_sources`, which refuses symlinks out of a folder, FIFOs,
+    devices and files over the default ``max_document_chars`` bytes before reading them).
 
     Raises:
         ValueError: ``--on-error fail`` and a file cannot be read; no file could be read (the
@@ -532,7 +533,8 @@ def _cmd_update(args) -> int:
             "graphstrata index"
         )
     t0 = time.perf_counter()
-    sources = load_sources([args.source], encoding=args.encoding, on_error=args.on_error, known=known)
+    sources = load_sources([args.source], encoding=args.encoding, on_error=args.on_error, known=known,
+                           max_document_chars=gs.config.max_document_chars)
     read_files = {d.metadata[FILE_KEY] for d in sources.documents}
 
     def same(old: Any, new: Any) -> bool:  # the content, whatever the file hash says

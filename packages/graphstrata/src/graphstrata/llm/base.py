@@ -17,7 +17,7 @@ import math
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -264,3 +264,9 @@ def as_llm(obj: Any) -> LLM:
         f"llm must be a graphstrata LLM (complete/acomplete) or a callable str -> str, "
         f"got {type(obj).__name__}"
     )
+
+
+LLMInput: TypeAlias = LLM | Callable[..., str]
+"""What the core's ``llm=`` parameters accept (see :func:`as_llm`): an :class:`LLM` (an
+``LLMClient`` is one) or a plain callable ``(prompt: str) -> str`` (optionally taking
+``system=`` / ``json_mode=``)."""

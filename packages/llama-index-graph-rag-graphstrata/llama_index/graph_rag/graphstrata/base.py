@@ -27,7 +27,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.callbacks.base import CallbackManager
@@ -36,7 +36,7 @@ from llama_index.core.data_structs.data_structs import IndexStruct
 from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
 from llama_index.core.indices.base import BaseIndex
 from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
-from llama_index.core.llms.utils import LLMType, resolve_llm
+from llama_index.core.llms.utils import resolve_llm
 from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TransformComponent
 from llama_index.core.settings import Settings
@@ -80,6 +80,16 @@ from llama_index.retrievers.graphstrata import (
 )
 from llama_index.retrievers.graphstrata.llm import is_llama_index_llm
 
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.chat_engine.types import BaseChatEngine
+    from llama_index.core.llms import LLM
+    from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
+
+    from graphstrata import GraphStrata, GraphStrataConfig
+    from graphstrata.llm.base import LLMInput
+    from graphstrata.models import Embedder
+
 logger = logging.getLogger(__name__)
 
 #: ``IndexStruct`` type tag of a GraphStrataIndex in an index store. llama-index-core looks a
@@ -114,7 +124,7 @@ class GraphStrataIndexStruct(IndexStruct):
     engine_path: str | None = None
 
     @classmethod
-    def get_type(cls) -> Any:
+    def get_type(cls) -> str:  # type: ignore[override]  # a tag outside IndexStructType
         """Index struct type tag (:data:`GRAPHSTRATA_STRUCT_TYPE`: it names the package to
         import, which is what a process that has not imported it reads in the ``KeyError``)."""
         return GRAPHSTRATA_STRUCT_TYPE
@@ -175,16 +185,16 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
     def __init__(
         self,
         nodes: Sequence[BaseNode] | None = None,
-        engine: Any = None,
+        engine: GraphStrata | None = None,
         index_struct: GraphStrataIndexStruct | None = None,
         storage_context: StorageContext | None = None,
-        embed_model: Any = None,
-        config: Any = None,
+        embed_model: BaseEmbedding | Embedder | str | None = None,
+        config: GraphStrataConfig | Mapping[str, Any] | None = None,
         persist_dir: str | Path | None = None,
         show_progress: bool = False,
         callback_manager: CallbackManager | None = None,
         transformations: list[TransformComponent] | None = None,
-        llm: Any = None,
+        llm: LLM | LLMInput | str | None = None,
         use_llm: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -231,9 +241,9 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         show_progress: bool = False,
         callback_manager: CallbackManager | None = None,
         transformations: list[TransformComponent] | None = None,
-        embed_model: Any = None,
-        config: Any = None,
-        llm: Any = None,
+        embed_model: BaseEmbedding | Embedder | str | None = None,
+        config: GraphStrataConfig | Mapping[str, Any] | None = None,
+        llm: LLM | LLMInput | str | None = None,
         use_llm: bool = False,
         **kwargs: Any,
     ) -> GraphStrataIndex:
@@ -291,7 +301,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
     @classmethod
     def from_engine(
         cls,
-        engine: Any,
+        engine: GraphStrata,
         storage_context: StorageContext | None = None,
         **kwargs: Any,
     ) -> GraphStrataIndex:
@@ -302,8 +312,8 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
     def load(
         cls,
         persist_dir: str | Path,
-        embed_model: Any = None,
-        llm: Any = None,
+        embed_model: BaseEmbedding | Embedder | str | None = None,
+        llm: LLM | LLMInput | str | None = None,
         **kwargs: Any,
     ) -> GraphStrataIndex:
         """Load an index persisted with ``index.storage_context.persist(persist_dir)``.
@@ -384,8 +394,17 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
 
     def _attach_store(self) -> None:
         self._storage_context.vector_stores[GRAPHSTRATA_STORE_NAMESPACE] = GraphStrataStore(
-            self._engine, on_persist=self._record_persist, engine_dir=self._index_struct.engine_dir
+            self._engine, on_persist=self._record_persist, on_delete=self._forget_documents,
+            engine_dir=self._index_struct.engine_dir,
         )
+
+    def _forget_documents(self, ids: Sequence[str]) -> None:
+        """Drop the chunk nodes and document entries of core documents deleted from the
+        engine (by ``GraphStrataStore.delete``) from the docstore."""
+        self._sync_docstore(removed=ids)
+        for doc_id in ids:
+            self.docstore.delete_document(doc_id, raise_error=False)
+        self._storage_context.index_store.add_index_struct(self._index_struct)
 
     def _record_persist(self, persist_dir: Path) -> None:
         """Record the engine's absolute path in the index struct, once the engine is written.
@@ -533,12 +552,9 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
             if not ids:
                 logger.warning("ref_doc_id %s not found, nothing deleted.", ref_doc_id)
                 return
-            self._sync_docstore(removed=ids)
-            for doc_id in ids:
-                self.docstore.delete_document(doc_id, raise_error=False)
+            self._forget_documents(ids)
             if delete_from_docstore:
                 self.docstore.delete_ref_doc(ref_doc_id, raise_error=False)
-            self._storage_context.index_store.add_index_struct(self._index_struct)
 
     async def adelete_ref_doc(
         self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
@@ -613,7 +629,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
 
     # -- engine access ----------------------------------------------------------------------
     @property
-    def engine(self) -> Any:
+    def engine(self) -> GraphStrata:
         """The ``graphstrata.GraphStrata`` engine (retrieve with the core API directly)."""
         return self._engine
 
@@ -629,7 +645,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         similarity_top_k: int = 5,
         kinds: Sequence[str] | None = DEFAULT_KINDS,
         context_k: int = DEFAULT_CONTEXT_K,
-        filters: Any = None,
+        filters: MetadataFilters | MetadataFilter | Mapping[str, Any] | None = None,
         method_options: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> GraphStrataRetriever:
@@ -665,7 +681,7 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
 
     def as_query_engine(
         self,
-        llm: LLMType | None = None,
+        llm: LLM | str | None = None,
         **kwargs: Any,
     ) -> BaseQueryEngine:
         """A query engine over this index.
@@ -721,10 +737,10 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
 
     def as_chat_engine(
         self,
-        chat_mode: Any = "best",
-        llm: LLMType | None = None,
+        chat_mode: ChatMode | str = "best",
+        llm: LLM | str | None = None,
         **kwargs: Any,
-    ) -> Any:
+    ) -> BaseChatEngine:
         """A chat engine over this index, like ``BaseIndex.as_chat_engine``.
 
         ``BaseIndex.as_chat_engine`` hands the same keyword arguments to the retriever, the

@@ -10,7 +10,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.llms import LLM
+
+    from graphstrata import GraphStrata
+    from graphstrata.llm.base import LLMInput
+    from graphstrata.models import Embedder
 
 from llama_index.core.embeddings.utils import resolve_embed_model
 from llama_index.core.schema import BaseNode, Document, MetadataMode
@@ -64,7 +72,7 @@ def to_graphstrata_documents(nodes: Sequence[BaseNode]) -> list[Any]:
     return out
 
 
-def documents_of_ref_doc(engine: Any, ref_doc_id: str) -> list[str]:
+def documents_of_ref_doc(engine: GraphStrata, ref_doc_id: str) -> list[str]:
     """Ids of the engine's documents that belong to the LlamaIndex document ``ref_doc_id``:
     the document itself, and nodes inserted with ``ref_doc_id`` as their source."""
     return [
@@ -75,7 +83,7 @@ def documents_of_ref_doc(engine: Any, ref_doc_id: str) -> list[str]:
     ]
 
 
-def delete_documents(engine: Any, ids: Sequence[str]) -> list[str]:
+def delete_documents(engine: GraphStrata, ids: Sequence[str]) -> list[str]:
     """Delete those of ``ids`` that are indexed, in one core ``delete``; return them.
 
     The core's ``delete`` raises ``KeyError`` (deleting nothing) when any id is not indexed.
@@ -99,7 +107,7 @@ def delete_documents(engine: Any, ids: Sequence[str]) -> list[str]:
     raise RuntimeError(f"documents {list(ids)!r} kept changing during delete")
 
 
-def resolve_embedder(embed_model: Any = None) -> Any:
+def resolve_embedder(embed_model: BaseEmbedding | Embedder | str | None = None) -> Embedder | None:
     """Pick the embedder for a new index.
 
     Order: ``embed_model`` when given (any LlamaIndex embedding, or a string that
@@ -119,7 +127,7 @@ def resolve_embedder(embed_model: Any = None) -> Any:
     return embedder_from_llama_index(embed_model)
 
 
-def resolve_build_llm(llm: Any = None, use_llm: bool = False) -> Any:
+def resolve_build_llm(llm: LLM | LLMInput | str | None = None, use_llm: bool = False) -> LLMInput | None:
     """Pick the LLM a new index is built with (the core's ``llm=``).
 
     ``llm`` when given (a LlamaIndex ``LLM`` is wrapped in ``LlamaIndexLLM``; a graphstrata
@@ -138,7 +146,7 @@ def resolve_build_llm(llm: Any = None, use_llm: bool = False) -> Any:
 
 
 
-def chunk_ids_by_document(engine: Any) -> dict[str, list[str]]:
+def chunk_ids_by_document(engine: GraphStrata) -> dict[str, list[str]]:
     """Chunk ids per document id, if the engine exposes its chunks (else an empty dict)."""
     chunks = getattr(engine, "chunks", None)
     if chunks is None:

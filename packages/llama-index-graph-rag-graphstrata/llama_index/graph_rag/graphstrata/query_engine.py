@@ -12,7 +12,7 @@ holds the method and the LLM calls and tokens the query spent.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import Response
@@ -21,6 +21,12 @@ from llama_index.core.schema import QueryBundle
 from llama_index.retrievers.graphstrata import hit_to_node, to_core_filters
 
 from graphstrata.retrieval import check_retrieve_args
+
+if TYPE_CHECKING:
+    from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
+
+    from graphstrata import GraphStrata
+    from graphstrata.llm.base import LLMInput
 
 #: The ``response_mode`` of ``GraphStrataIndex.as_query_engine`` that selects this engine.
 METHOD_RESPONSE_MODE = "method"
@@ -70,11 +76,11 @@ class GraphStrataQueryEngine(BaseQueryEngine):
 
     def __init__(
         self,
-        engine: Any,
+        engine: GraphStrata,
         method: str = "archrag",
-        llm: Any = None,
+        llm: LLMInput | None = None,
         similarity_top_k: int = DEFAULT_ANSWER_TOP_K,
-        filters: Any = None,
+        filters: MetadataFilters | MetadataFilter | Mapping[str, Any] | None = None,
         method_options: Mapping[str, Any] | None = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
@@ -101,7 +107,7 @@ class GraphStrataQueryEngine(BaseQueryEngine):
         super().__init__(callback_manager=callback_manager)
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> GraphStrata:
         """The ``graphstrata.GraphStrata`` engine."""
         return self._engine
 
@@ -111,7 +117,7 @@ class GraphStrataQueryEngine(BaseQueryEngine):
         return self._method
 
     @property
-    def llm(self) -> Any:
+    def llm(self) -> LLMInput | None:
         """The graphstrata LLM given (``None``: the engine's attached one)."""
         return self._llm
 

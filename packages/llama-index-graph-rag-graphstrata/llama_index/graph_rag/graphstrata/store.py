@@ -6,9 +6,9 @@ It is how ``storage_context.persist(persist_dir)`` writes the engine too (into
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 from llama_index.core.bridge.pydantic import PrivateAttr
@@ -20,6 +20,9 @@ from llama_index.core.vector_stores.types import (
 )
 from llama_index.graph_rag.graphstrata.conversion import delete_documents, documents_of_ref_doc
 from llama_index.retrievers.graphstrata import hit_to_node, to_core_filters
+
+if TYPE_CHECKING:
+    from graphstrata import GraphStrata
 
 #: Namespace of the :class:`GraphStrataStore` in ``storage_context.vector_stores``.
 GRAPHSTRATA_STORE_NAMESPACE = "graphstrata"
@@ -48,11 +51,25 @@ class GraphStrataStore(BasePydanticVectorStore):
 
     _engine: Any = PrivateAttr()
     _on_persist: Any = PrivateAttr(default=None)
+    _on_delete: Any = PrivateAttr(default=None)
 
-    def __init__(self, engine: Any, on_persist: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        engine: GraphStrata,
+        on_persist: Callable[[Path], None] | None = None,
+        on_delete: Callable[[list[str]], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Args:
+            engine: the ``graphstrata.GraphStrata`` engine.
+            on_persist: called with the persist dir once the engine is written there.
+            on_delete: called with the ids of the core documents :meth:`delete` removed (the
+                owning index drops their chunk nodes from its docstore).
+        """
         super().__init__(**kwargs)
         self._engine = engine
         self._on_persist = on_persist
+        self._on_delete = on_delete
 
     @classmethod
     def class_name(cls) -> str:
@@ -60,7 +77,7 @@ class GraphStrataStore(BasePydanticVectorStore):
         return "GraphStrataStore"
 
     @property
-    def client(self) -> Any:
+    def client(self) -> GraphStrata:
         """The ``graphstrata.GraphStrata`` engine."""
         return self._engine
 
@@ -74,9 +91,17 @@ class GraphStrataStore(BasePydanticVectorStore):
         """Delete a document (and its chunks) from the engine, in one core update.
 
         Like ``GraphStrataIndex.delete_ref_doc``, nodes inserted with ``ref_doc_id`` as their
-        source document go too. An unknown id deletes nothing (as ``SimpleVectorStore``).
+        source document go too. An unknown id deletes nothing (as ``SimpleVectorStore``). In a
+        ``GraphStrataIndex``'s storage context, the index's docstore loses the deleted
+        documents' chunk nodes and document entries too, so ``docstore.get_node`` and
+        ``PrevNextNodePostprocessor`` never return a deleted chunk.
+
+        Raises:
+            ValueError: it would delete every document (an index needs at least one).
         """
-        delete_documents(self._engine, documents_of_ref_doc(self._engine, ref_doc_id))
+        ids = delete_documents(self._engine, documents_of_ref_doc(self._engine, ref_doc_id))
+        if ids and self._on_delete is not None:
+            self._on_delete(ids)
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Top ``query.similarity_top_k`` chunks of ``query.query_str`` by ``self.method``.

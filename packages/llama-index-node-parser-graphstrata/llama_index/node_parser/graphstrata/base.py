@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.node_parser.interface import NodeParser
@@ -22,6 +22,9 @@ from llama_index.core.schema import (
     TextNode,
 )
 from llama_index.core.utils import get_tqdm_iterable
+
+if TYPE_CHECKING:
+    from graphstrata.models import Embedder
 
 
 def _core_chunk_defaults() -> tuple[int, int]:
@@ -71,7 +74,7 @@ class GraphStrataNodeParser(NodeParser):
         self,
         chunk_size: int | None = None,
         chunk_overlap: int | None = None,
-        tokenizer: Any = "default",
+        tokenizer: str | Embedder = "default",
         **kwargs: Any,
     ) -> None:
         from graphstrata.chunking import validate_chunking

@@ -21,7 +21,11 @@ from llama_index.retrievers.graphstrata.filters import to_core_filters
 from graphstrata.retrieval import check_retrieve_args
 
 if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
+
     from graphstrata import GraphStrata
+    from graphstrata.models import Embedder
 
 #: Arguments a caller may mean when they pass a name this package does not take.
 _DID_YOU_MEAN = {
@@ -127,7 +131,7 @@ class GraphStrataRetriever(BaseRetriever):
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         kinds: Sequence[str] | None = DEFAULT_KINDS,
         context_k: int = DEFAULT_CONTEXT_K,
-        filters: Any = None,
+        filters: MetadataFilters | MetadataFilter | Mapping[str, Any] | None = None,
         method_options: Mapping[str, Any] | None = None,
         similarity_cutoff: float | None = None,
         callback_manager: CallbackManager | None = None,
@@ -168,7 +172,7 @@ class GraphStrataRetriever(BaseRetriever):
     def from_persist_dir(
         cls,
         persist_dir: str | Path,
-        embed_model: Any = None,
+        embed_model: BaseEmbedding | Embedder | str | None = None,
         **kwargs: Any,
     ) -> GraphStrataRetriever:
         """Load a persisted graphstrata index directory and wrap it.

@@ -20,8 +20,12 @@ from llama_index.core.schema import (
 )
 
 if TYPE_CHECKING:
-    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from collections.abc import Iterable
 
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.schema import BaseNode
+
+    from graphstrata import GraphStrata, Hit
     from graphstrata.models import Embedder
 
 #: Metadata keys this retriever writes on every node. They are provenance, not content, so
@@ -57,7 +61,7 @@ _TEMPLATE_FIELDS = ("metadata_template", "metadata_separator", "text_template")
 _TEMPLATE_DEFAULTS = {name: TextNode.model_fields[name].default for name in _TEMPLATE_FIELDS}
 
 
-def pack_document_metadata(node: Any, ref_doc_id: str | None = None) -> dict[str, Any]:
+def pack_document_metadata(node: BaseNode, ref_doc_id: str | None = None) -> dict[str, Any]:
     """The core metadata of a LlamaIndex document / node: its ``metadata`` plus, under
     :data:`LLAMA_INDEX_METADATA_KEY`, what only LlamaIndex knows about it.
 
@@ -248,7 +252,7 @@ def _neighbours(engine: Any, document_id: str, index: int) -> tuple[str | None, 
             next_id if next_id in rows else None)
 
 
-def chunk_nodes(engine: Any, document_ids: Any = None) -> list[TextNode]:
+def chunk_nodes(engine: GraphStrata, document_ids: Iterable[str] | None = None) -> list[TextNode]:
     """Every chunk of ``engine`` (a ``graphstrata.GraphStrata``) as its :func:`chunk_node`,
     with ``PREVIOUS`` / ``NEXT`` links, in chunk order; only those of ``document_ids`` when
     given. An empty index has none."""
@@ -274,7 +278,7 @@ def chunk_nodes(engine: Any, document_ids: Any = None) -> list[TextNode]:
     return out
 
 
-def hit_to_node(hit: Any, method: str, engine: Any = None) -> NodeWithScore:
+def hit_to_node(hit: Hit, method: str, engine: GraphStrata | None = None) -> NodeWithScore:
     """Convert one ``graphstrata.Hit`` into a ``NodeWithScore``.
 
     * ``score`` is ``hit.score`` (the core's score in [0, 1], higher is better). Nothing that

@@ -111,7 +111,7 @@ def _group(filters: MetadataFilters) -> dict[str, Any] | None:
     return {"$and" if cond == "AND" else "$or": parts}
 
 
-def to_core_filters(filters: Any) -> dict[str, Any] | None:
+def to_core_filters(filters: MetadataFilters | MetadataFilter | Mapping[str, Any] | None) -> dict[str, Any] | None:
     """Translate ``filters`` into the core's filter mapping (validated).
 
     Args:

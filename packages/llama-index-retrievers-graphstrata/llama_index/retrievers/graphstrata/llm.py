@@ -19,6 +19,8 @@ from graphstrata.llm import LLMResponse, Usage, estimate_tokens
 if TYPE_CHECKING:
     from llama_index.core.llms import LLM
 
+    from graphstrata.llm.base import LLMInput
+
 #: LlamaIndex LLM modules whose ``chat`` / ``complete`` pass extra keyword arguments to an
 #: OpenAI-compatible API, where ``response_format={"type": "json_object"}`` asks for JSON.
 _OPENAI_COMPATIBLE_MODULES: tuple[str, ...] = (
@@ -207,7 +209,7 @@ class LlamaIndexLLM:
         return LLMResponse(text, Usage(estimate_tokens(_join(prompt, system)), estimate_tokens(text), estimated=True))
 
 
-def model_name(llm: Any) -> str:
+def model_name(llm: LLM) -> str:
     """The model name of a LlamaIndex LLM: ``metadata.model_name`` unless it is LlamaIndex's
     placeholder ``"unknown"``, else a ``model`` / ``model_name`` string attribute, else
     ``"unknown"``."""
@@ -231,7 +233,7 @@ def is_llama_index_llm(obj: Any) -> bool:
     return isinstance(obj, BaseLLM)
 
 
-def to_graphstrata_llm(llm: Any) -> Any:
+def to_graphstrata_llm(llm: LLM | LLMInput | str | None) -> LLMInput | None:
     """What to pass as the core's ``llm=`` for what a LlamaIndex user gave.
 
     ``None`` stays ``None``; a LlamaIndex ``LLM`` is wrapped in :class:`LlamaIndexLLM`; a
