@@ -30,7 +30,8 @@ from ..types import Community, Document
 from .chunks import chunk_stage, chunk_vectors
 from .communities import cluster_communities
 from .entities import entity_vectors
-from .extract import extract_stage
+from ..resolution import resolution_stage
+from .extract import extract_stage, extractor
 from .hirag import summary_entity_stage
 from .progress import Progress
 
@@ -202,6 +203,13 @@ def _graph_stages(
     chunk_vecs = owned.pop()
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
     entities, relations, records, frozen = extract_stage(chunks, titles, config, llm, prog, summary=True)
+    if config.entity_resolution:  # opt-in (issue 28): aliases merged into one entity each
+        entities, relations, records = prog.stage(
+            "resolving entities",
+            lambda: resolution_stage(
+                entities, relations, records, embedder.embed, extractor(config, None).max_description_sentences
+            ),
+        )
     kg = KnowledgeGraph(entities, relations)
     del entities, relations
     chunk_row = {c.id: i for i, c in enumerate(chunks)}
