@@ -37,7 +37,8 @@ VARIANTS = [
     ("entry", "entries"),
     ("New-York", "New York"),
 ]
-DISTINCT = [("Paris", "Paris Hilton"), ("mount", "amount"), ("box", "boxer"), ("class", "clas")]
+DISTINCT = [("Paris", "Paris Hilton"), ("mount", "amount"), ("box", "boxer"), ("class", "clas"),
+            ("H.O.R.S.E", "horse"), ("P&O", "PO")]
 
 
 @pytest.mark.parametrize(("a", "b"), VARIANTS)
@@ -111,7 +112,7 @@ def test_a_build_with_resolution_leaves_no_variants_and_keeps_aliases(hotpot_doc
     assert after["variants"] == 0.0
     merged = {e.id: e.aliases for e in gs.kg.entities.values() if e.aliases}
     assert len(merged) >= 5
-    for canonical, aliases in merged.items():
+    for aliases in merged.values():
         assert all(a not in gs.kg.entities for a in aliases)
         assert all(normal_key(a) for a in aliases)
     # every chunk an alias was named in is a chunk of its entity now

@@ -49,6 +49,8 @@ GENERIC_TYPES = frozenset({"", "entity", "concept", "unknown", "other"})
 _ACRONYM = re.compile(r"^[A-Z]{2,6}$")
 _SKIP_INITIAL = frozenset({"of", "the", "and", "for", "in", "on", "at", "to", "a", "an", "&"})
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+_JOINER = re.compile(r"[\s\-_\u2010-\u2015/]+")
+_EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
 _POSSESSIVE = re.compile(r"(?:'s|’s|s'|s’)$")
 
 
@@ -68,10 +70,12 @@ def _singular(word: str) -> str:
 
 
 def normal_key(name: str) -> str:
-    """The normal form of an entity name: case-folded, accents kept, a trailing possessive
-    dropped, the last word made singular, then every non-word character (space, hyphen,
-    punctuation) removed. ``"CD-ROM devices"``, ``"cdrom device"`` and ``"CD-ROM Device's"``
-    all give ``"cdromdevice"``.
+    """The normal form of an entity name: case-folded, accents kept, a trailing possessive and
+    leading / trailing punctuation dropped, the last word made singular, then the joiners
+    between words (spaces, hyphens, dashes, underscores, slashes) removed.
+    ``"CD-ROM devices"``, ``"cdrom device"`` and ``"CD-ROM Device's"`` all give
+    ``"cdromdevice"``. Punctuation inside a word stays, so initialisms keep apart from words
+    (``"H.O.R.S.E"`` / ``"horse"``, ``"P&O"`` / ``"PO"``).
 
     Args:
         name: a surface form (any string).
@@ -79,9 +83,9 @@ def normal_key(name: str) -> str:
     Returns:
         The key (``""`` for a name with no word character).
     """
-    text = unicodedata.normalize("NFKC", name).casefold().strip()
-    text = _POSSESSIVE.sub("", text)
-    words = [w for w in _NON_WORD.split(text) if w]
+    text = unicodedata.normalize("NFKC", name).casefold()
+    text = _EDGE_PUNCT.sub("", _POSSESSIVE.sub("", text.strip()))
+    words = [w for w in _JOINER.split(text) if w]
     if not words:
         return ""
     words[-1] = _singular(words[-1])
@@ -90,11 +94,12 @@ def normal_key(name: str) -> str:
 
 def acronym_of(name: str) -> str:
     """The initials of a multi-word name, upper-case, skipping function words (``"National
-    Aeronautics and Space Administration"`` → ``"NASA"``); ``""`` for a single word."""
-    words = [w for w in _NON_WORD.split(name) if w]
-    if len(words) < 2:
+    Aeronautics and Space Administration"`` → ``"NASA"``); ``""`` for a single word or a name
+    with a one-letter word (``"P&O"``, ``"J. Smith"``: initials already)."""
+    words = [w for w in _JOINER.split(name.strip()) if w and w.casefold() not in _SKIP_INITIAL]
+    if len(words) < 2 or any(len(w) < 2 or not w[0].isalpha() for w in words):
         return ""
-    return "".join(w[0] for w in words if w.casefold() not in _SKIP_INITIAL).upper()
+    return "".join(w[0] for w in words).upper()
 
 
 def types_compatible(a: str, b: str) -> bool:

@@ -13,6 +13,7 @@ import dataclasses
 import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -206,8 +207,9 @@ def _graph_stages(
     if config.entity_resolution:  # opt-in (issue 28): aliases merged into one entity each
         entities, relations, records = prog.stage(
             "resolving entities",
-            lambda: resolution_stage(
-                entities, relations, records, embedder.embed, extractor(config, None).max_description_sentences
+            partial(
+                resolution_stage,
+                entities, relations, records, embedder.embed, extractor(config, None).max_description_sentences,
             ),
         )
     kg = KnowledgeGraph(entities, relations)
