@@ -152,3 +152,31 @@ def test_an_insert_resolves_new_mentions_onto_existing_entities(resolved_index, 
     assert new_chunks & set(after.chunk_ids)
     assert set(before.chunk_ids) <= set(after.chunk_ids)
     assert "academy awards" in after.aliases and set(before.aliases) <= set(after.aliases)
+
+
+def test_an_llm_graph_is_merged_directly_keeping_types_chunks_and_labels():
+    from graphstrata.resolution import merge_graph, resolution_stage
+    from graphstrata.types import Relation
+
+    ents = [
+        Entity("nasa", "NASA", "The agency.", ["c2"], 2.0, "organization"),
+        Entity("national aeronautics and space administration", "National Aeronautics and Space Administration",
+               "US space agency.", ["c1"], 3.0, ""),
+        Entity("apollo 11", "Apollo 11", "A mission.", ["c1", "c2"], 2.0, "event"),
+    ]
+    rels = [
+        Relation("apollo 11", "nasa", "NASA flew Apollo 11.", 1.0, ["c2"], "flew"),
+        Relation("apollo 11", "national aeronautics and space administration", "Run by it.", 2.0, ["c1"], "run by"),
+        Relation("nasa", "national aeronautics and space administration", "Same.", 1.0, ["c1"], "is"),
+    ]
+    out_e, out_r, records = resolution_stage(ents, rels, None, None, 4)
+    assert records is None
+    long_id = "national aeronautics and space administration"
+    assert [e.id for e in out_e] == [long_id, "apollo 11"]
+    agency = out_e[0]
+    assert agency.aliases == ("nasa",) and agency.type == "organization" and agency.weight == 5.0
+    assert agency.chunk_ids == ["c1", "c2"] and agency.description == "US space agency.\nThe agency."
+    (r,) = out_r  # the self-loop is gone, the two relations to Apollo 11 are one
+    assert (r.source, r.target) == ("apollo 11", long_id)
+    assert r.weight == 3.0 and r.keywords == "flew, run by" and set(r.chunk_ids) == {"c1", "c2"}
+    assert merge_graph(ents, rels, {}) == (ents, rels)

@@ -346,21 +346,76 @@ def resolution_stage(
 
     Args:
         entities, relations: the extraction's merge of ``records``.
-        records: ``{chunk_id: ChunkRecord}`` in corpus order; ``None`` (an LLM extraction,
-            which keeps no records) returns the input unchanged.
+        records: ``{chunk_id: ChunkRecord}`` in corpus order; ``None`` for an LLM extraction
+            (which keeps no records): its entities and relations are merged directly
+            (:func:`merge_graph`).
         embed: names → unit vectors for the similarity step, or ``None``.
         max_sentences: the extractor's ``max_description_sentences``.
 
     Returns:
         ``(entities, relations, records)``: entities sorted by id, relations by pair.
     """
-    if records is None:
-        return list(entities), list(relations), records
     mapping = resolve_entities(entities, embed)
     if not mapping:
         return list(entities), list(relations), records
+    if records is None:
+        ents, rels = merge_graph(entities, relations, mapping)
+        return ents, rels, None
     from .extraction import merge_records
 
     rewritten = apply_to_records(records, mapping, max_sentences)
     ents, rels = merge_records(list(rewritten.values()), max_description_sentences=max_sentences)
     return with_aliases(ents, alias_table(mapping)), rels, rewritten
+
+
+def merge_graph(
+    entities: Sequence[Entity], relations: Sequence[Any], mapping: Mapping[str, str]
+) -> tuple[list[Entity], list[Any]]:
+    """Entities and relations with every alias id of ``mapping`` merged into its canonical
+    entity (the LLM path, which keeps no per-chunk records).
+
+    A merged entity keeps the canonical one's id and name, the first specific type of the
+    group, the distinct descriptions joined by a newline (canonical first), the union of the
+    chunks in order, the summed weight and the merged ids as ``aliases``. Relations are
+    remapped, those that became self-loops dropped, and those that became one pair merged
+    (weights summed, distinct descriptions and keywords joined, chunks united).
+
+    Returns:
+        ``(entities, relations)`` in the order of the input's first occurrences.
+    """
+    from .types import Relation
+
+    aliases = alias_table(mapping)
+    by_id = {e.id: e for e in entities}
+    out: dict[str, Entity] = {}
+    for e in entities:
+        cid = mapping.get(e.id, e.id)
+        if cid in out:
+            continue
+        group = [by_id[cid], *(by_id[a] for a in aliases.get(cid, ()) if a in by_id)]
+        head = group[0]
+        etype = next((g.type for g in group if g.type.strip().casefold() not in GENERIC_TYPES), head.type)
+        descriptions = list(dict.fromkeys(g.description for g in group if g.description))
+        chunks = list(dict.fromkeys(c for g in group for c in g.chunk_ids))
+        out[cid] = Entity(
+            id=cid, name=head.name, description="\n".join(descriptions), chunk_ids=chunks,
+            weight=float(sum(g.weight for g in group)), type=etype,
+            aliases=tuple(sorted(set(head.aliases).union(aliases.get(cid, ())))),
+        )
+    rels: dict[tuple[str, str], Any] = {}
+    for r in relations:
+        a, b = mapping.get(r.source, r.source), mapping.get(r.target, r.target)
+        if a == b:
+            continue
+        a, b = min(a, b), max(a, b)
+        have = rels.get((a, b))
+        if have is None:
+            rels[(a, b)] = Relation(a, b, r.description, r.weight, list(r.chunk_ids), r.keywords)
+            continue
+        have.weight += r.weight
+        if r.description and r.description not in have.description.split("\n"):
+            have.description = "\n".join(x for x in (have.description, r.description) if x)
+        have.chunk_ids = list(dict.fromkeys([*have.chunk_ids, *r.chunk_ids]))
+        words = [w.strip() for w in f"{have.keywords},{r.keywords}".split(",") if w.strip()]
+        have.keywords = ", ".join(dict.fromkeys(words))
+    return list(out.values()), list(rels.values())

@@ -54,6 +54,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -62,7 +63,7 @@ from ..extraction import ChunkRecord, FrozenTfidf, StatisticalExtractor, merge_r
 from ..graph import KnowledgeGraph
 from ..index import ChunkIndex, lexical_texts, stored_vectors
 from ..llm import usage_scope
-from ..resolution import apply_to_record, resolve_onto, with_aliases
+from ..resolution import apply_to_record, resolution_stage, resolve_onto, with_aliases
 from ..runner import current_runner
 from ..state import EngineState, new_drift
 from ..types import Chunk, Community, Document, Entity, Relation
@@ -239,6 +240,11 @@ def _update(
             with_aliases((kg_entities[e] for e in aliases if e in kg_entities), aliases)
     else:
         ents, rels = prog.stage("extracting entities", lambda: ex.extract(chunks, titles))
+        if config.entity_resolution:  # the whole graph is re-extracted: resolved as a build does
+            ents, rels, _ = prog.stage(
+                "resolving entities",
+                partial(resolution_stage, ents, rels, None, embedder.embed, 0),  # no records: no sentences
+            )
         kg_entities, relations, affected = _diff(state.kg, ents, rels)
         entity_order = [e.id for e in ents]
     if not kg_entities:
