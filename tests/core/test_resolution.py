@@ -180,3 +180,22 @@ def test_an_llm_graph_is_merged_directly_keeping_types_chunks_and_labels():
     assert (r.source, r.target) == ("apollo 11", long_id)
     assert r.weight == 3.0 and r.keywords == "flew, run by" and set(r.chunk_ids) == {"c1", "c2"}
     assert merge_graph(ents, rels, {}) == (ents, rels)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("2005 FIFA World Player of the Year", "2009 FIFA World Player of the Year"),
+     ("Cherry Hill High School West", "Cherry Hill High School East"), ("Austrian", "Austria"),
+     ("Alien (soundtrack)", "Aliens (soundtrack)"), ("Aston Villa Under-23", "Aston Villa Under-21"),
+     ("Brewer", "Brewery")],
+)
+def test_look_alike_names_of_different_things_stay_apart(a, b):
+    """Pairs the similarity step merged on the HotpotQA graph before the spelling check."""
+    assert resolve_entities([ent(a, 2), ent(b, 1)], embed=same_vectors) == {}
+
+
+def test_a_misspelt_word_merges():
+    pair = [ent("Basaveshwara Engineering College", 2), ent("Basaveshvara Engineering College", 1)]
+    assert resolve_entities(pair, embed=same_vectors) == {
+        "basaveshvara engineering college": "basaveshwara engineering college"
+    }

@@ -12,7 +12,9 @@ canonical id:
    Aeronautics and Space Administration``); when several do, only to the one sharing a chunk
    with it, else to none.
 3. **Aliases by similarity**: two names whose normal forms are close by string similarity
-   (rapidfuzz ``fuzz.ratio`` at least :data:`FUZZY_MIN`) *and* whose name embeddings are close
+   (rapidfuzz ``fuzz.ratio`` at least :data:`FUZZY_MIN`) and differ like two spellings of one
+   name (:func:`spelling_variant`: one word misspelt, no digit, prefix or whole-word change)
+   *and* whose name embeddings are close
    (cosine at least :data:`COSINE_MIN`) with compatible types (equal, or one of them untyped /
    generic) are merged. Names that only contain one another (``Paris`` / ``Paris Hilton``) are
    not similar by ``fuzz.ratio``, and ``mount`` / ``amount`` fall below its threshold.
@@ -50,6 +52,7 @@ _ACRONYM = re.compile(r"^[A-Z]{2,6}$")
 _SKIP_INITIAL = frozenset({"of", "the", "and", "for", "in", "on", "at", "to", "a", "an", "&"})
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 _JOINER = re.compile(r"[\s\-_\u2010-\u2015/]+")
+_DIGITS = re.compile(r"\d+")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
 _POSSESSIVE = re.compile(r"(?:'s|’s|s'|s’)$")
 
@@ -83,13 +86,38 @@ def normal_key(name: str) -> str:
     Returns:
         The key (``""`` for a name with no word character).
     """
+    return "".join(normal_words(name))
+
+
+def normal_words(name: str) -> list[str]:
+    """The words of :func:`normal_key` before they are joined (``[]`` for no word)."""
     text = unicodedata.normalize("NFKC", name).casefold()
     text = _EDGE_PUNCT.sub("", _POSSESSIVE.sub("", text.strip()))
     words = [w for w in _JOINER.split(text) if w]
-    if not words:
-        return ""
-    words[-1] = _singular(words[-1])
-    return "".join(words)
+    if words:
+        words[-1] = _singular(words[-1])
+    return words
+
+
+def spelling_variant(a: str, b: str, word_min: float = 80.0) -> bool:
+    """Whether names ``a`` and ``b`` differ like two spellings of one name: the same number
+    of words (:func:`normal_words`), exactly one pair of words different, and that pair a
+    misspelling rather than another word — no digit differs (``2005`` / ``2009``,
+    ``under-21`` / ``under-23``), neither word is a prefix of the other (``austria`` /
+    ``austrian``, ``alien`` / ``aliens``) and their rapidfuzz ``fuzz.ratio`` is at least
+    ``word_min`` (``basaveshwara`` / ``basaveshvara`` yes, ``east`` / ``west`` no)."""
+    from rapidfuzz import fuzz
+
+    wa, wb = normal_words(a), normal_words(b)
+    if len(wa) != len(wb):
+        return False
+    diff = [(x, y) for x, y in zip(wa, wb, strict=True) if x != y]
+    if len(diff) != 1:
+        return False
+    (x, y), = diff
+    if _DIGITS.findall(x) != _DIGITS.findall(y) or x.startswith(y) or y.startswith(x):
+        return False
+    return fuzz.ratio(x, y) >= word_min
 
 
 def acronym_of(name: str) -> str:
@@ -219,7 +247,7 @@ def _similar_pairs(
             for b in block[i + 1 :]:
                 if keys[a.id] == keys[b.id] or not types_compatible(a.type, b.type):
                     continue
-                if fuzz.ratio(keys[a.id], keys[b.id]) >= fuzzy_min:
+                if fuzz.ratio(keys[a.id], keys[b.id]) >= fuzzy_min and spelling_variant(a.name or a.id, b.name or b.id):
                     pairs.append((a, b))
     if not pairs:
         return
