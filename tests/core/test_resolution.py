@@ -36,9 +36,10 @@ VARIANTS = [
     ("Academy Award", "Academy Awards"),
     ("entry", "entries"),
     ("New-York", "New York"),
+    ("Città di Avezzano", "Citta di Avezzano"),
 ]
 DISTINCT = [("Paris", "Paris Hilton"), ("mount", "amount"), ("box", "boxer"), ("class", "clas"),
-            ("H.O.R.S.E", "horse"), ("P&O", "PO")]
+            ("H.O.R.S.E", "horse"), ("P&O", "PO"), ("AAAS", "AAA")]
 
 
 @pytest.mark.parametrize(("a", "b"), VARIANTS)
@@ -187,7 +188,8 @@ def test_an_llm_graph_is_merged_directly_keeping_types_chunks_and_labels():
     [("2005 FIFA World Player of the Year", "2009 FIFA World Player of the Year"),
      ("Cherry Hill High School West", "Cherry Hill High School East"), ("Austrian", "Austria"),
      ("Alien (soundtrack)", "Aliens (soundtrack)"), ("Aston Villa Under-23", "Aston Villa Under-21"),
-     ("Brewer", "Brewery")],
+     ("Brewer", "Brewery"), ("Argentine-born American", "Argentine-born Mexican"),
+     ("Minister of Education", "Ministry of Education")],
 )
 def test_look_alike_names_of_different_things_stay_apart(a, b):
     """Pairs the similarity step merged on the HotpotQA graph before the spelling check."""

@@ -54,7 +54,7 @@ _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 _JOINER = re.compile(r"[\s\-_\u2010-\u2015/]+")
 _DIGITS = re.compile(r"\d+")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
-_POSSESSIVE = re.compile(r"(?:'s|’s|s'|s’)$")
+_POSSESSIVE = re.compile(r"(?:'s|’s|s'|s’)$", re.IGNORECASE)
 
 
 def _singular(word: str) -> str:
@@ -73,8 +73,9 @@ def _singular(word: str) -> str:
 
 
 def normal_key(name: str) -> str:
-    """The normal form of an entity name: case-folded, accents kept, a trailing possessive and
-    leading / trailing punctuation dropped, the last word made singular, then the joiners
+    """The normal form of an entity name: case-folded, accents removed, a trailing possessive and
+    leading / trailing punctuation dropped, the last word made singular (unless it is all
+    capitals: ``AAAS`` is not the plural of ``AAA``), then the joiners
     between words (spaces, hyphens, dashes, underscores, slashes) removed.
     ``"CD-ROM devices"``, ``"cdrom device"`` and ``"CD-ROM Device's"`` all give
     ``"cdromdevice"``. Punctuation inside a word stays, so initialisms keep apart from words
@@ -91,21 +92,23 @@ def normal_key(name: str) -> str:
 
 def normal_words(name: str) -> list[str]:
     """The words of :func:`normal_key` before they are joined (``[]`` for no word)."""
-    text = unicodedata.normalize("NFKC", name).casefold()
-    text = _EDGE_PUNCT.sub("", _POSSESSIVE.sub("", text.strip()))
+    text = unicodedata.normalize("NFKD", name)
+    text = "".join(c for c in text if not unicodedata.combining(c))  # città → citta
+    text = _EDGE_PUNCT.sub("", _POSSESSIVE.sub("", unicodedata.normalize("NFKC", text).strip()))
     words = [w for w in _JOINER.split(text) if w]
-    if words:
-        words[-1] = _singular(words[-1])
-    return words
+    if words and not words[-1].isupper():  # AAAS is an acronym, not the plural of AAA
+        words[-1] = _singular(words[-1].casefold())
+    return [w.casefold() for w in words]
 
 
-def spelling_variant(a: str, b: str, word_min: float = 80.0) -> bool:
+def spelling_variant(a: str, b: str, word_min: float = 88.0) -> bool:
     """Whether names ``a`` and ``b`` differ like two spellings of one name: the same number
     of words (:func:`normal_words`), exactly one pair of words different, and that pair a
     misspelling rather than another word — no digit differs (``2005`` / ``2009``,
     ``under-21`` / ``under-23``), neither word is a prefix of the other (``austria`` /
     ``austrian``, ``alien`` / ``aliens``) and their rapidfuzz ``fuzz.ratio`` is at least
-    ``word_min`` (``basaveshwara`` / ``basaveshvara`` yes, ``east`` / ``west`` no)."""
+    ``word_min`` (``basaveshwara`` / ``basaveshvara`` yes; ``east`` / ``west``,
+    ``american`` / ``mexican``, ``minister`` / ``ministry`` no)."""
     from rapidfuzz import fuzz
 
     wa, wb = normal_words(a), normal_words(b)
