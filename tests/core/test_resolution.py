@@ -76,6 +76,11 @@ def test_acronyms_resolve_to_the_expansion_the_corpus_names():
     assert resolve_entities(two) == {"who": "world heritage organisation"}
     two[2].chunk_ids = ["c3"]
     assert resolve_entities(two) == {}
+    # two letters: only with a chunk naming both
+    short = [ent("Bomb Wing", 2, chunks=("c1",)), ent("BW", 1, chunks=("c2",))]
+    assert resolve_entities(short) == {}
+    short[1].chunk_ids = ["c1"]
+    assert resolve_entities(short) == {"bw": "bomb wing"}
 
 
 def test_bad_thresholds_and_duplicate_ids_are_refused():

@@ -9,8 +9,8 @@ canonical id:
    ``cdrom devices`` share one key.
 2. **Acronyms** (:func:`acronym_of`): an all-capital name of 2-6 letters (``NASA``) is
    mapped to the one entity of the corpus whose word initials spell it (``National
-   Aeronautics and Space Administration``); when several do, only to the one sharing a chunk
-   with it, else to none.
+   Aeronautics and Space Administration``); when several do, or the acronym has two letters,
+   only to the one sharing a chunk with it, else to none.
 3. **Aliases by similarity**: two names whose normal forms are close by string similarity
    (rapidfuzz ``fuzz.ratio`` at least :data:`FUZZY_MIN`) and differ like two spellings of one
    name (:func:`spelling_variant`: one word misspelt, no digit, prefix or whole-word change)
@@ -210,7 +210,7 @@ def resolve_entities(
         if not _ACRONYM.match(name):
             continue
         cands = [c for c in expansions.get(name, ()) if types_compatible(by_id[c].type, e.type)]
-        if len(cands) > 1:  # ambiguous: keep only an expansion named in the same chunk
+        if len(cands) > 1 or len(name) == 2:  # ambiguous (two letters always): the same chunk must name both
             mine = set(e.chunk_ids)
             cands = [c for c in cands if mine.intersection(by_id[c].chunk_ids)]
         if len(cands) == 1:
