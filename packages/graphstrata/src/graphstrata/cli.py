@@ -661,11 +661,13 @@ def _cmd_eval(args) -> int:
 def _cmd_inspect(args) -> int:
     _check_json_target(args.json)
     from .inspection import describe, read_records
+    from .quality import records_quality
 
     records = read_records(args.index_dir)
     shown = dict(records.manifest)
     shown.pop("files", None)
     stats = describe(records, top=args.top)
+    stats["quality"] = records_quality(records)
     if args.json is not None:
         _emit_json({**shown, "stats": stats}, args.json)  # the manifest's keys, as before, + stats
         if args.json == STDOUT:
@@ -684,6 +686,9 @@ def _cmd_inspect(args) -> int:
     print(f"  graph export  nodes {stats['graph']['nodes']}  edges {stats['graph']['edges']}")
     types = ", ".join(f"{k} {v}" for k, v in list(stats["entity_types"].items())[:8])
     print(f"  entity types  {types or '(none)'}")
+    qa = stats["quality"]
+    print(f"  graph quality  stray words {qa['stray_words']:.2%}  variants {qa['variants']:.2%}  "
+          f"typed {qa['typed']:.2%}  labelled relations {qa['labelled_relations']:.2%}")
     if not stats["layers"]:
         print("  communities  (none)")
     for layer in stats["layers"]:

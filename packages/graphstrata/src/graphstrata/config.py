@@ -101,6 +101,12 @@ class GraphStrataConfig(BaseModel):
         description="co-occurrence relations the statistical extractor keeps per sentence, in"
         " entity pairs: those of the most-mentioned entities; shared QA corpora peak at 1,378",
     )
+    entity_resolution: bool = Field(
+        False,
+        description="entity resolution after statistical extraction (graphstrata.resolution): case,"
+        " punctuation, plural and possessive variants, acronyms and close aliases merged into one"
+        " entity that keeps the merged ids as its aliases; also applied to incremental inserts",
+    )
     # -- the LLM path (used only when build gets an llm; issue 13) --------------------------
     llm_extraction: Literal["lightrag", "agrag", "statistical"] = Field(
         "lightrag",

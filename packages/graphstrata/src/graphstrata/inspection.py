@@ -101,7 +101,7 @@ def describe(records: Any, top: int = 10) -> dict[str, Any]:
         "communities_per_layer", "graph": {"nodes", "edges"}, "tokens_per_chunk": {min, median,
         max}, "layers": [{"layer", "communities", "members": {min, median, max},
         "entities": {min, median, max}, "top": [{"id", "title", "entities"}]}],
-        "top_entities": [{"id", "name", "type", "degree", "chunks"}], "entity_types":
+        "top_entities": [{"id", "name", "type", "degree", "chunks", "aliases"}], "entity_types":
         {type: count}, "build_seconds": {stage: s}, "build_usage": {...}, "llm": id | None,
         "drift": {...}}``; ``drift`` is how far incremental updates moved the index since its
         last full build (:func:`graphstrata.indexing.update.drift_report`; ``{}`` for an index
@@ -145,7 +145,8 @@ def describe(records: Any, top: int = 10) -> dict[str, Any]:
         "tokens_per_chunk": _sizes([c.n_tokens for c in records.chunks]),
         "layers": layers,
         "top_entities": [
-            {"id": e.id, "name": e.name, "type": e.type, "degree": int(degree.get(e.id, 0)), "chunks": len(e.chunk_ids)}
+            {"id": e.id, "name": e.name, "type": e.type, "degree": int(degree.get(e.id, 0)), "chunks": len(e.chunk_ids),
+             "aliases": list(e.aliases)}
             for e in top_entities
         ],
         "entity_types": dict(sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -171,7 +172,8 @@ def to_networkx(records: Any) -> nx.DiGraph:
     """The knowledge graph and its community hierarchy as one networkx ``DiGraph``.
 
     Nodes: entity ids (``kind="entity"``, ``name``, ``type``, ``description``, ``weight``,
-    ``chunks`` = number of source chunks, ``chunk_ids`` joined by ``" "``) and community ids
+    ``chunks`` = number of source chunks, ``chunk_ids`` joined by ``" "``, ``aliases``: the ids
+    entity resolution merged into it joined by ``" | "``, ``""`` when none) and community ids
     (``kind="community"``, ``layer``, ``title``, ``summary``, ``rating`` (``-1`` when none),
     ``entities`` = entities under it). Edges: relations source → target (``kind="relation"``,
     ``weight``, ``description``, ``keywords``) and memberships community → member
@@ -184,6 +186,7 @@ def to_networkx(records: Any) -> nx.DiGraph:
         g.add_node(
             e.id, kind="entity", name=e.name, type=e.type, description=_clip(e.description),
             weight=float(e.weight), chunks=len(e.chunk_ids), chunk_ids=" ".join(e.chunk_ids),
+            aliases=" | ".join(e.aliases),
         )
     for (a, b), r in kg.relations.items():
         g.add_edge(a, b, kind="relation", weight=float(r.weight), description=_clip(r.description), keywords=r.keywords)

@@ -128,7 +128,7 @@ CREATE TABLE chunks (pos INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, document_
                      n_tokens INTEGER NOT NULL, text TEXT NOT NULL);
 CREATE TABLE entities (pos INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, name TEXT NOT NULL,
                        description TEXT NOT NULL, chunk_ids TEXT NOT NULL, weight REAL NOT NULL,
-                       type TEXT NOT NULL DEFAULT '');
+                       type TEXT NOT NULL DEFAULT '', aliases TEXT NOT NULL DEFAULT '[]');
 CREATE TABLE relations (pos INTEGER PRIMARY KEY, source TEXT NOT NULL, target TEXT NOT NULL,
                         description TEXT NOT NULL, weight REAL NOT NULL, chunk_ids TEXT NOT NULL,
                         keywords TEXT NOT NULL DEFAULT '');
@@ -217,9 +217,10 @@ def write_sqlite(
             ],
         )
         con.executemany(
-            "INSERT INTO entities VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO entities VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                (i, e.id, e.name, e.description, _ids_json(e.chunk_ids), e.weight, e.type)
+                (i, e.id, e.name, e.description, _ids_json(e.chunk_ids), e.weight, e.type,
+                 _ids_json(e.aliases) if e.aliases else "[]")
                 for i, e in enumerate(entities)
             ),
         )
@@ -285,7 +286,7 @@ def read_sqlite(path: Path) -> dict[str, Any]:
         def cols(table: str, *names: str) -> str:
             # columns added in schema 3 read as their defaults from older files
             have = {row[1] for row in q(f"PRAGMA table_info({table})")}
-            defaults = {"type": "''", "keywords": "''", "rating": "NULL", "findings": "'[]'"}
+            defaults = {"type": "''", "aliases": "'[]'", "keywords": "''", "rating": "NULL", "findings": "'[]'"}
             return ", ".join(n if n in have else f"{defaults[n]} AS {n}" for n in names)
 
         meta = {k: json.loads(v) for k, v in q("SELECT key, value FROM meta")}
@@ -315,10 +316,10 @@ def read_sqlite(path: Path) -> dict[str, Any]:
         entities = [
             Entity(
                 id=i, name=i if n == i else n, description=texts.setdefault(d, d), chunk_ids=_id_list(c, chunk_ids),
-                weight=numbers.setdefault(w, w), type=ty,
+                weight=numbers.setdefault(w, w), type=ty, aliases=tuple(json.loads(al)) if al != "[]" else (),
             )
-            for i, n, d, c, w, ty in q(
-                f"SELECT id, name, description, chunk_ids, weight, {cols('entities', 'type')} "
+            for i, n, d, c, w, ty, al in q(
+                f"SELECT id, name, description, chunk_ids, weight, {cols('entities', 'type', 'aliases')} "
                 "FROM entities ORDER BY pos"
             )
         ]

@@ -155,6 +155,8 @@ class Entity:
         weight: occurrence count over the corpus.
         type: entity type from LLM extraction (``"person"``, ``"organization"``, ...;
             ``seed-lightrag.md`` §1.4); ``""`` for statistical entities.
+        aliases: ids of the entities entity resolution merged into this one
+            (:mod:`graphstrata.resolution`), sorted; ``()`` when none (or resolution off).
     """
 
     id: str
@@ -163,6 +165,7 @@ class Entity:
     chunk_ids: list[str] = field(default_factory=list)
     weight: float = 0.0
     type: str = ""
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ import dataclasses
 import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -30,7 +31,8 @@ from ..types import Community, Document, DocumentChunk
 from .chunks import chunk_stage, chunk_vectors
 from .communities import cluster_communities
 from .entities import entity_vectors
-from .extract import extract_stage
+from ..resolution import resolution_stage
+from .extract import extract_stage, extractor
 from .hirag import summary_entity_stage
 from .progress import Progress
 
@@ -223,6 +225,14 @@ def _graph_stages(
     release_free_memory()
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
     entities, relations, records, frozen = extract_stage(chunks, titles, config, llm, prog, summary=True)
+    if config.entity_resolution:  # opt-in (issue 28): aliases merged into one entity each
+        entities, relations, records = prog.stage(
+            "resolving entities",
+            partial(
+                resolution_stage,
+                entities, relations, records, embedder.embed, extractor(config, None).max_description_sentences,
+            ),
+        )
     kg = KnowledgeGraph(entities, relations)
     del entities, relations
     chunk_row = {c.id: i for i, c in enumerate(chunks)}

@@ -54,6 +54,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,7 @@ from ..extraction import ChunkRecord, FrozenTfidf, StatisticalExtractor, merge_r
 from ..graph import KnowledgeGraph
 from ..index import ChunkIndex, lexical_texts, stored_vectors
 from ..llm import usage_scope
+from ..resolution import apply_to_record, resolution_stage, resolve_onto, with_aliases
 from ..runner import current_runner
 from ..state import EngineState, new_drift
 from ..types import Chunk, Community, Document, Entity, Relation
@@ -216,6 +218,11 @@ def _update(
             "extracting entities",
             lambda: current_runner().chunk_records(ex, new_chunks, titles, frozen.get("extraction")),
         )
+        resolved: dict[str, str] = {}
+        if config.entity_resolution:  # new mentions onto the existing entities (issue 28)
+            names = {k: max(v[0], key=v[0].get) for r in new_recs for k, v in r.entities.items() if v[0]}
+            resolved = resolve_onto(state.kg.entities, names, names)
+            new_recs = [apply_to_record(r, resolved, ex.max_description_sentences) for r in new_recs]
         records = {c.id: old_records[c.id] for c in chunks[: len(keep_rows)]}
         records.update({r.chunk_id: r for r in new_recs})
         kg_entities, relations, affected = prog.stage(
@@ -226,8 +233,18 @@ def _update(
             ),
         )
         entity_order = sorted(kg_entities)  # merge_records' order, as in a build
+        if config.entity_resolution:  # a re-merged entity keeps its aliases, and gains new ones
+            aliases = {e: set(state.kg.entities[e].aliases) for e in affected if e in state.kg.entities}
+            for alias, target in resolved.items():
+                aliases.setdefault(target, set()).add(alias)
+            with_aliases((kg_entities[e] for e in aliases if e in kg_entities), aliases)
     else:
         ents, rels = prog.stage("extracting entities", lambda: ex.extract(chunks, titles))
+        if config.entity_resolution:  # the whole graph is re-extracted: resolved as a build does
+            ents, rels, _ = prog.stage(
+                "resolving entities",
+                partial(resolution_stage, ents, rels, None, embedder.embed, 0),  # no records: no sentences
+            )
         kg_entities, relations, affected = _diff(state.kg, ents, rels)
         entity_order = [e.id for e in ents]
     if not kg_entities:
