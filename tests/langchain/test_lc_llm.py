@@ -343,3 +343,20 @@ def test_transformer_with_llm_extracts_typed_entities():
 def test_transformer_refuses_llm_and_extractor_together():
     with pytest.raises(ValueError, match="either"):
         GraphStrataTransformer(extractor=object(), llm=ScriptedChatModel())
+
+
+def test_cache_key_follows_the_chat_model_settings():
+    """Issue 29: ``ChatModelLLM`` reports the chat model's generation settings (max tokens,
+    temperature) for the response cache key."""
+    from graphstrata.llm import LLMClient, ResponseCache
+
+    class Settled(FakeListChatModel):
+        max_tokens: int = 0
+        temperature: float = 0.0
+
+    cache = ResponseCache()
+    a = LLMClient(ChatModelLLM(Settled(responses=["a"], max_tokens=128), id="m"), cache)
+    b = LLMClient(ChatModelLLM(Settled(responses=["b"], max_tokens=64), id="m"), cache)
+    c = LLMClient(ChatModelLLM(Settled(responses=["c"], max_tokens=64, temperature=0.9), id="m"), cache)
+    assert [x.complete("q").text for x in (a, b, c)] == ["a", "b", "c"]
+    assert b.llm.generation_settings == {"max_tokens": 64, "temperature": 0.0}

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from graphstrata.llm import LLMResponse, Usage, estimate_tokens
+from graphstrata.llm import LLMResponse, Usage, estimate_tokens, settings_from_attributes
 from langchain_core.language_models import BaseChatModel, BaseLanguageModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
@@ -142,6 +142,14 @@ class ChatModelLLM:
 
     def __repr__(self) -> str:
         return f"ChatModelLLM({self.id!r})"
+
+    @property
+    def generation_settings(self) -> dict[str, Any]:
+        """The model's generation settings (``max_tokens`` / ``max_new_tokens`` /
+        ``temperature`` / ... from its fields or ``model_kwargs``, and, for a wrapper such as
+        ``ChatHuggingFace``, from its ``llm`` and that one's ``pipeline_kwargs``): part of
+        graphstrata's response cache key. Read at each call."""
+        return settings_from_attributes(self.model, getattr(self.model, "llm", None))
 
     def _runnable(self, json_mode: bool) -> Any:
         if not json_mode or not self._json_kwargs:

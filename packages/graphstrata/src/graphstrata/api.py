@@ -560,7 +560,10 @@ class GraphStrata:
             return llm
         attached = state.llm
         if attached is not None:
-            return LLMClient(llm, cache=attached.cache, concurrency=attached.concurrency)
+            return LLMClient(
+                llm, cache=attached.cache, concurrency=attached.concurrency,
+                max_failure_share=getattr(attached, "max_failure_share", 0.5),
+            )
         return _llm_client(llm, state.config, self.persist_dir)
 
     # -- updates -----------------------------------------------------------------------------
@@ -944,4 +947,8 @@ def _llm_client(llm: Any, config: GraphStrataConfig | None, persist_dir: str | P
     if isinstance(llm, LLMClient):
         return llm
     cache = ResponseCache(Path(persist_dir) / CACHE_FILE) if persist_dir is not None else ResponseCache()
-    return LLMClient(llm, cache=cache, concurrency=config.llm_concurrency if config else DEFAULT_CONCURRENCY)
+    if config is None:
+        return LLMClient(llm, cache=cache, concurrency=DEFAULT_CONCURRENCY)
+    return LLMClient(
+        llm, cache=cache, concurrency=config.llm_concurrency, max_failure_share=config.llm_max_failure_share
+    )

@@ -122,6 +122,14 @@ class GraphStrataConfig(BaseModel):
         " False keeps the extractive summaries",
     )
     llm_concurrency: int = Field(4, ge=1, le=256, description="LLM calls in flight at once")
+    llm_max_failure_share: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="largest share of a build stage's LLM answers that may be unusable (unreadable,"
+        " naming nothing in their chunk, or copied from the prompt's example) before the build stops"
+        " with one error naming the model, the stage and the share (nothing persisted)",
+    )
     build_workers: int = Field(
         0,
         ge=0,

@@ -23,8 +23,10 @@ from .base import (
     Usage,
     as_llm,
     estimate_tokens,
+    generation_settings,
     has_async_api,
     run_blocking,
+    settings_from_attributes,
 )
 from .cache import CACHE_FILE, ResponseCache
 from .client import (
@@ -39,6 +41,7 @@ from .client import (
     run_in_worker_thread,
     usage_scope,
 )
+from .guards import LLMOutputError
 
 __all__ = [
     "CACHE_FILE",
@@ -48,6 +51,7 @@ __all__ = [
     "DryRunLLM",
     "LLMClient",
     "LLMError",
+    "LLMOutputError",
     "LLMRequest",
     "LLMResponse",
     "Ledger",
@@ -57,9 +61,11 @@ __all__ = [
     "Usage",
     "as_llm",
     "estimate_tokens",
+    "generation_settings",
     "has_async_api",
     "is_transient",
     "run_blocking",
     "run_in_worker_thread",
+    "settings_from_attributes",
     "usage_scope",
 ]

@@ -17,16 +17,17 @@ import asyncio
 import contextvars
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from .base import LLM, LLMRequest, LLMResponse, Usage, as_llm, estimate_tokens, has_async_api
+from .base import LLM, LLMRequest, LLMResponse, Usage, as_llm, estimate_tokens, generation_settings, has_async_api
 from .cache import ResponseCache
+from .guards import DEFAULT_MAX_FAILURE_SHARE, check_failure_share
 
 #: default number of LLM calls in flight (issue 13: "bounded concurrency (default 4)")
 DEFAULT_CONCURRENCY = 4
@@ -73,6 +74,9 @@ class StageUsage:
         prompt_tokens, completion_tokens: tokens of the calls made.
         estimated: some counts are estimates (the LLM reported no usage).
         skipped: records the parsers could not read and skipped (counted warnings).
+        checked: answers the output checks (:mod:`graphstrata.llm.guards`) looked at.
+        failures: ``{reason: answers}`` of those that gave nothing usable (``"parse"``,
+            ``"grounding"``, ``"echo"``).
     """
 
     calls: int = 0
@@ -81,9 +85,13 @@ class StageUsage:
     completion_tokens: int = 0
     estimated: bool = False
     skipped: int = 0
+    checked: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The counts as a JSON-serialisable dict; ``checked`` and ``failures`` only for a
+        stage whose answers were checked."""
+        out: dict[str, Any] = {
             "calls": self.calls,
             "cached": self.cached,
             "prompt_tokens": self.prompt_tokens,
@@ -91,6 +99,10 @@ class StageUsage:
             "estimated": self.estimated,
             "skipped": self.skipped,
         }
+        if self.checked:
+            out["checked"] = self.checked
+            out["failures"] = dict(self.failures)
+        return out
 
 
 class Ledger:
@@ -117,6 +129,15 @@ class Ledger:
         with self._lock:
             self.stages.setdefault(stage, StageUsage()).skipped += n
 
+    def check(self, stage: str, answers: int, failures: Mapping[str, int]) -> None:
+        """Count ``answers`` checked answers of ``stage`` and the failed ones by reason."""
+        with self._lock:
+            s = self.stages.setdefault(stage, StageUsage())
+            s.checked += answers
+            for reason, n in failures.items():
+                if n:
+                    s.failures[reason] = s.failures.get(reason, 0) + n
+
     def total(self) -> StageUsage:
         """All stages added up."""
         with self._lock:
@@ -128,6 +149,9 @@ class Ledger:
                 t.completion_tokens += s.completion_tokens
                 t.estimated = t.estimated or s.estimated
                 t.skipped += s.skipped
+                t.checked += s.checked
+                for reason, n in s.failures.items():
+                    t.failures[reason] = t.failures.get(reason, 0) + n
             return t
 
     def to_dict(self) -> dict[str, Any]:
@@ -200,10 +224,13 @@ class LLMClient:
         attempts: tries per call on transient errors (exponential backoff, 0.5 s doubling
             up to 20 s).
         ledger: where calls are counted (default: a new :class:`Ledger`).
+        max_failure_share: the largest share (0–1) of a build stage's answers that may fail
+            the output checks (:meth:`check_answers`) before the stage raises
+            :class:`~graphstrata.llm.guards.LLMOutputError`.
 
     Raises:
         TypeError: ``llm`` is not an LLM or callable.
-        ValueError: ``concurrency`` or ``attempts`` < 1.
+        ValueError: ``concurrency`` or ``attempts`` < 1, ``max_failure_share`` outside [0, 1].
     """
 
     def __init__(
@@ -214,11 +241,17 @@ class LLMClient:
         attempts: int = DEFAULT_ATTEMPTS,
         ledger: Ledger | None = None,
         _semaphore: threading.Semaphore | None = None,
+        max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE,
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"llm concurrency must be a positive integer, got {concurrency!r}")
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
             raise ValueError(f"llm attempts must be a positive integer, got {attempts!r}")
+        if isinstance(max_failure_share, bool) or not isinstance(max_failure_share, (int, float)) or not (
+            0.0 <= max_failure_share <= 1.0
+        ):
+            raise ValueError(f"max_failure_share must be a number in [0, 1], got {max_failure_share!r}")
+        self.max_failure_share = float(max_failure_share)
         self.llm: LLM = as_llm(llm)
         self.cache = cache if cache is not None else ResponseCache()
         self.concurrency = concurrency
@@ -240,9 +273,17 @@ class LLMClient:
     def id(self) -> str:
         return self.llm.id
 
+    def key(self, req: LLMRequest) -> str:
+        """The response cache key of ``req`` for this client's model: model id, its current
+        generation settings (:func:`~graphstrata.llm.base.generation_settings`, read at each
+        call, so a changed ``max_tokens`` is a new key) and the request."""
+        return req.key(self.llm.id, generation_settings(self.llm))
+
     def with_cache(self, cache: ResponseCache) -> LLMClient:
         """A client sharing this one's model, concurrency bound and ledger, with ``cache``."""
-        return LLMClient(self.llm, cache, self.concurrency, self.attempts, self.ledger, self._sem)
+        return LLMClient(
+            self.llm, cache, self.concurrency, self.attempts, self.ledger, self._sem, self.max_failure_share
+        )
 
     def _record(self, stage: str, usage: Usage | None, cached: bool) -> None:
         self.ledger.record(stage, usage, cached)
@@ -254,6 +295,19 @@ class LLMClient:
         self.ledger.skip(stage, n)
         for scope in _SCOPES.get():
             scope.skip(stage, n)
+
+    def check_answers(self, stage: str, answers: int, failures: Mapping[str, int]) -> None:
+        """Count ``answers`` checked answers of ``stage`` and the failed ones by reason (in
+        every open scope too), then stop the stage when too many failed.
+
+        Raises:
+            LLMOutputError: more than :attr:`max_failure_share` of ``answers`` failed (the
+                message names the model, the stage and the share).
+        """
+        self.ledger.check(stage, answers, failures)
+        for scope in _SCOPES.get():
+            scope.check(stage, answers, failures)
+        check_failure_share(self.llm.id, stage, answers, failures, self.max_failure_share)
 
     def complete(
         self, prompt: str, *, system: str | None = None, json_mode: bool = False, stage: str = "llm"
@@ -272,7 +326,7 @@ class LLMClient:
         In a worker thread started by :func:`run_in_worker_thread`, a cache miss of an LLM
         with an async API is awaited on the caller's event loop (:meth:`arequest`); otherwise
         the call is synchronous, in this thread."""
-        key = req.key(self.llm.id)
+        key = self.key(req)
         hit = self._cached(key, stage)
         if hit is not None:
             return hit
@@ -300,7 +354,7 @@ class LLMClient:
         Raises:
             LLMError: as :meth:`complete`.
         """
-        key = req.key(self.llm.id)
+        key = self.key(req)
         hit = self._cached(key, stage)
         if hit is not None:
             return hit
@@ -405,7 +459,7 @@ class LLMClient:
         """:meth:`map` on a distributed runner: cache hits answered here, misses sent out;
         each response is cached and counted on arrival (an interrupted build resumes)."""
         results: list[LLMResponse | None] = [None] * len(requests)
-        keys = [r.key(self.llm.id) for r in requests]
+        keys = [self.key(r) for r in requests]
         todo: list[int] = []
         for i, key in enumerate(keys):
             hit = self.cache.get(key)

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from graphstrata.llm import LLMResponse, Usage, estimate_tokens
+from graphstrata.llm import LLMResponse, Usage, estimate_tokens, settings_from_attributes
 
 if TYPE_CHECKING:
     from llama_index.core.llms import LLM
@@ -129,6 +129,22 @@ class LlamaIndexLLM:
 
     def __repr__(self) -> str:
         return f"LlamaIndexLLM({self.id!r})"
+
+    @property
+    def generation_settings(self) -> dict[str, Any]:
+        """The wrapped LLM's generation settings (``max_tokens`` / ``max_new_tokens`` /
+        ``temperature`` / ... from its fields or its ``generate_kwargs`` / ``model_kwargs``,
+        and ``metadata.num_output``): part of graphstrata's response cache key, so answers
+        generated under one token limit are not reused under another. Read at each call."""
+        out = settings_from_attributes(self.llm)
+        if "num_output" not in out:
+            try:
+                n = self.llm.metadata.num_output
+            except Exception:  # metadata that cannot be computed
+                n = None
+            if isinstance(n, int) and not isinstance(n, bool):
+                out["num_output"] = n
+        return out
 
     @property
     def is_chat_model(self) -> bool:
