@@ -163,3 +163,29 @@ def test_grounding_and_echo_helpers():
     assert not ground("Mara Ilves") and not ground("")
     assert is_echo("Acme corporation and its founders!", [archrag.EXAMPLE_REPORT_TITLE])
     assert not is_echo("Warner Music Taiwan and its artists", [archrag.EXAMPLE_REPORT_TITLE])
+
+
+# -- query-time fallbacks are reported in Answer ----------------------------------------------
+
+
+def test_answer_reports_the_query_steps_that_fell_back():
+    from graphstrata.llm.prompts import agrag_query, archrag_answer, lightrag_query
+
+    gs = GraphStrata.build(_docs(), config={**CONFIG, "llm_community_reports": False}, embedder=HashEmbedder(),
+                           llm=ScriptedLLM(toy))
+    query = "Which label released the debut album of F.I.R.?"
+    assert gs.answer(query, method="lightrag").fallbacks == []  # every step read the model's answer
+
+    unreadable = {lightrag_query.KEYWORDS_SYSTEM, agrag_query.FILTER_SYSTEM, archrag_answer.FILTER_SYSTEM}
+
+    def garbled(prompt: str, system: str | None) -> str:
+        return "Sure! Here is what I think." if system in unreadable else toy(prompt, system)
+
+    llm = ScriptedLLM(garbled, id="garbled")
+    light = gs.answer(query, method="lightrag", llm=llm)
+    assert light.fallbacks == ["keywords: offline fallback, unreadable answer"]
+    assert light.to_dict()["fallbacks"] == light.fallbacks
+    assert gs.answer(query, method="agrag", llm=llm).fallbacks == ["fact_filter: offline fallback, unreadable answer"]
+    arch = gs.answer(query, method="archrag", llm=llm)
+    assert arch.fallbacks[0] == "answer:filter: unreadable answer, its context dropped"
+    assert arch.fallbacks[-1].startswith("answer: no usable point")

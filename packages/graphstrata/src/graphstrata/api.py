@@ -541,7 +541,10 @@ class GraphStrata:
         with usage_scope() as ledger:
             hits = self.retrieve(query, method=method, k=k, filters=filters, llm=client, **options)
             out = generate(method, query, hits, client, **gen_options)
-        return Answer(text=out.text, hits=list(out.used_hits), usage=ledger.to_dict(), method=method, query=query)
+        return Answer(
+            text=out.text, hits=list(out.used_hits), usage=ledger.to_dict(), method=method, query=query,
+            fallbacks=list(ledger.fallbacks),
+        )
 
     async def aanswer(self, query: str, method: str = "archrag", llm: Any = None, k: int = 10, **options: Any) -> Answer:
         """:meth:`answer` awaited: the retrieval and prompt work run in a worker thread, the
@@ -854,6 +857,11 @@ class Answer:
             :attr:`GraphStrata.build_usage` for the shape).
         method: the method used.
         query: the question.
+        fallbacks: the LLM steps of this query that fell back, one note each
+            (``"keywords: offline fallback, unreadable answer"``,
+            ``"fact_filter: offline fallback, unreadable answer"``,
+            ``"filter: unreadable answer, its context dropped"``, ...); empty when every
+            step used the model's answer.
     """
 
     text: str
@@ -861,6 +869,7 @@ class Answer:
     usage: dict[str, Any] = field(default_factory=dict)
     method: str = ""
     query: str = ""
+    fallbacks: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         return self.text
@@ -872,6 +881,7 @@ class Answer:
             "method": self.method,
             "answer": self.text,
             "usage": self.usage,
+            "fallbacks": list(self.fallbacks),
             "hits": [h.to_dict() for h in self.hits],
         }
 

@@ -106,11 +106,19 @@ class StageUsage:
 
 
 class Ledger:
-    """Thread-safe calls and tokens per stage (see :class:`StageUsage`)."""
+    """Thread-safe calls and tokens per stage (see :class:`StageUsage`), and the fallbacks
+    taken (:meth:`fallback`: ``"keywords: offline fallback, unreadable answer"``, ...)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.stages: dict[str, StageUsage] = {}
+        self.fallbacks: list[str] = []
+
+    def fallback(self, note: str) -> None:
+        """Record that a step fell back (once per distinct ``note``)."""
+        with self._lock:
+            if note not in self.fallbacks:
+                self.fallbacks.append(note)
 
     def record(self, stage: str, usage: Usage | None, cached: bool = False) -> None:
         with self._lock:
@@ -289,6 +297,17 @@ class LLMClient:
         self.ledger.record(stage, usage, cached)
         for scope in _SCOPES.get():
             scope.record(stage, usage, cached)
+
+    def fallback(self, stage: str, what: str) -> None:
+        """Record that ``stage`` fell back (``what``: ``"offline fallback, unreadable
+        answer"``, ...) in this client's ledger and every open :func:`usage_scope`, as the
+        note ``"<step>: <what>"`` (the step is the stage without its ``query:`` prefix);
+        :meth:`GraphStrata.answer <graphstrata.GraphStrata.answer>` reports them in
+        ``Answer.fallbacks``."""
+        note = f"{stage.removeprefix('query:')}: {what}"
+        self.ledger.fallback(note)
+        for scope in _SCOPES.get():
+            scope.fallback(note)
 
     def skip(self, stage: str, n: int = 1) -> None:
         """Count ``n`` records of ``stage`` the parsers skipped (in every open scope too)."""

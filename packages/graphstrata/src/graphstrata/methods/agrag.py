@@ -190,7 +190,8 @@ def llm_fact_filter(client: LLMClient, query: str, facts: Sequence[Fact], max_fa
         The kept candidates in the model's order (each returned fact snapped to the closest
         candidate; ``[]`` when the model kept none), or ``None`` when the output is unreadable
         (:func:`~graphstrata.llm.prompts.agrag_query.parse_fact_filter`), counted as one
-        skipped record of the stage. No call when ``facts`` is empty (returns ``[]``).
+        skipped record of the stage and reported as the fallback
+        ``"fact_filter: offline fallback, unreadable answer"`` (``Answer.fallbacks``). No call when ``facts`` is empty (returns ``[]``).
 
     Raises:
         LLMError: the call failed after the client's retries.
@@ -202,6 +203,7 @@ def llm_fact_filter(client: LLMClient, query: str, facts: Sequence[Fact], max_fa
     picked = parse_fact_filter(client.request(req, FACT_FILTER_STAGE).text, triples)
     if picked is None:
         client.skip(FACT_FILTER_STAGE)
+        client.fallback(FACT_FILTER_STAGE, "offline fallback, unreadable answer")
         return None
     return [facts[i] for i in picked]
 
