@@ -189,3 +189,47 @@ def test_answer_reports_the_query_steps_that_fell_back():
     arch = gs.answer(query, method="archrag", llm=llm)
     assert arch.fallbacks[0] == "answer:filter: unreadable answer, its context dropped"
     assert arch.fallbacks[-1].startswith("answer: no usable point")
+
+
+# -- context windows: every prompt fits; budgets shrink to the window --------------------------
+
+
+def test_an_over_window_prompt_is_never_sent():
+    from graphstrata.llm import CallableLLM, LLMRequest, PromptTooLongError, count_prompt_tokens
+
+    sent: list[str] = []
+    client = LLMClient(CallableLLM(lambda p: sent.append(p) or "ok", id="small", context_window=300,
+                                   settings={"max_tokens": 100}))
+    assert client.context_window == 300 and client.answer_reserve() == 100
+    client.complete("x" * 300)  # about 100 tokens: fits 300 - 100
+    with pytest.raises(PromptTooLongError, match=r"stage 'extract'.*context window of small \(300 tokens, 100 kept"):
+        client.map([LLMRequest("y" * 900)], "extract")  # about 300 tokens
+    assert sent == ["x" * 300]
+    assert count_prompt_tokens(object(), "z" * 9) == 3  # no tokenizer: 3 characters a token, never fewer
+
+
+def test_answer_budgets_shrink_to_the_window_and_every_prompt_fits(tmp_path):
+    """LightRAG's default context budget (12,000 tokens) overflowed an 8k window; with the window
+    known (here a setting, ``llm_context_window``) the budget is fitted and nothing over it is sent."""
+    from graphstrata.llm import count_prompt_tokens
+
+    window, reserve = 2000, 512
+    sizes: list[int] = []
+
+    def measured(prompt: str, system: str | None) -> str:
+        sizes.append(count_prompt_tokens(object(), (system or "") + "\n\n" + prompt))
+        return toy(prompt, system)
+
+    docs = _docs(30)
+    gs = GraphStrata.build(docs, config={**CONFIG, "llm_community_reports": False}, embedder=HashEmbedder(),
+                           llm=ScriptedLLM(toy))
+    unbounded = gs.answer("Which label released the debut album of F.I.R.?", method="lightrag", k=20,
+                          llm=ScriptedLLM(measured, id="big"))
+    assert max(sizes) > window - reserve  # without a window the answer prompt is larger than it
+    sizes.clear()
+    small = GraphStrata.build(docs, config={**CONFIG, "llm_community_reports": False, "llm_gleaning": 0, "llm_context_window": window},
+                              embedder=HashEmbedder(), llm=ScriptedLLM(toy))
+    fitted = small.answer("Which label released the debut album of F.I.R.?", method="lightrag", k=20,
+                          llm=ScriptedLLM(measured, id="small"))
+    assert sizes and max(sizes) <= window - reserve
+    assert fitted.text and len(fitted.hits) < len(unbounded.hits)

@@ -566,6 +566,7 @@ class GraphStrata:
             return LLMClient(
                 llm, cache=attached.cache, concurrency=attached.concurrency,
                 max_failure_share=getattr(attached, "max_failure_share", 0.5),
+                context_window=state.config.llm_context_window,
             )
         return _llm_client(llm, state.config, self.persist_dir)
 
@@ -960,5 +961,6 @@ def _llm_client(llm: Any, config: GraphStrataConfig | None, persist_dir: str | P
     if config is None:
         return LLMClient(llm, cache=cache, concurrency=DEFAULT_CONCURRENCY)
     return LLMClient(
-        llm, cache=cache, concurrency=config.llm_concurrency, max_failure_share=config.llm_max_failure_share
+        llm, cache=cache, concurrency=config.llm_concurrency, max_failure_share=config.llm_max_failure_share,
+        context_window=config.llm_context_window,
     )

@@ -122,6 +122,13 @@ class GraphStrataConfig(BaseModel):
         " False keeps the extractive summaries",
     )
     llm_concurrency: int = Field(4, ge=1, le=256, description="LLM calls in flight at once")
+    llm_context_window: int | None = Field(
+        None,
+        ge=1,
+        description="the LLM's context window in tokens (prompt and answer); None takes the model's own"
+        " (LlamaIndex LLM.metadata.context_window, the LangChain model's profile). Prompt budgets shrink"
+        " to fit it, and no prompt over it is sent",
+    )
     llm_max_failure_share: float = Field(
         0.5,
         ge=0.0,

@@ -309,7 +309,8 @@ def community_reports(
             where the model gave none.
         stage: ledger stage of the calls and of the skip count.
         max_context_tokens: token budget of each community's data tables
-            (:func:`format_report_context`).
+            (:func:`format_report_context`), lowered to fit the model's context window when
+            the client knows it (:meth:`LLMClient.context_budget`).
 
     Returns:
         One :class:`CommunityReport` per context, in input order. A fallback report has the
@@ -332,6 +333,9 @@ def community_reports(
     if max_context_tokens < 1:
         raise ValueError(f"max_context_tokens must be >= 1, got {max_context_tokens!r}")
     client = LLMClient.of(client)
+    max_context_tokens = client.context_budget(
+        max_context_tokens, COMMUNITY_REPORT_SYSTEM + COMMUNITY_REPORT_PROMPT.format(context="")
+    )
     tables = [format_report_context(c, max_context_tokens) for c in contexts]
     requests = [
         LLMRequest(COMMUNITY_REPORT_PROMPT.format(context=t), COMMUNITY_REPORT_SYSTEM, json_mode=True) if t else None
@@ -412,7 +416,8 @@ def summary_entities(
         fallbacks: one extractive ``(name, description)`` per cluster, same order.
         stage: ledger stage of the calls and of the skip count.
         meta_types: the meta summary-entity types X (spec §2.9 default list).
-        max_input_tokens: token budget of each cluster's member list.
+        max_input_tokens: token budget of each cluster's member list (lowered to fit the
+            model's context window when the client knows it).
 
     Returns:
         One ``(name, description)`` per cluster, in input order: the model's first summary
@@ -428,6 +433,8 @@ def summary_entities(
         raise ValueError(f"{len(clusters)} clusters but {len(fallbacks)} fallbacks")
     if max_input_tokens < 1:
         raise ValueError(f"max_input_tokens must be >= 1, got {max_input_tokens!r}")
+    client = LLMClient.of(client)
+    max_input_tokens = client.context_budget(max_input_tokens, SUMMARY_ENTITY_SYSTEM + SUMMARY_ENTITY_PROMPT)
     requests = [
         summary_request(names, descs, meta_types=meta_types, max_input_tokens=max_input_tokens)
         for names, descs in clusters

@@ -25,7 +25,18 @@ from typing import Any
 
 from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from .base import LLM, LLMRequest, LLMResponse, Usage, as_llm, estimate_tokens, generation_settings, has_async_api
+from .base import (
+    LLM,
+    LLMRequest,
+    LLMResponse,
+    Usage,
+    as_llm,
+    context_window,
+    count_prompt_tokens,
+    estimate_tokens,
+    generation_settings,
+    has_async_api,
+)
 from .cache import ResponseCache
 from .guards import DEFAULT_MAX_FAILURE_SHARE, check_failure_share
 
@@ -38,8 +49,18 @@ _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 _TRANSIENT_NAMES = ("ratelimit", "timeout", "connection", "unavailable", "overloaded", "internalserver")
 
 
+class PromptTooLongError(ValueError):
+    """A prompt would not fit the model's context window; it was not sent. The message names
+    the stage, the prompt's tokens, the window and the tokens kept for the answer."""
+
+
 class TransientLLMError(RuntimeError):
     """Raise from an LLM (or a wrapper) to say "try again": the client retries it."""
+
+
+#: tokens kept free for the answer when the model's settings name no output limit
+DEFAULT_ANSWER_RESERVE = 512
+_OUTPUT_LIMIT_NAMES = ("max_tokens", "max_new_tokens", "max_completion_tokens", "num_predict", "num_output")
 
 
 class LLMError(RuntimeError):
@@ -235,6 +256,10 @@ class LLMClient:
         max_failure_share: the largest share (0–1) of a build stage's answers that may fail
             the output checks (:meth:`check_answers`) before the stage raises
             :class:`~graphstrata.llm.guards.LLMOutputError`.
+        context_window: the model's context window in tokens; ``None`` takes the LLM's own
+            (:func:`~graphstrata.llm.base.context_window`). When known, no prompt over it
+            (less :meth:`answer_reserve`) is ever sent (:class:`PromptTooLongError`), and the
+            prompt budgets of the stages shrink to fit (:meth:`context_budget`).
 
     Raises:
         TypeError: ``llm`` is not an LLM or callable.
@@ -250,7 +275,13 @@ class LLMClient:
         ledger: Ledger | None = None,
         _semaphore: threading.Semaphore | None = None,
         max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE,
+        context_window: int | None = None,
     ) -> None:
+        if context_window is not None and (
+            isinstance(context_window, bool) or not isinstance(context_window, int) or context_window < 1
+        ):
+            raise ValueError(f"context_window must be a positive integer or None, got {context_window!r}")
+        self._window = context_window
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"llm concurrency must be a positive integer, got {concurrency!r}")
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
@@ -281,6 +312,60 @@ class LLMClient:
     def id(self) -> str:
         return self.llm.id
 
+    @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens (the client's setting, else the LLM's own),
+        or ``None`` when unknown."""
+        return getattr(self, "_window", None) or context_window(self.llm)
+
+    def answer_reserve(self) -> int:
+        """Tokens of the window kept free for the answer: the model's output limit from its
+        generation settings (``max_tokens``, ``max_new_tokens``, ...), else
+        :data:`DEFAULT_ANSWER_RESERVE`; at most half the window."""
+        settings = generation_settings(self.llm)
+        limit = next((settings[n] for n in _OUTPUT_LIMIT_NAMES if isinstance(settings.get(n), int)), None)
+        reserve = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else DEFAULT_ANSWER_RESERVE
+        window = self.context_window
+        return min(reserve, window // 2) if window else reserve
+
+    def context_budget(self, budget: int | None, overhead: str = "") -> int | None:
+        """``budget`` (in :func:`~graphstrata.llm.base.estimate_tokens` tokens, ``None``:
+        unbounded) scaled down so that a prompt of ``overhead`` text plus that much context
+        fits the window less :meth:`answer_reserve`; ``budget`` unchanged when the window is
+        unknown. At least 1.
+
+        The room is converted from the model's tokens to estimate tokens by
+        ``count_prompt_tokens`` / ``estimate_tokens`` of the overhead (3 : 4 without a
+        tokenizer), so a budget that fits by estimate fits by the model's count."""
+        window = self.context_window
+        if window is None:
+            return budget
+        room = window - self.answer_reserve() - count_prompt_tokens(self.llm, overhead)
+        ratio = 3 / 4  # estimate tokens (4 chars) per model token (counted as 3 chars)
+        if overhead and callable(getattr(self.llm, "count_tokens", None)):
+            ratio = max(estimate_tokens(overhead), 1) / max(count_prompt_tokens(self.llm, overhead), 1)
+        fit = max(1, int(room * ratio))
+        return fit if budget is None else max(1, min(budget, fit))
+
+    def check_fits(self, req: LLMRequest, stage: str) -> None:
+        """Refuse a prompt that would not fit the window (nothing is sent).
+
+        Raises:
+            PromptTooLongError: system prompt + prompt take more than the window less
+                :meth:`answer_reserve` tokens (:func:`~graphstrata.llm.base.count_prompt_tokens`).
+        """
+        window = self.context_window
+        if window is None:
+            return
+        reserve = self.answer_reserve()
+        n = count_prompt_tokens(self.llm, (req.system or "") + "\n\n" + req.prompt)
+        if n > window - reserve:
+            raise PromptTooLongError(
+                f"the prompt of stage {stage!r} has about {n} tokens, over the context window of "
+                f"{self.llm.id} ({window} tokens, {reserve} kept for the answer); it was not sent. "
+                "Lower the stage's budget (max_context_tokens, chunk_size) or use a model with a larger window"
+            )
+
     def key(self, req: LLMRequest) -> str:
         """The response cache key of ``req`` for this client's model: model id, its current
         generation settings (:func:`~graphstrata.llm.base.generation_settings`, read at each
@@ -290,7 +375,8 @@ class LLMClient:
     def with_cache(self, cache: ResponseCache) -> LLMClient:
         """A client sharing this one's model, concurrency bound and ledger, with ``cache``."""
         return LLMClient(
-            self.llm, cache, self.concurrency, self.attempts, self.ledger, self._sem, self.max_failure_share
+            self.llm, cache, self.concurrency, self.attempts, self.ledger, self._sem, self.max_failure_share,
+            self._window,
         )
 
     def _record(self, stage: str, usage: Usage | None, cached: bool) -> None:
@@ -349,6 +435,7 @@ class LLMClient:
         hit = self._cached(key, stage)
         if hit is not None:
             return hit
+        self.check_fits(req, stage)
         loop = _caller_loop()
         if loop is not None and has_async_api(self.llm):
             return asyncio.run_coroutine_threadsafe(self.arequest(req, stage), loop).result()
@@ -377,6 +464,7 @@ class LLMClient:
         hit = self._cached(key, stage)
         if hit is not None:
             return hit
+        self.check_fits(req, stage)
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.attempts),
             wait=self._wait,
@@ -490,6 +578,8 @@ class LLMClient:
             if bar is not None:
                 bar.update(1)
         errors: list[str] = []
+        for i in todo:
+            self.check_fits(requests[i], stage)
         if todo:
             outcomes = remote.complete(self.llm, [requests[i] for i in todo], stage, self.concurrency, self.attempts)
             for positions, outs in outcomes:
