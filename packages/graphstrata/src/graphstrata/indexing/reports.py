@@ -317,8 +317,9 @@ def community_reports(
         fallback title and summary, no findings and ``rating=None``; each one made from an
         unreadable output is counted with ``client.skip(stage)`` (an empty context makes no
         call and counts nothing). A report copying the prompt's example
-        (:func:`report_echoes_example`) is replaced by its fallback too; unreadable and copied
-        reports are counted as the stage's ``"parse"`` / ``"echo"`` failures.
+        (:func:`report_echoes_example`) is replaced by its fallback too (and counted as skipped);
+        unreadable and copied reports are counted as the stage's ``"parse"`` / ``"echo"``
+        failures.
 
     Raises:
         LLMOutputError: more than ``client.max_failure_share`` of the reports were unreadable
@@ -351,6 +352,8 @@ def community_reports(
         elif report_echoes_example(report, tables[i]):
             failures["echo"] += 1
             parsed[i] = None  # the extractive fallback replaces a copy of the example
+    if failures["echo"]:
+        client.skip(stage, failures["echo"])  # replaced by the fallback, as an unreadable one
     answers = sum(r is not None for r in requests)
     if answers:
         client.check_answers(stage, answers, failures)
