@@ -266,3 +266,21 @@ def test_field_coercion():
     assert as_float("8/10") == 8.0 and as_float("score: 6.5") == 6.5 and as_float(True, 1.0) == 1.0
     assert as_float("none", None) is None
     assert as_text([" a ", "b", None]) == "a, b" and as_text(None) == ""
+
+
+def test_cache_distinguishes_max_token_settings():
+    """Issue 29: an answer generated under a 128-token limit is not reused by a 64-token model
+    (same id, same prompt), while the same settings share one entry."""
+    calls: list[str] = []
+    cache = ResponseCache()
+    long = LLMClient(CallableLLM(lambda p: calls.append("128") or "a long answer", id="m", settings={"max_tokens": 128}), cache)
+    short = LLMClient(CallableLLM(lambda p: calls.append("64") or "short", id="m", settings={"max_tokens": 64}), cache)
+    again = LLMClient(CallableLLM(lambda p: calls.append("x") or "other", id="m", settings={"max_tokens": 128}), cache)
+    assert long.complete("q").text == "a long answer"
+    assert short.complete("q").text == "short"
+    assert again.complete("q").text == "a long answer"
+    assert calls == ["128", "64"]
+    # temperature is a setting too; no settings keep the pre-settings key
+    req = LLMRequest("q", "s", False)
+    assert req.key("m", {"temperature": 0.0}) != req.key("m", {"temperature": 0.7})
+    assert req.key("m", {}) == req.key("m", None) == req.key("m")

@@ -11,7 +11,7 @@ from graphstrata import indexing
 from graphstrata.extraction import StatisticalExtractor
 from graphstrata.indexing import llm_extract
 from graphstrata.indexing.llm_extract import AgragLLMExtractor, LLMExtractor
-from graphstrata.llm import LLMClient, estimate_tokens
+from graphstrata.llm import LLMClient, LLMOutputError, estimate_tokens
 from graphstrata.llm.extraction_parsing import (
     EntityRecord,
     LLMOutputWarning,
@@ -222,10 +222,15 @@ def test_no_entities_from_any_chunk_raises_with_counts():
     a, b = chunk("d#0", "Nothing here."), chunk("d#1", "Nor here.")
     outs = {a.text: "I'm sorry, but I cannot find any entities in this text.",
             b.text: '("relationship"<|>"A")##\n("entity"<|><|>x)##'}
-    client = LLMClient(ScriptedLLM(script(outs)))
+    client = LLMClient(ScriptedLLM(script(outs)), max_failure_share=1.0)
     with pytest.raises(ValueError, match=r"no entities from 2 chunk\(s\) \(2 record\(s\) skipped"):
         LLMExtractor(client, gleaning=0).extract([a, b])
     assert client.ledger.stages["extract"].skipped == 2
+    # at the default threshold the failure share stops the stage first, with the model named
+    client = LLMClient(ScriptedLLM(script(outs)))
+    with pytest.raises(LLMOutputError, match=r"'scripted' failed stage 'extract': 2 of 2 answers \(100%\)"):
+        LLMExtractor(client, gleaning=0).extract([a, b])
+    assert client.ledger.stages["extract"].failures == {"parse": 2}
 
 
 def test_no_chunks_no_calls():
@@ -304,7 +309,7 @@ def test_gleaning_beyond_one_asks_whether_to_go_on():
 # summaries and the cache
 # ---------------------------------------------------------------------------------------------
 LONG_A = chunk("l#0", "Oslo is the capital of Norway.")
-LONG_B = chunk("l#1", "Oslo hosts the Nobel Peace Prize ceremony.")
+LONG_B = chunk("l#1", "Oslo hosts the Nobel Peace Prize ceremony of Norway.")
 OSLO_A = '("entity"<|>Oslo<|>geo<|>Oslo is the capital and most populous city of Norway.)##\n("entity"<|>Norway<|>geo<|>A country.)##'  # noqa: E501
 OSLO_B = '("entity"<|>Oslo<|>geo<|>Oslo hosts the Nobel Peace Prize ceremony every December.)##\n("entity"<|>Nobel Peace Prize<|>event<|>A prize.)##'  # noqa: E501
 OSLO_JOINED = (

@@ -125,7 +125,8 @@ def test_garbage_falls_back_to_extractive_and_counts_skips():
         with lock:
             return next(outputs)
 
-    _, client = client_for(script)
+    llm = ScriptedLLM(script)
+    client = LLMClient(llm, max_failure_share=1.0)  # the failure share stops a build: here, see the fallbacks
     fallbacks = [(f"t{i}", f"s{i}") for i in range(4)]
     contexts = [ReportContext([(f"E{i}", "", "d")], [], []) for i in range(4)]  # distinct: no cache hits
     reports = community_reports(client, contexts, fallbacks, stage="community_reports:layer_1")

@@ -343,3 +343,33 @@ def test_transformer_with_llm_extracts_typed_entities():
 def test_transformer_refuses_llm_and_extractor_together():
     with pytest.raises(ValueError, match="either"):
         GraphStrataTransformer(extractor=object(), llm=ScriptedChatModel())
+
+
+def test_cache_key_follows_the_chat_model_settings():
+    """Issue 29: ``ChatModelLLM`` reports the chat model's generation settings (max tokens,
+    temperature) for the response cache key."""
+    from graphstrata.llm import LLMClient, ResponseCache
+
+    class Settled(FakeListChatModel):
+        max_tokens: int = 0
+        temperature: float = 0.0
+
+    cache = ResponseCache()
+    a = LLMClient(ChatModelLLM(Settled(responses=["a"], max_tokens=128), id="m"), cache)
+    b = LLMClient(ChatModelLLM(Settled(responses=["b"], max_tokens=64), id="m"), cache)
+    c = LLMClient(ChatModelLLM(Settled(responses=["c"], max_tokens=64, temperature=0.9), id="m"), cache)
+    assert [x.complete("q").text for x in (a, b, c)] == ["a", "b", "c"]
+    assert b.llm.generation_settings == {"max_tokens": 64, "temperature": 0.0}
+
+
+def test_the_context_window_comes_from_the_chat_model_profile():
+    """Issue 29: the window is the LangChain model's profile ``max_input_tokens`` (or the
+    adapter's setting); budgets are fitted to it."""
+    from graphstrata.llm import LLMClient
+
+    model = FakeListChatModel(responses=["a"], profile={"max_input_tokens": 1234})
+    assert ChatModelLLM(model).context_window == 1234
+    assert ChatModelLLM(model, context_window=999).context_window == 999
+    assert ChatModelLLM(FakeListChatModel(responses=["a"])).context_window is None
+    client = LLMClient(ChatModelLLM(model))
+    assert client.context_budget(12000) < 1234 and client.context_budget(None) < 1234

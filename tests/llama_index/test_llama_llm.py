@@ -409,3 +409,38 @@ def test_kg_extractor_async_with_llm():
     extractor = GraphStrataExtractor(llm=ScriptedChatLLM(), gleaning=0)
     out = asyncio.run(extractor.acall([TextNode(id_="b", text=DOCS[0].text)]))
     assert out[0].metadata["nodes"]
+
+
+def test_cache_key_follows_the_llama_index_llm_max_tokens():
+    """Issue 29: ``LlamaIndexLLM`` reports the model's token limit, so one shared response
+    cache never hands a 128-token answer to the same model limited to 64."""
+    from graphstrata.llm import LLMClient, ResponseCache
+
+    cache = ResponseCache()
+    c128 = LLMClient(LlamaIndexLLM(MockLLM(max_tokens=128), id="mock"), cache)
+    c64 = LLMClient(LlamaIndexLLM(MockLLM(max_tokens=64), id="mock"), cache)
+    assert c128.llm.generation_settings["max_tokens"] == 128
+    c128.complete("hello there")
+    c64.complete("hello there")
+    LLMClient(LlamaIndexLLM(MockLLM(max_tokens=64), id="mock"), cache).complete("hello there")
+    assert [s.calls for s in (c128.ledger.stages["llm"], c64.ledger.stages["llm"])] == [1, 1]
+    assert len(cache) == 2
+
+
+def test_the_context_window_comes_from_the_llama_index_metadata():
+    """Issue 29: the window is ``LLM.metadata.context_window`` (or the adapter's setting), and
+    the client refuses a prompt over it without calling the model."""
+    from graphstrata.llm import LLMClient, PromptTooLongError
+
+    class Small(MockLLM):
+        @property
+        def metadata(self) -> LLMMetadata:
+            return LLMMetadata(context_window=700, num_output=200)
+
+    assert LlamaIndexLLM(Small()).context_window == 700
+    assert LlamaIndexLLM(Small(), context_window=4096).context_window == 4096
+    client = LLMClient(LlamaIndexLLM(Small(), id="small"))
+    assert client.answer_reserve() == 200
+    with pytest.raises(PromptTooLongError, match="700 tokens"):
+        client.complete("word " * 600)
+    assert client.ledger.stages == {}  # nothing was sent

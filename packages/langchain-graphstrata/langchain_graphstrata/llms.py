@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from graphstrata.llm import LLMResponse, Usage, estimate_tokens
+from graphstrata.llm import LLMResponse, Usage, estimate_tokens, settings_from_attributes
 from langchain_core.language_models import BaseChatModel, BaseLanguageModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
@@ -110,6 +110,9 @@ class ChatModelLLM:
             ``"langchain:<class>:<model name>"``.
         json_mode_kwargs: ``model.bind(**json_mode_kwargs)`` on JSON-mode calls; ``None``
             picks as above.
+        context_window: the model's context window in tokens; ``None`` reads the chat model's
+            profile (``model.profile["max_input_tokens"]``). graphstrata never sends a prompt
+            over it and fits its prompt budgets to it.
 
     Raises:
         TypeError: ``model`` is not a LangChain language model.
@@ -121,6 +124,7 @@ class ChatModelLLM:
         *,
         id: str | None = None,
         json_mode_kwargs: Mapping[str, Any] | None = None,
+        context_window: int | None = None,
     ) -> None:
         if not isinstance(model, BaseLanguageModel):
             raise TypeError(
@@ -139,9 +143,37 @@ class ChatModelLLM:
                 json_mode_kwargs = {}
         self._json_kwargs = dict(json_mode_kwargs)
         self._json_model: Any = None
+        self._context_window = context_window
 
     def __repr__(self) -> str:
         return f"ChatModelLLM({self.id!r})"
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens: the ``context_window`` given, else the chat
+        model's profile ``max_input_tokens``; ``None`` when neither is known."""
+        if self._context_window is not None:
+            return self._context_window
+        profile = getattr(self.model, "profile", None)
+        n = profile.get("max_input_tokens") if isinstance(profile, Mapping) else getattr(profile, "max_input_tokens", None)
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+    def count_tokens(self, text: str) -> int | None:
+        """Tokens of ``text`` by the model's own tokenizer when it exposes one
+        (``ChatHuggingFace.tokenizer``), else ``None`` (graphstrata then counts
+        conservatively)."""
+        encode = getattr(getattr(self.model, "tokenizer", None), "encode", None)
+        if not callable(encode):
+            return None
+        return len(encode(text))
+
+    @property
+    def generation_settings(self) -> dict[str, Any]:
+        """The model's generation settings (``max_tokens`` / ``max_new_tokens`` /
+        ``temperature`` / ... from its fields or ``model_kwargs``, and, for a wrapper such as
+        ``ChatHuggingFace``, from its ``llm`` and that one's ``pipeline_kwargs``): part of
+        graphstrata's response cache key. Read at each call."""
+        return settings_from_attributes(self.model, getattr(self.model, "llm", None))
 
     def _runnable(self, json_mode: bool) -> Any:
         if not json_mode or not self._json_kwargs:

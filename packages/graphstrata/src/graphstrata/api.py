@@ -542,7 +542,10 @@ class GraphStrata:
         with usage_scope() as ledger:
             hits = self.retrieve(query, method=method, k=k, filters=filters, llm=client, **options)
             out = generate(method, query, hits, client, **gen_options)
-        return Answer(text=out.text, hits=list(out.used_hits), usage=ledger.to_dict(), method=method, query=query)
+        return Answer(
+            text=out.text, hits=list(out.used_hits), usage=ledger.to_dict(), method=method, query=query,
+            fallbacks=list(ledger.fallbacks),
+        )
 
     async def aanswer(self, query: str, method: str = "archrag", llm: LLMInput | None = None, k: int = 10, **options: Any) -> Answer:
         """:meth:`answer` awaited: the retrieval and prompt work run in a worker thread, the
@@ -561,7 +564,11 @@ class GraphStrata:
             return llm
         attached = state.llm
         if attached is not None:
-            return LLMClient(llm, cache=attached.cache, concurrency=attached.concurrency)
+            return LLMClient(
+                llm, cache=attached.cache, concurrency=attached.concurrency,
+                max_failure_share=getattr(attached, "max_failure_share", 0.5),
+                context_window=state.config.llm_context_window,
+            )
         return _llm_client(llm, state.config, self.persist_dir)
 
     # -- updates -----------------------------------------------------------------------------
@@ -852,6 +859,11 @@ class Answer:
             :attr:`GraphStrata.build_usage` for the shape).
         method: the method used.
         query: the question.
+        fallbacks: the LLM steps of this query that fell back, one note each
+            (``"keywords: offline fallback, unreadable answer"``,
+            ``"fact_filter: offline fallback, unreadable answer"``,
+            ``"filter: unreadable answer, its context dropped"``, ...); empty when every
+            step used the model's answer.
     """
 
     text: str
@@ -859,6 +871,7 @@ class Answer:
     usage: dict[str, Any] = field(default_factory=dict)
     method: str = ""
     query: str = ""
+    fallbacks: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         return self.text
@@ -870,6 +883,7 @@ class Answer:
             "method": self.method,
             "answer": self.text,
             "usage": self.usage,
+            "fallbacks": list(self.fallbacks),
             "hits": [h.to_dict() for h in self.hits],
         }
 
@@ -945,4 +959,9 @@ def _llm_client(llm: Any, config: GraphStrataConfig | None, persist_dir: str | P
     if isinstance(llm, LLMClient):
         return llm
     cache = ResponseCache(Path(persist_dir) / CACHE_FILE) if persist_dir is not None else ResponseCache()
-    return LLMClient(llm, cache=cache, concurrency=config.llm_concurrency if config else DEFAULT_CONCURRENCY)
+    if config is None:
+        return LLMClient(llm, cache=cache, concurrency=DEFAULT_CONCURRENCY)
+    return LLMClient(
+        llm, cache=cache, concurrency=config.llm_concurrency, max_failure_share=config.llm_max_failure_share,
+        context_window=config.llm_context_window,
+    )

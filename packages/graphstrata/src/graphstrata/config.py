@@ -128,6 +128,21 @@ class GraphStrataConfig(BaseModel):
         " False keeps the extractive summaries",
     )
     llm_concurrency: int = Field(4, ge=1, le=256, description="LLM calls in flight at once")
+    llm_context_window: int | None = Field(
+        None,
+        ge=1,
+        description="the LLM's context window in tokens (prompt and answer); None takes the model's own"
+        " (LlamaIndex LLM.metadata.context_window, the LangChain model's profile). Prompt budgets shrink"
+        " to fit it, and no prompt over it is sent",
+    )
+    llm_max_failure_share: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="largest share of a build stage's LLM answers that may be unusable (unreadable,"
+        " naming nothing in their chunk, or copied from the prompt's example) before the build stops"
+        " with one error naming the model, the stage and the share (nothing persisted)",
+    )
     build_workers: int = Field(
         0,
         ge=0,

@@ -74,8 +74,10 @@ def generate(method: str, query: str, hits: Sequence[Hit], client: Any, **option
             new one, :meth:`LLMClient.of`); its cache and ledger see every call.
         **options: the method's answer options (:func:`generation_options`):
             ``max_context_tokens`` (int ≥ 1 or ``None``; tokens as
-            :func:`~graphstrata.llm.estimate_tokens` counts them), ``response_type`` (str);
-            ArchRAG also ``self_answer`` and ``general_knowledge`` (bool).
+            :func:`~graphstrata.llm.estimate_tokens` counts them; lowered to fit the model's
+            context window when the client knows it, :meth:`LLMClient.context_budget`),
+            ``response_type`` (str); ArchRAG also ``self_answer`` and ``general_knowledge``
+            (bool).
 
     Returns:
         A :class:`GeneratedAnswer`: the answer text, the hits the final prompt used, the raw
@@ -87,6 +89,7 @@ def generate(method: str, query: str, hits: Sequence[Hit], client: Any, **option
         TypeError: ``hits`` holds something other than :class:`~graphstrata.types.Hit`, or
             ``client`` is no LLM.
         LLMError: an LLM call failed after the client's retries.
+        PromptTooLongError: a prompt would still not fit the model's window (never sent).
     """
     gen = _generator(method)
     if not isinstance(query, str) or not query.strip():
@@ -96,7 +99,16 @@ def generate(method: str, query: str, hits: Sequence[Hit], client: Any, **option
     bad = next((h for h in hits if not isinstance(h, Hit)), None)
     if bad is not None:
         raise TypeError(f"hits must be Hit objects, got {type(bad).__name__}")
-    return gen.run(query, hits, LLMClient.of(client), o)
+    client = LLMClient.of(client)
+    if "max_context_tokens" in o:  # fit the model's window (unchanged when it is unknown)
+        o = {**o, "max_context_tokens": client.context_budget(o["max_context_tokens"], query + TEMPLATE_ALLOWANCE)}
+    return gen.run(query, hits, client, o)
+
+
+#: text standing for a generation prompt's fixed parts (system prompt, instructions, table
+#: headers and numbering) when a budget is fitted to the model's window: 2,000 characters,
+#: above the longest of our answer templates (about 1,000)
+TEMPLATE_ALLOWANCE = " " * 2000
 
 
 __all__ = [

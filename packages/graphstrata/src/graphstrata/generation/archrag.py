@@ -100,6 +100,7 @@ def _points(client: LLMClient, text: str, batch: list[Table]) -> list[_Scored]:
     parsed = parse_points(text)
     if parsed is None:
         client.skip(FILTER_STAGE)
+        client.fallback(FILTER_STAGE, "unreadable answer, its context dropped")
         return []
     points, bad = parsed
     if bad:
@@ -179,6 +180,7 @@ class ArchRAGGenerator(Generator):
             kept.append(s)
             used += cost
         if not blocks and not o["general_knowledge"]:
+            client.fallback("answer", "no usable point in the context, answered that it does not know")
             return GeneratedAnswer(NO_ANSWER)
         req = merge_request(query, "\n\n".join(blocks), o["response_type"], general_knowledge=not blocks)
         out = client.request(req, MERGE_STAGE).text

@@ -43,13 +43,14 @@ def estimate_llm_cost(docs: Sequence[Document], config: GraphStrataConfig, embed
         raise ValueError("empty corpus: the documents contain no text")
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
     dry = DryRunLLM()
-    client = LLMClient(dry, concurrency=1)
+    client = LLMClient(dry, concurrency=1, max_failure_share=1.0)  # empty answers are no model failure
     try:
         extractor(config, client, False).extract(chunks, titles)
     except ValueError:
         pass  # the dry run extracts nothing, by design
     stages: dict[str, dict[str, Any]] = {
-        name: {**u.to_dict(), "exact_calls": True} for name, u in client.ledger.stages.items()
+        name: {**{k: v for k, v in u.to_dict().items() if k not in ("checked", "failures")}, "exact_calls": True}
+        for name, u in client.ledger.stages.items()
     }
     entities, _ = extractor(config, None, False).extract(chunks, titles)
     desc_tokens = np.mean([estimate_tokens(e.description) for e in entities]) if entities else 0.0

@@ -41,6 +41,12 @@ from ..llm.extraction_parsing import (
     parse_extraction,
     parse_triples,
 )
+from ..llm.guards import (
+    MAX_ANSWER_CHARS,
+    MAX_ENTITIES_PER_CHUNK,
+    MAX_RELATIONS_PER_CHUNK,
+    Grounding,
+)
 from ..llm.prompts import agrag as agrag_prompts
 from ..llm.prompts import lightrag_extract as lr_prompts
 from ..llm.prompts.lightrag_extract import DEFAULT_ENTITY_TYPES
@@ -217,6 +223,78 @@ def _report(client: LLMClient, skipped: Mapping[str, int], what: str, note: str 
         warnings.warn(f"{what}: " + "; ".join(parts), LLMOutputWarning, stacklevel=3)
 
 
+class _Checks:
+    """The output checks of one extraction stage (:mod:`graphstrata.llm.guards`): per chunk a
+    :class:`Grounding` of its title and text; per answer the bounds, the records rejected as
+    ungrounded or echoed, and whether the answer gave anything usable."""
+
+    def __init__(self, client: LLMClient, stage: str, examples: Iterable[str]) -> None:
+        self.client, self.stage = client, stage
+        self.example_keys = {_key(n) for n in examples}
+        self.answers = 0
+        self.failures: Counter = Counter()
+        self.rejected: Counter = Counter()
+        self.capped: Counter = Counter()
+
+    def text(self, answer: str) -> str:
+        """``answer`` cut to :data:`MAX_ANSWER_CHARS` characters."""
+        if len(answer) > MAX_ANSWER_CHARS:
+            self.capped["characters"] += 1
+            return answer[:MAX_ANSWER_CHARS]
+        return answer
+
+    def bound(self, records: list, cap: int, what: str) -> list:
+        """The first ``cap`` of ``records`` (counted when more were given)."""
+        if len(records) > cap:
+            self.capped[what] += 1
+            return records[:cap]
+        return records
+
+    def names(self, ground: Grounding, names: Iterable[str]) -> str | None:
+        """``None`` when every name is grounded, else the reason of the first that is not:
+        ``"echo"`` (an example name) or ``"grounding"``."""
+        for name in names:
+            if not ground(name):
+                return "echo" if _key(name) in self.example_keys else "grounding"
+        return None
+
+    def reject(self, reason: str) -> None:
+        self.rejected[reason] += 1
+
+    def answer(self, readable: bool, kept: int, reasons: Counter) -> None:
+        """Count one checked answer: failed when unreadable (``"parse"``) or when none of its
+        records was kept (the commoner rejection reason, echo on ties)."""
+        self.answers += 1
+        if not readable:
+            self.failures["parse"] += 1
+        elif not kept and reasons:
+            self.failures["echo" if reasons["echo"] >= reasons["grounding"] else "grounding"] += 1
+
+    def finish(self) -> str:
+        """Count the answers in the ledger and stop on too many failures; returns the warning
+        note on rejected records and caps (``""`` when none).
+
+        Raises:
+            LLMOutputError: the stage's failure share is above ``client.max_failure_share``.
+        """
+        if self.answers:
+            self.client.check_answers(self.stage, self.answers, self.failures)
+        notes = []
+        if self.rejected:
+            notes.append(
+                f"rejected {self.rejected['grounding']} record(s) naming something not found in their chunk and "
+                f"{self.rejected['echo']} copied from the prompt's example"
+            )
+        caps = {
+            "characters": f"{MAX_ANSWER_CHARS} characters (MAX_ANSWER_CHARS)",
+            "entities": f"{MAX_ENTITIES_PER_CHUNK} entities (MAX_ENTITIES_PER_CHUNK)",
+            "relations": f"{MAX_RELATIONS_PER_CHUNK} relations (MAX_RELATIONS_PER_CHUNK)",
+        }
+        for what, n in self.capped.items():
+            notes.append(f"{n} answer(s) cut to the cap of {caps[what]} per chunk")
+        return "; ".join(notes)
+
+
 def _chunk_positions(chunks: Sequence[Chunk]) -> dict[str, int]:
     pos: dict[str, int] = {}
     for i, c in enumerate(chunks):
@@ -376,25 +454,70 @@ class LLMExtractor:
             target)``; ``([], [])`` for no chunks.
 
         Raises:
+            LLMOutputError: more than ``client.max_failure_share`` of the chunks' first
+                answers gave nothing usable: unreadable, or every record naming something
+                absent from the chunk (its title included) or copied from the prompt's example
+                (:mod:`graphstrata.llm.guards`; the message names the model, stage and share).
             ValueError: no entity could be read from any chunk's answers (the message gives
                 the number of chunks and of skipped records).
             LLMError: an LLM call failed after its retries (answers received are cached).
 
-        Skipped records are counted per stage in ``client.ledger`` and reported by one
-        :class:`LLMOutputWarning`.
+        Only grounded records are kept: an entity whose name, or a relation one of whose
+        endpoints, does not occur in its chunk (nor names an entity kept from another chunk) is
+        rejected. Each answer is bounded
+        (:data:`~graphstrata.llm.guards.MAX_ANSWER_CHARS` characters,
+        :data:`~graphstrata.llm.guards.MAX_ENTITIES_PER_CHUNK` entities,
+        :data:`~graphstrata.llm.guards.MAX_RELATIONS_PER_CHUNK` relations). Skipped records,
+        rejections and caps are counted per stage in ``client.ledger`` and reported by one
+        :class:`LLMOutputWarning` naming the caps.
         """
         chunks = list(chunks)
         if not chunks:
             return [], []
         builder = _GraphBuilder(_chunk_positions(chunks), within_chunk=max)
         skipped: Counter = Counter()
+        checks = _Checks(self.client, STAGE_EXTRACT, lr_prompts.EXAMPLE_ENTITY_NAMES)
+        titles = titles or {}
+        # pass 1: entity records, kept where their name occurs in their chunk
+        pending: list[tuple[Chunk, Grounding, str, Any, Counter, list[int]]] = []
         for chunk, answers in zip(chunks, self._answers(chunks, titles), strict=True):
+            ground = Grounding(f"{document_title(titles.get(chunk.document_id)) or ''}\n{chunk.text}")
             for n, answer in enumerate(answers):
                 stage = STAGE_GLEANING if n else STAGE_EXTRACT
-                parsed = parse_extraction(answer, self.entity_types)
+                parsed = parse_extraction(checks.text(answer), self.entity_types)
                 skipped[stage] += parsed.skipped
-                skipped[stage] += sum(not builder.entity(e, chunk.id) for e in parsed.entities)
-                skipped[stage] += sum(not builder.relation(r, chunk.id) for r in parsed.relations)
+                reasons: Counter = Counter()
+                kept = [0]
+                for e in checks.bound(parsed.entities, MAX_ENTITIES_PER_CHUNK, "entities"):
+                    why = checks.names(ground, [e.name])
+                    if why:
+                        reasons[why] += 1
+                        checks.reject(why)
+                    elif builder.entity(e, chunk.id):
+                        kept[0] += 1
+                    else:
+                        skipped[stage] += 1
+                pending.append((chunk, ground, stage, parsed, reasons, kept))
+        # pass 2: relations, kept where each endpoint occurs in the chunk or is an entity kept
+        # in pass 1 (a model resolving "she" to the name written in another chunk)
+        known = set(builder.entities)
+        for chunk, ground, stage, parsed, reasons, kept in pending:
+            for r in checks.bound(parsed.relations, MAX_RELATIONS_PER_CHUNK, "relations"):
+                a, b = _key(r.source), _key(r.target)
+                if not a or not b or a == b:  # unusable: skipped, not ungrounded
+                    skipped[stage] += 1
+                    continue
+                why = checks.names(ground, [x for x in (r.source, r.target) if _key(x) not in known])
+                if why:
+                    reasons[why] += 1
+                    checks.reject(why)
+                elif builder.relation(r, chunk.id):
+                    kept[0] += 1
+                else:
+                    skipped[stage] += 1
+            if stage == STAGE_EXTRACT:  # the first answer of each chunk is the one that must be usable
+                checks.answer(bool(parsed), kept[0], reasons)
+        note = checks.finish()
         entities, relations = builder.build()
         if not entities:
             total = _count_skipped(self.client, skipped)
@@ -405,7 +528,7 @@ class LLMExtractor:
         names = {e.id: e.name for e in entities}
         self._summarise(entities, lambda e: e.name, skipped)
         self._summarise(relations, lambda r: f"{names[r.source]} and {names[r.target]}", skipped)
-        _report(self.client, skipped, f"LLM extraction over {len(chunks)} chunk(s)")
+        _report(self.client, skipped, f"LLM extraction over {len(chunks)} chunk(s)", note)
         return entities, relations
 
 
@@ -460,6 +583,11 @@ class AgragLLMExtractor:
             target)``; ``([], [])`` for no chunks.
 
         Raises:
+            LLMOutputError: more than ``client.max_failure_share`` of the answers were
+                unreadable or had every triple rejected (a subject or object absent from the
+                chunk and not a statistical entity, or copied from the prompt's example; at most
+                :data:`~graphstrata.llm.guards.MAX_RELATIONS_PER_CHUNK` triples are read per
+                chunk).
             ValueError: the result has no entity at all (the message gives the number of chunks
                 and of skipped triples).
             LLMError: an LLM call failed after its retries (answers received are cached).
@@ -483,16 +611,35 @@ class AgragLLMExtractor:
         responses = self.client.map(requests, STAGE_TRIPLES, self.show_progress)
         builder = _GraphBuilder(_chunk_positions(chunks), within_chunk=operator.add)
         skipped = 0
+        checks = _Checks(self.client, STAGE_TRIPLES, agrag_prompts.EXAMPLE_ENTITY_NAMES)
+        known = {e.id for e in stat_entities}  # grounded by construction
+        titles_of = titles or {}
         for chunk, response in zip(chunks, responses, strict=True):
-            parsed = parse_triples(response.text)
+            parsed = parse_triples(checks.text(response.text))
             skipped += parsed.skipped
+            ground = Grounding(f"{document_title(titles_of.get(chunk.document_id)) or ''}\n{chunk.text}")
             seen: set[tuple[str, str, str]] = set()
-            for s, p, o in parsed.triples:
+            reasons: Counter = Counter()
+            kept = 0
+            for s, p, o in checks.bound(parsed.triples, MAX_RELATIONS_PER_CHUNK, "relations"):
                 ident = (_key(s), p.lower(), _key(o))
                 if ident in seen:
                     continue
                 seen.add(ident)
-                skipped += not builder.relation(RelationRecord(s, o, f"{s} {p} {o}", p, 1.0), chunk.id)
+                if not ident[0] or not ident[2] or ident[0] == ident[2]:  # unusable: skipped, not ungrounded
+                    skipped += 1
+                    continue
+                why = checks.names(ground, [x for x in (s, o) if _key(x) not in known])
+                if why:
+                    reasons[why] += 1
+                    checks.reject(why)
+                    continue
+                ok = builder.relation(RelationRecord(s, o, f"{s} {p} {o}", p, 1.0), chunk.id)
+                kept += ok
+                skipped += not ok
+            # a chunk may state no fact: only unreadable answers and all-rejected ones fail
+            checks.answer(bool(parsed) or not parsed.skipped, kept, reasons)
+        guard_note = checks.finish()
         entities, relations = builder.build(stat_entities)
         counts = {STAGE_TRIPLES: skipped}
         if not entities:
@@ -502,5 +649,6 @@ class AgragLLMExtractor:
                 f"readable triple ({total} triple(s) skipped as unreadable)"
             )
         note = "" if relations else f"the LLM ({self.client.id}) gave no usable triple for {len(chunks)} chunk(s)"
+        note = "; ".join(n for n in (note, guard_note) if n)
         _report(self.client, counts, f"AGRAG triple extraction over {len(chunks)} chunk(s)", note)
         return entities, relations

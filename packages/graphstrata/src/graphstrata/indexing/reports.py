@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..llm.base import LLMRequest, estimate_tokens
 from ..llm.client import LLMClient
-from ..llm.prompts.archrag import COMMUNITY_REPORT_PROMPT, COMMUNITY_REPORT_SYSTEM
+from ..llm.guards import Grounding, is_echo
+from ..llm.prompts.archrag import (
+    COMMUNITY_REPORT_PROMPT,
+    COMMUNITY_REPORT_SYSTEM,
+    EXAMPLE_REPORT_NAMES,
+    EXAMPLE_REPORT_SUMMARY,
+    EXAMPLE_REPORT_TITLE,
+)
 from ..llm.prompts.hirag import META_TYPES, SUMMARY_ENTITY_PROMPT, SUMMARY_ENTITY_SYSTEM
 from ..llm.report_parsing import CommunityReport, parse_community_report, parse_summary_entity
 
@@ -268,6 +275,20 @@ def report_request(context: ReportContext, max_context_tokens: int = DEFAULT_REP
     return LLMRequest(COMMUNITY_REPORT_PROMPT.format(context=tables), COMMUNITY_REPORT_SYSTEM, json_mode=True)
 
 
+def report_echoes_example(report: CommunityReport, tables: str) -> bool:
+    """Whether ``report`` copies the prompt's example report: its title or summary (nearly)
+    equal to the example's, or naming one of the example's entities that the community's data
+    ``tables`` do not name (:mod:`graphstrata.llm.guards`)."""
+    if is_echo(report.title, [EXAMPLE_REPORT_TITLE]) or is_echo(report.summary, [EXAMPLE_REPORT_SUMMARY]):
+        return True
+    text = f"{report.title}\n{report.summary}".lower()
+    named = [n for n in EXAMPLE_REPORT_NAMES if n.lower() in text]
+    if not named:
+        return False
+    ground = Grounding(tables)
+    return any(not ground(n) for n in named)
+
+
 def community_reports(
     client: Any,
     contexts: Sequence[ReportContext],
@@ -288,15 +309,21 @@ def community_reports(
             where the model gave none.
         stage: ledger stage of the calls and of the skip count.
         max_context_tokens: token budget of each community's data tables
-            (:func:`format_report_context`).
+            (:func:`format_report_context`), lowered to fit the model's context window when
+            the client knows it (:meth:`LLMClient.context_budget`).
 
     Returns:
         One :class:`CommunityReport` per context, in input order. A fallback report has the
         fallback title and summary, no findings and ``rating=None``; each one made from an
         unreadable output is counted with ``client.skip(stage)`` (an empty context makes no
-        call and counts nothing).
+        call and counts nothing). A report copying the prompt's example
+        (:func:`report_echoes_example`) is replaced by its fallback too (and counted as skipped);
+        unreadable and copied reports are counted as the stage's ``"parse"`` / ``"echo"``
+        failures.
 
     Raises:
+        LLMOutputError: more than ``client.max_failure_share`` of the reports were unreadable
+            or copied the example (the message names the model, stage and share).
         ValueError: ``contexts`` and ``fallbacks`` differ in length, or
             ``max_context_tokens`` < 1.
         LLMError: an LLM call failed after its retries (responses already received are
@@ -306,8 +333,30 @@ def community_reports(
         raise ValueError(f"{len(contexts)} report contexts but {len(fallbacks)} fallbacks")
     if max_context_tokens < 1:
         raise ValueError(f"max_context_tokens must be >= 1, got {max_context_tokens!r}")
-    requests = [report_request(c, max_context_tokens) for c in contexts]
+    client = LLMClient.of(client)
+    max_context_tokens = client.context_budget(
+        max_context_tokens, COMMUNITY_REPORT_SYSTEM + COMMUNITY_REPORT_PROMPT.format(context="")
+    )
+    tables = [format_report_context(c, max_context_tokens) for c in contexts]
+    requests = [
+        LLMRequest(COMMUNITY_REPORT_PROMPT.format(context=t), COMMUNITY_REPORT_SYSTEM, json_mode=True) if t else None
+        for t in tables
+    ]
     parsed = _complete_parsed(client, requests, parse_community_report, stage)
+    failures = {"parse": 0, "echo": 0}
+    for i, report in enumerate(parsed):
+        if requests[i] is None:
+            continue
+        if report is None:
+            failures["parse"] += 1
+        elif report_echoes_example(report, tables[i]):
+            failures["echo"] += 1
+            parsed[i] = None  # the extractive fallback replaces a copy of the example
+    if failures["echo"]:
+        client.skip(stage, failures["echo"])  # replaced by the fallback, as an unreadable one
+    answers = sum(r is not None for r in requests)
+    if answers:
+        client.check_answers(stage, answers, failures)
     out = []
     for report, (title, summary) in zip(parsed, fallbacks, strict=True):
         if report is None:
@@ -370,7 +419,8 @@ def summary_entities(
         fallbacks: one extractive ``(name, description)`` per cluster, same order.
         stage: ledger stage of the calls and of the skip count.
         meta_types: the meta summary-entity types X (spec §2.9 default list).
-        max_input_tokens: token budget of each cluster's member list.
+        max_input_tokens: token budget of each cluster's member list (lowered to fit the
+            model's context window when the client knows it).
 
     Returns:
         One ``(name, description)`` per cluster, in input order: the model's first summary
@@ -386,6 +436,8 @@ def summary_entities(
         raise ValueError(f"{len(clusters)} clusters but {len(fallbacks)} fallbacks")
     if max_input_tokens < 1:
         raise ValueError(f"max_input_tokens must be >= 1, got {max_input_tokens!r}")
+    client = LLMClient.of(client)
+    max_input_tokens = client.context_budget(max_input_tokens, SUMMARY_ENTITY_SYSTEM + SUMMARY_ENTITY_PROMPT)
     requests = [
         summary_request(names, descs, meta_types=meta_types, max_input_tokens=max_input_tokens)
         for names, descs in clusters

@@ -22,9 +22,13 @@ from .base import (
     LLMResponse,
     Usage,
     as_llm,
+    context_window,
+    count_prompt_tokens,
     estimate_tokens,
+    generation_settings,
     has_async_api,
     run_blocking,
+    settings_from_attributes,
 )
 from .cache import CACHE_FILE, ResponseCache
 from .client import (
@@ -33,12 +37,14 @@ from .client import (
     Ledger,
     LLMClient,
     LLMError,
+    PromptTooLongError,
     StageUsage,
     TransientLLMError,
     is_transient,
     run_in_worker_thread,
     usage_scope,
 )
+from .guards import LLMOutputError
 
 __all__ = [
     "CACHE_FILE",
@@ -48,18 +54,24 @@ __all__ = [
     "DryRunLLM",
     "LLMClient",
     "LLMError",
+    "LLMOutputError",
     "LLMRequest",
     "LLMResponse",
+    "PromptTooLongError",
     "Ledger",
     "ResponseCache",
     "StageUsage",
     "TransientLLMError",
     "Usage",
     "as_llm",
+    "context_window",
+    "count_prompt_tokens",
     "estimate_tokens",
+    "generation_settings",
     "has_async_api",
     "is_transient",
     "run_blocking",
     "run_in_worker_thread",
+    "settings_from_attributes",
     "usage_scope",
 ]

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import json
 import math
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
@@ -71,15 +72,121 @@ class LLMRequest:
     system: str | None = None
     json_mode: bool = False
 
-    def key(self, model_id: str) -> str:
-        """Content hash (sha256 hex) of model id, system prompt, prompt and JSON mode: the
-        response cache's key."""
+    def key(self, model_id: str, settings: Mapping[str, Any] | None = None) -> str:
+        """Content hash (sha256 hex) of model id, generation settings, system prompt, prompt
+        and JSON mode: the response cache's key.
+
+        ``settings`` are the model's generation settings (:func:`generation_settings`: max
+        tokens, temperature, ...); an answer generated under a 128-token limit is never
+        reused for a 64-token model. Empty or ``None`` settings give the same key as before
+        settings were keyed, so caches written then stay valid for models that report none.
+        """
         h = hashlib.sha256()
-        for part in (model_id, self.system or "", self.prompt, "json" if self.json_mode else "text"):
+        parts = [model_id, self.system or "", self.prompt, "json" if self.json_mode else "text"]
+        if settings:
+            parts.append("settings:" + json.dumps(dict(settings), sort_keys=True, default=repr))
+        for part in parts:
             data = part.encode("utf-8", "surrogatepass")
             h.update(len(data).to_bytes(8, "little"))
             h.update(data)
         return h.hexdigest()
+
+
+#: attribute names read as generation settings when an LLM does not say its own
+GENERATION_SETTING_NAMES = (
+    "max_tokens",
+    "max_new_tokens",
+    "max_completion_tokens",
+    "num_predict",
+    "num_output",
+    "temperature",
+    "top_p",
+    "top_k",
+    "seed",
+)
+
+
+def context_window(llm: Any) -> int | None:
+    """The context window of ``llm`` in tokens (prompt and answer together): its
+    ``context_window`` attribute when that is a positive integer, else ``None`` (unknown).
+
+    The adapters report it: ``LlamaIndexLLM`` from ``LLM.metadata.context_window``,
+    ``ChatModelLLM`` from the chat model's profile (``max_input_tokens``), both overridable by
+    their ``context_window=`` argument; :class:`CallableLLM` takes ``context_window=``.
+    """
+    value = getattr(llm, "context_window", None)
+    if callable(value):
+        try:
+            value = value()
+        except Exception:  # noqa: BLE001 - a broken hook means "unknown"
+            value = None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return value
+
+
+def count_prompt_tokens(llm: Any, text: str) -> int:
+    """Tokens of ``text`` as ``llm`` counts them: ``llm.count_tokens(text)`` when the LLM
+    has one (a tokenizer), else ``ceil(chars / 3)``: above :func:`estimate_tokens`' 4
+    characters a token, because a real tokenizer counted about 22% more tokens than that rule
+    on this project's corpora, and a window check must not undercount."""
+    counter = getattr(llm, "count_tokens", None)
+    if callable(counter):
+        try:
+            n = counter(text)
+        except Exception:  # noqa: BLE001 - fall back to the conservative rule
+            n = None
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+            return n
+    return math.ceil(len(text) / 3) if text else 0
+
+
+def generation_settings(llm: Any) -> dict[str, Any]:
+    """The generation settings of ``llm`` that change what it answers, for the response
+    cache key: ``llm.generation_settings`` (a mapping, or a method returning one) when it has
+    one, else ``{}``. Only ``str`` / ``int`` / ``float`` / ``bool`` / ``None`` values are kept
+    (JSON-serialisable, so the key is stable across processes).
+
+    The adapters (``LlamaIndexLLM``, ``ChatModelLLM``) report max tokens, temperature and
+    friends from the wrapped model; :class:`CallableLLM` reports what it was given as
+    ``settings=``.
+    """
+    raw = getattr(llm, "generation_settings", None)
+    if callable(raw):
+        try:
+            raw = raw()
+        except Exception:  # noqa: BLE001 - a broken settings hook must not break calls
+            raw = None
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(k): v for k, v in raw.items() if v is None or isinstance(v, (str, int, float, bool))}
+
+
+def settings_from_attributes(*objs: Any, names: tuple[str, ...] = GENERATION_SETTING_NAMES) -> dict[str, Any]:
+    """Generation settings read from attributes (and ``*_kwargs`` dicts such as
+    ``generate_kwargs`` / ``model_kwargs`` / ``pipeline_kwargs``) of ``objs``: the helper the
+    adapters use. The first object that has a setting wins; non-scalar values are skipped."""
+    out: dict[str, Any] = {}
+    for obj in objs:
+        if obj is None:
+            continue
+        sources: list[Mapping[str, Any]] = []
+        for kw in ("generate_kwargs", "model_kwargs", "pipeline_kwargs"):
+            value = getattr(obj, kw, None)
+            if isinstance(value, Mapping):
+                sources.append(value)
+        for name in names:
+            if name in out:
+                continue
+            value = getattr(obj, name, None)
+            if value is None:
+                for src in sources:
+                    if src.get(name) is not None:
+                        value = src[name]
+                        break
+            if isinstance(value, (str, int, float, bool)):
+                out[name] = value
+    return out
 
 
 def estimate_tokens(text: str) -> int:
@@ -137,13 +244,23 @@ class CallableLLM:
     Args:
         fn: the completion function.
         id: the model id for the response cache (default ``"callable:<qualified name>"``).
+        settings: the function's generation settings (``{"max_tokens": 128, ...}``), part of
+            the response cache key (:func:`generation_settings`).
+        context_window: the model's context window in tokens (:func:`context_window`), or
+            ``None`` (unknown: prompts are not checked against it).
 
     Raises:
         TypeError: ``fn`` is not callable, or returns something other than ``str`` /
             :class:`LLMResponse` (at call time).
     """
 
-    def __init__(self, fn: Callable[..., str | LLMResponse | Awaitable[str | LLMResponse]], id: str | None = None):
+    def __init__(
+        self,
+        fn: Callable[..., str | LLMResponse | Awaitable[str | LLMResponse]],
+        id: str | None = None,
+        settings: Mapping[str, Any] | None = None,
+        context_window: int | None = None,
+    ):
         if not callable(fn):
             raise TypeError(f"llm must be callable, got {type(fn).__name__}")
         self._fn = fn
@@ -153,6 +270,8 @@ class CallableLLM:
         self._json_kw = _accepts(fn, "json_mode")
         name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
         self.id = id or f"callable:{getattr(fn, '__module__', '') or ''}.{name}"
+        self.generation_settings = dict(settings or {})
+        self.context_window = context_window
 
     def _args(self, prompt: str, system: str | None, json_mode: bool) -> tuple[tuple, dict]:
         kwargs: dict[str, Any] = {}

@@ -17,16 +17,28 @@ import asyncio
 import contextvars
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from .base import LLM, LLMRequest, LLMResponse, Usage, as_llm, estimate_tokens, has_async_api
+from .base import (
+    LLM,
+    LLMRequest,
+    LLMResponse,
+    Usage,
+    as_llm,
+    context_window,
+    count_prompt_tokens,
+    estimate_tokens,
+    generation_settings,
+    has_async_api,
+)
 from .cache import ResponseCache
+from .guards import DEFAULT_MAX_FAILURE_SHARE, check_failure_share
 
 #: default number of LLM calls in flight (issue 13: "bounded concurrency (default 4)")
 DEFAULT_CONCURRENCY = 4
@@ -37,8 +49,18 @@ _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 _TRANSIENT_NAMES = ("ratelimit", "timeout", "connection", "unavailable", "overloaded", "internalserver")
 
 
+class PromptTooLongError(ValueError):
+    """A prompt would not fit the model's context window; it was not sent. The message names
+    the stage, the prompt's tokens, the window and the tokens kept for the answer."""
+
+
 class TransientLLMError(RuntimeError):
     """Raise from an LLM (or a wrapper) to say "try again": the client retries it."""
+
+
+#: tokens kept free for the answer when the model's settings name no output limit
+DEFAULT_ANSWER_RESERVE = 512
+_OUTPUT_LIMIT_NAMES = ("max_tokens", "max_new_tokens", "max_completion_tokens", "num_predict", "num_output")
 
 
 class LLMError(RuntimeError):
@@ -73,6 +95,9 @@ class StageUsage:
         prompt_tokens, completion_tokens: tokens of the calls made.
         estimated: some counts are estimates (the LLM reported no usage).
         skipped: records the parsers could not read and skipped (counted warnings).
+        checked: answers the output checks (:mod:`graphstrata.llm.guards`) looked at.
+        failures: ``{reason: answers}`` of those that gave nothing usable (``"parse"``,
+            ``"grounding"``, ``"echo"``).
     """
 
     calls: int = 0
@@ -81,9 +106,13 @@ class StageUsage:
     completion_tokens: int = 0
     estimated: bool = False
     skipped: int = 0
+    checked: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The counts as a JSON-serialisable dict; ``checked`` and ``failures`` only for a
+        stage whose answers were checked."""
+        out: dict[str, Any] = {
             "calls": self.calls,
             "cached": self.cached,
             "prompt_tokens": self.prompt_tokens,
@@ -91,14 +120,26 @@ class StageUsage:
             "estimated": self.estimated,
             "skipped": self.skipped,
         }
+        if self.checked:
+            out["checked"] = self.checked
+            out["failures"] = dict(self.failures)
+        return out
 
 
 class Ledger:
-    """Thread-safe calls and tokens per stage (see :class:`StageUsage`)."""
+    """Thread-safe calls and tokens per stage (see :class:`StageUsage`), and the fallbacks
+    taken (:meth:`fallback`: ``"keywords: offline fallback, unreadable answer"``, ...)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.stages: dict[str, StageUsage] = {}
+        self.fallbacks: list[str] = []
+
+    def fallback(self, note: str) -> None:
+        """Record that a step fell back (once per distinct ``note``)."""
+        with self._lock:
+            if note not in self.fallbacks:
+                self.fallbacks.append(note)
 
     def record(self, stage: str, usage: Usage | None, cached: bool = False) -> None:
         with self._lock:
@@ -117,6 +158,15 @@ class Ledger:
         with self._lock:
             self.stages.setdefault(stage, StageUsage()).skipped += n
 
+    def check(self, stage: str, answers: int, failures: Mapping[str, int]) -> None:
+        """Count ``answers`` checked answers of ``stage`` and the failed ones by reason."""
+        with self._lock:
+            s = self.stages.setdefault(stage, StageUsage())
+            s.checked += answers
+            for reason, n in failures.items():
+                if n:
+                    s.failures[reason] = s.failures.get(reason, 0) + n
+
     def total(self) -> StageUsage:
         """All stages added up."""
         with self._lock:
@@ -128,6 +178,9 @@ class Ledger:
                 t.completion_tokens += s.completion_tokens
                 t.estimated = t.estimated or s.estimated
                 t.skipped += s.skipped
+                t.checked += s.checked
+                for reason, n in s.failures.items():
+                    t.failures[reason] = t.failures.get(reason, 0) + n
             return t
 
     def to_dict(self) -> dict[str, Any]:
@@ -200,10 +253,17 @@ class LLMClient:
         attempts: tries per call on transient errors (exponential backoff, 0.5 s doubling
             up to 20 s).
         ledger: where calls are counted (default: a new :class:`Ledger`).
+        max_failure_share: the largest share (0–1) of a build stage's answers that may fail
+            the output checks (:meth:`check_answers`) before the stage raises
+            :class:`~graphstrata.llm.guards.LLMOutputError`.
+        context_window: the model's context window in tokens; ``None`` takes the LLM's own
+            (:func:`~graphstrata.llm.base.context_window`). When known, no prompt over it
+            (less :meth:`answer_reserve`) is ever sent (:class:`PromptTooLongError`), and the
+            prompt budgets of the stages shrink to fit (:meth:`context_budget`).
 
     Raises:
         TypeError: ``llm`` is not an LLM or callable.
-        ValueError: ``concurrency`` or ``attempts`` < 1.
+        ValueError: ``concurrency`` or ``attempts`` < 1, ``max_failure_share`` outside [0, 1].
     """
 
     def __init__(
@@ -214,11 +274,23 @@ class LLMClient:
         attempts: int = DEFAULT_ATTEMPTS,
         ledger: Ledger | None = None,
         _semaphore: threading.Semaphore | None = None,
+        max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE,
+        context_window: int | None = None,
     ) -> None:
+        if context_window is not None and (
+            isinstance(context_window, bool) or not isinstance(context_window, int) or context_window < 1
+        ):
+            raise ValueError(f"context_window must be a positive integer or None, got {context_window!r}")
+        self._window = context_window
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"llm concurrency must be a positive integer, got {concurrency!r}")
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
             raise ValueError(f"llm attempts must be a positive integer, got {attempts!r}")
+        if isinstance(max_failure_share, bool) or not isinstance(max_failure_share, (int, float)) or not (
+            0.0 <= max_failure_share <= 1.0
+        ):
+            raise ValueError(f"max_failure_share must be a number in [0, 1], got {max_failure_share!r}")
+        self.max_failure_share = float(max_failure_share)
         self.llm: LLM = as_llm(llm)
         self.cache = cache if cache is not None else ResponseCache()
         self.concurrency = concurrency
@@ -240,20 +312,107 @@ class LLMClient:
     def id(self) -> str:
         return self.llm.id
 
+    @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens (the client's setting, else the LLM's own),
+        or ``None`` when unknown."""
+        return getattr(self, "_window", None) or context_window(self.llm)
+
+    def answer_reserve(self) -> int:
+        """Tokens of the window kept free for the answer: the model's output limit from its
+        generation settings (``max_tokens``, ``max_new_tokens``, ...), else
+        :data:`DEFAULT_ANSWER_RESERVE`; at most half the window."""
+        settings = generation_settings(self.llm)
+        limit = next((settings[n] for n in _OUTPUT_LIMIT_NAMES if isinstance(settings.get(n), int)), None)
+        reserve = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else DEFAULT_ANSWER_RESERVE
+        window = self.context_window
+        return min(reserve, window // 2) if window else reserve
+
+    def context_budget(self, budget: int | None, overhead: str = "") -> int | None:
+        """``budget`` (in :func:`~graphstrata.llm.base.estimate_tokens` tokens, ``None``:
+        unbounded) scaled down so that a prompt of ``overhead`` text plus that much context
+        fits the window less :meth:`answer_reserve`; ``budget`` unchanged when the window is
+        unknown. At least 1.
+
+        The room is converted from the model's tokens to estimate tokens by
+        ``count_prompt_tokens`` / ``estimate_tokens`` of the overhead (3 : 4 without a
+        tokenizer), so a budget that fits by estimate fits by the model's count."""
+        window = self.context_window
+        if window is None:
+            return budget
+        room = window - self.answer_reserve() - count_prompt_tokens(self.llm, overhead)
+        ratio = 3 / 4  # estimate tokens (4 chars) per model token (counted as 3 chars)
+        if overhead and callable(getattr(self.llm, "count_tokens", None)):
+            ratio = max(estimate_tokens(overhead), 1) / max(count_prompt_tokens(self.llm, overhead), 1)
+        fit = max(1, int(room * ratio))
+        return fit if budget is None else max(1, min(budget, fit))
+
+    def check_fits(self, req: LLMRequest, stage: str) -> None:
+        """Refuse a prompt that would not fit the window (nothing is sent).
+
+        Raises:
+            PromptTooLongError: system prompt + prompt take more than the window less
+                :meth:`answer_reserve` tokens (:func:`~graphstrata.llm.base.count_prompt_tokens`).
+        """
+        window = self.context_window
+        if window is None:
+            return
+        reserve = self.answer_reserve()
+        n = count_prompt_tokens(self.llm, (req.system or "") + "\n\n" + req.prompt)
+        if n > window - reserve:
+            raise PromptTooLongError(
+                f"the prompt of stage {stage!r} has about {n} tokens, over the context window of "
+                f"{self.llm.id} ({window} tokens, {reserve} kept for the answer); it was not sent. "
+                "Lower the stage's budget (max_context_tokens, chunk_size) or use a model with a larger window"
+            )
+
+    def key(self, req: LLMRequest) -> str:
+        """The response cache key of ``req`` for this client's model: model id, its current
+        generation settings (:func:`~graphstrata.llm.base.generation_settings`, read at each
+        call, so a changed ``max_tokens`` is a new key) and the request."""
+        return req.key(self.llm.id, generation_settings(self.llm))
+
     def with_cache(self, cache: ResponseCache) -> LLMClient:
         """A client sharing this one's model, concurrency bound and ledger, with ``cache``."""
-        return LLMClient(self.llm, cache, self.concurrency, self.attempts, self.ledger, self._sem)
+        return LLMClient(
+            self.llm, cache, self.concurrency, self.attempts, self.ledger, self._sem, self.max_failure_share,
+            self._window,
+        )
 
     def _record(self, stage: str, usage: Usage | None, cached: bool) -> None:
         self.ledger.record(stage, usage, cached)
         for scope in _SCOPES.get():
             scope.record(stage, usage, cached)
 
+    def fallback(self, stage: str, what: str) -> None:
+        """Record that ``stage`` fell back (``what``: ``"offline fallback, unreadable
+        answer"``, ...) in this client's ledger and every open :func:`usage_scope`, as the
+        note ``"<step>: <what>"`` (the step is the stage without its ``query:`` prefix);
+        :meth:`GraphStrata.answer <graphstrata.GraphStrata.answer>` reports them in
+        ``Answer.fallbacks``."""
+        note = f"{stage.removeprefix('query:')}: {what}"
+        self.ledger.fallback(note)
+        for scope in _SCOPES.get():
+            scope.fallback(note)
+
     def skip(self, stage: str, n: int = 1) -> None:
         """Count ``n`` records of ``stage`` the parsers skipped (in every open scope too)."""
         self.ledger.skip(stage, n)
         for scope in _SCOPES.get():
             scope.skip(stage, n)
+
+    def check_answers(self, stage: str, answers: int, failures: Mapping[str, int]) -> None:
+        """Count ``answers`` checked answers of ``stage`` and the failed ones by reason (in
+        every open scope too), then stop the stage when too many failed.
+
+        Raises:
+            LLMOutputError: more than :attr:`max_failure_share` of ``answers`` failed (the
+                message names the model, the stage and the share).
+        """
+        self.ledger.check(stage, answers, failures)
+        for scope in _SCOPES.get():
+            scope.check(stage, answers, failures)
+        check_failure_share(self.llm.id, stage, answers, failures, self.max_failure_share)
 
     def complete(
         self, prompt: str, *, system: str | None = None, json_mode: bool = False, stage: str = "llm"
@@ -272,10 +431,11 @@ class LLMClient:
         In a worker thread started by :func:`run_in_worker_thread`, a cache miss of an LLM
         with an async API is awaited on the caller's event loop (:meth:`arequest`); otherwise
         the call is synchronous, in this thread."""
-        key = req.key(self.llm.id)
+        key = self.key(req)
         hit = self._cached(key, stage)
         if hit is not None:
             return hit
+        self.check_fits(req, stage)
         loop = _caller_loop()
         if loop is not None and has_async_api(self.llm):
             return asyncio.run_coroutine_threadsafe(self.arequest(req, stage), loop).result()
@@ -300,10 +460,11 @@ class LLMClient:
         Raises:
             LLMError: as :meth:`complete`.
         """
-        key = req.key(self.llm.id)
+        key = self.key(req)
         hit = self._cached(key, stage)
         if hit is not None:
             return hit
+        self.check_fits(req, stage)
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.attempts),
             wait=self._wait,
@@ -405,7 +566,7 @@ class LLMClient:
         """:meth:`map` on a distributed runner: cache hits answered here, misses sent out;
         each response is cached and counted on arrival (an interrupted build resumes)."""
         results: list[LLMResponse | None] = [None] * len(requests)
-        keys = [r.key(self.llm.id) for r in requests]
+        keys = [self.key(r) for r in requests]
         todo: list[int] = []
         for i, key in enumerate(keys):
             hit = self.cache.get(key)
@@ -417,6 +578,8 @@ class LLMClient:
             if bar is not None:
                 bar.update(1)
         errors: list[str] = []
+        for i in todo:
+            self.check_fits(requests[i], stage)
         if todo:
             outcomes = remote.complete(self.llm, [requests[i] for i in todo], stage, self.concurrency, self.attempts)
             for positions, outs in outcomes:

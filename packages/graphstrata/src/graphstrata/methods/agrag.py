@@ -146,7 +146,9 @@ class Fact:
     Attributes:
         index: relation row in the AGRAG graph (stable per index state).
         source, target: entity ids (``source < target``).
-        subject, predicate, object: the display triple (entity names, ``"co-occurs with"``).
+        subject, predicate, object: the display triple: entity names and the LLM's predicate,
+            in the LLM's direction, for an LLM-built index (one :class:`Fact` per parallel
+            triple of a pair, :func:`fact_triples`); ``"co-occurs with"`` offline.
         sentence: the shortest sentence where both entities occur.
         score: ``MS(q, f)`` (higher is better).
         chunk_ids: the chunks where the fact occurs.
@@ -188,7 +190,8 @@ def llm_fact_filter(client: LLMClient, query: str, facts: Sequence[Fact], max_fa
         The kept candidates in the model's order (each returned fact snapped to the closest
         candidate; ``[]`` when the model kept none), or ``None`` when the output is unreadable
         (:func:`~graphstrata.llm.prompts.agrag_query.parse_fact_filter`), counted as one
-        skipped record of the stage. No call when ``facts`` is empty (returns ``[]``).
+        skipped record of the stage and reported as the fallback
+        ``"fact_filter: offline fallback, unreadable answer"`` (``Answer.fallbacks``). No call when ``facts`` is empty (returns ``[]``).
 
     Raises:
         LLMError: the call failed after the client's retries.
@@ -200,6 +203,7 @@ def llm_fact_filter(client: LLMClient, query: str, facts: Sequence[Fact], max_fa
     picked = parse_fact_filter(client.request(req, FACT_FILTER_STAGE).text, triples)
     if picked is None:
         client.skip(FACT_FILTER_STAGE)
+        client.fallback(FACT_FILTER_STAGE, "offline fallback, unreadable answer")
         return None
     return [facts[i] for i in picked]
 
@@ -323,6 +327,38 @@ class AgragGraph:
         probs = (a.data / deg[src]).astype(np.float32)
         return PushGraph(np.ascontiguousarray(a.indptr, np.int64), np.ascontiguousarray(a.indices, np.int32),
                          probs, None, a.shape[0])
+
+
+def fact_triples(state, a: str, b: str) -> list[tuple[str, str, str, str]]:
+    """The distinct facts of the relation between entities ``a`` and ``b``:
+    ``[(subject, predicate, object, sentence), ...]``.
+
+    An LLM-built AGRAG relation keeps each triple ``s p o`` as one description line and its
+    predicates as ``keywords`` (:class:`graphstrata.indexing.llm_extract.AgragLLMExtractor`):
+    each line whose text is ``<name of a or b> <one of the keywords> <name of the other>``
+    becomes its own fact, with the model's predicate and direction (parallel facts between one
+    pair stay distinct). Any other relation (the offline co-occurrence relations) is one fact
+    ``(name of a, "co-occurs with", name of b)`` with its shortest sentence.
+    """
+    rel = state.kg.relations[(a, b)]
+    ents = state.kg.entities
+    out: list[tuple[str, str, str, str]] = []
+    keywords = [k.strip() for k in (rel.keywords or "").split(",") if k.strip()]
+    if keywords:
+        ends = {a, b}
+        preds = sorted(dict.fromkeys(keywords), key=len, reverse=True)
+        for line in rel.description.split("\n"):
+            line = line.strip()
+            for p in preds:
+                head, sep, tail = line.partition(f" {p} ")
+                if sep and canonical(head) in ends and canonical(tail) in ends and canonical(head) != canonical(tail):
+                    fact = (ents[canonical(head)].name, p, ents[canonical(tail)].name, line)
+                    if fact not in out:
+                        out.append(fact)
+                    break
+    if not out:
+        out.append((ents[a].name, PREDICATE, ents[b].name, _shortest_sentence(rel.description)))
+    return out
 
 
 def _shortest_sentence(description: str) -> str:
@@ -908,7 +944,8 @@ class AGRAG(Method):
             return []
         vals = ms.of(cands)
         top = np.lexsort((cands, -vals))[:kf]
-        cands_f = [self._fact(state, g, int(cands[i]), float(vals[i])) for i in top]
+        # the k_F best facts: parallel facts of one entity pair are distinct candidates
+        cands_f = [f for i in top for f in self._facts(state, g, int(cands[i]), float(vals[i]))][:kf]
         picked = None
         if o["fact_filter"] is not None:
             picked = o["fact_filter"](query, list(cands_f)) or []
@@ -918,21 +955,26 @@ class AGRAG(Method):
             best = cands_f[0].score
             kept = [f for f in cands_f if f.score >= best - float(o["fact_delta"])]
         else:
-            by_index = {f.index: f for f in cands_f}
+            by_key = {(f.index, f.subject, f.predicate, f.object): f for f in cands_f}
+            first = {}
+            for f in cands_f:
+                first.setdefault(f.index, f)
             kept = []
             for f in picked:
-                f = by_index.get(getattr(f, "index", None))
+                key = (getattr(f, "index", None), getattr(f, "subject", None), getattr(f, "predicate", None),
+                       getattr(f, "object", None))
+                f = by_key.get(key) or first.get(key[0])  # a filter returning bare indexes keeps the row's first
                 if f is not None and f not in kept:
                     kept.append(f)
         return kept[: int(o["max_facts"])]
 
     @staticmethod
-    def _fact(state, g: AgragGraph, i: int, score: float) -> Fact:
+    def _facts(state, g: AgragGraph, i: int, score: float) -> list[Fact]:
+        """The facts of relation row ``i`` (:func:`fact_triples`: one per distinct LLM triple,
+        else the one co-occurrence fact), each scored ``score``."""
         a, b = g.rel_key(state, i)
-        rel = state.kg.relations[(a, b)]
-        ea, eb = state.kg.entities[a], state.kg.entities[b]
-        sentence = _shortest_sentence(rel.description)
-        return Fact(i, a, b, ea.name, PREDICATE, eb.name, sentence, score, tuple(rel.chunk_ids))
+        chunks = tuple(state.kg.relations[(a, b)].chunk_ids)
+        return [Fact(i, a, b, s, p, o, sentence, score, chunks) for s, p, o, sentence in fact_triples(state, a, b)]
 
     @staticmethod
     def _best_passage(g: AgragGraph, entity: int, ppr: _Mass) -> int | None:
@@ -1026,7 +1068,7 @@ class AGRAG(Method):
         out = []
         if "fact" in data:
             a, b = g.rel_key(state, data["fact"])
-            out.append((ents[a].name, PREDICATE, ents[b].name))
+            out.extend((s, p, o) for s, p, o, _ in fact_triples(state, a, b))
         if "synonym" in data:
             a, b = state.kg.entity_ids[u], state.kg.entity_ids[v]
             out.append((ents[a].name, SYNONYM, ents[b].name))
@@ -1034,9 +1076,13 @@ class AGRAG(Method):
 
     @staticmethod
     def _fact_hit(state, f: Fact) -> Hit:
+        if f.predicate == PREDICATE:
+            hid, text = f"{f.source}\u241f{f.target}", f"{f.subject} — {f.object}: {f.sentence}"
+        else:  # an LLM triple: one hit per parallel fact
+            hid, text = f"{f.source}\u241f{f.target}\u241f{f.predicate}", f.sentence
         return Hit(
-            id=f"{f.source}\u241f{f.target}",
-            text=f"{f.subject} — {f.object}: {f.sentence}",
+            id=hid,
+            text=text,
             score=unit(f.score),
             kind="relation",
             layer=0,
@@ -1053,11 +1099,13 @@ class AGRAG(Method):
         facts = []
         for (u, v), t in zip(p.edges, p.triples, strict=True):
             data = sub.edges[u, v]
-            if "fact" in data and t[1] == PREDICATE:
-                rel = state.kg.relations[g.rel_key(state, data["fact"])]
+            if "fact" in data and t[1] != SYNONYM:
+                key = g.rel_key(state, data["fact"])
+                rel = state.kg.relations[key]
                 chunk_ids.update(dict.fromkeys(rel.chunk_ids))
-                facts.append({"triple": list(t), "sentence": _shortest_sentence(rel.description),
-                              "chunk_ids": list(rel.chunk_ids)})
+                sentence = next((x[3] for x in fact_triples(state, *key) if x[:3] == tuple(t)),
+                                _shortest_sentence(rel.description))
+                facts.append({"triple": list(t), "sentence": sentence, "chunk_ids": list(rel.chunk_ids)})
             else:
                 facts.append({"triple": list(t), "sentence": "", "chunk_ids": []})
         ids = state.kg.entity_ids

@@ -170,7 +170,8 @@ def llm_keywords(client: LLMClient, query: str) -> tuple[list[str], list[str]] |
     Returns:
         The two lists, or ``None`` when the output is unreadable
         (:func:`~graphstrata.llm.prompts.lightrag_query.parse_keywords`); that is counted as
-        one skipped record of the stage.
+        one skipped record of the stage and reported as the fallback
+        ``"keywords: offline fallback, unreadable answer"`` (``Answer.fallbacks``).
 
     Raises:
         LLMError: the call failed after the client's retries.
@@ -178,6 +179,7 @@ def llm_keywords(client: LLMClient, query: str) -> tuple[list[str], list[str]] |
     out = parse_keywords(client.request(keywords_request(query), KEYWORDS_STAGE).text)
     if out is None:
         client.skip(KEYWORDS_STAGE)
+        client.fallback(KEYWORDS_STAGE, "offline fallback, unreadable answer")
     return out
 
 

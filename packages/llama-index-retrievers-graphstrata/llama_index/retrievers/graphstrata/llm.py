@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from graphstrata.llm import LLMResponse, Usage, estimate_tokens
+from graphstrata.llm import LLMResponse, Usage, estimate_tokens, settings_from_attributes
 
 if TYPE_CHECKING:
     from llama_index.core.llms import LLM
@@ -108,6 +108,9 @@ class LlamaIndexLLM:
             ``"llama-index:<class>:<model name>"``.
         json_mode_kwargs: keyword arguments for ``chat`` / ``complete`` on JSON-mode calls
             (``{}`` sends nothing); ``None`` picks them as above.
+        context_window: the model's context window in tokens; ``None`` reads
+            ``llm.metadata.context_window``. graphstrata never sends a prompt over it and fits
+            its prompt budgets to it.
 
     Raises:
         TypeError: ``llm`` has no ``complete`` / ``chat`` (not a LlamaIndex LLM).
@@ -119,6 +122,7 @@ class LlamaIndexLLM:
         *,
         id: str | None = None,
         json_mode_kwargs: Mapping[str, Any] | None = None,
+        context_window: int | None = None,
     ) -> None:
         if not (callable(getattr(llm, "complete", None)) and callable(getattr(llm, "chat", None))):
             raise TypeError(
@@ -128,9 +132,47 @@ class LlamaIndexLLM:
         self.id = id or f"llama-index:{type(llm).__name__}:{model_name(llm)}"
         self._json_kwargs = dict(json_mode_kwargs) if json_mode_kwargs is not None else None
         self._json_llm: Any = None
+        self._context_window = context_window
 
     def __repr__(self) -> str:
         return f"LlamaIndexLLM({self.id!r})"
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens: the ``context_window`` given, else
+        ``llm.metadata.context_window``; ``None`` when neither is a positive integer."""
+        if self._context_window is not None:
+            return self._context_window
+        try:
+            n = self.llm.metadata.context_window
+        except Exception:  # metadata that cannot be computed: unknown
+            return None
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+    def count_tokens(self, text: str) -> int | None:
+        """Tokens of ``text`` by the model's own tokenizer when the LLM exposes one
+        (``HuggingFaceLLM``'s), else ``None`` (graphstrata then counts conservatively)."""
+        tok = getattr(self.llm, "_tokenizer", None) or getattr(self.llm, "tokenizer", None)
+        encode = getattr(tok, "encode", None)
+        if not callable(encode):
+            return None
+        return len(encode(text))
+
+    @property
+    def generation_settings(self) -> dict[str, Any]:
+        """The wrapped LLM's generation settings (``max_tokens`` / ``max_new_tokens`` /
+        ``temperature`` / ... from its fields or its ``generate_kwargs`` / ``model_kwargs``,
+        and ``metadata.num_output``): part of graphstrata's response cache key, so answers
+        generated under one token limit are not reused under another. Read at each call."""
+        out = settings_from_attributes(self.llm)
+        if "num_output" not in out:
+            try:
+                n = self.llm.metadata.num_output
+            except Exception:  # metadata that cannot be computed
+                n = None
+            if isinstance(n, int) and not isinstance(n, bool):
+                out["num_output"] = n
+        return out
 
     @property
     def is_chat_model(self) -> bool:

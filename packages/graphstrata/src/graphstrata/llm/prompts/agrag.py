@@ -29,6 +29,10 @@ _EXAMPLE_TRIPLES = [
     ["Tallinn", "is the capital of", "Estonia"],
 ]
 
+#: every name of the worked example (entities and triple ends): a triple naming one that its
+#: chunk does not copied the example (:mod:`graphstrata.llm.guards`)
+EXAMPLE_ENTITY_NAMES = tuple(dict.fromkeys([*_EXAMPLE_ENTITIES, *(t[i] for t in _EXAMPLE_TRIPLES for i in (0, 2))]))
+
 
 def _case(passage: str, entities: Sequence[str]) -> str:
     return f"Passage:\n```\n{passage}\n```\n" + json.dumps({"named_entities": list(entities)}, ensure_ascii=False)

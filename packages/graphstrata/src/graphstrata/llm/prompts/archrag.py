@@ -18,6 +18,14 @@ COMMUNITY_REPORT_SYSTEM = (
     "comments."
 )
 
+#: the worked example's report: a report repeating its title or summary, or naming its entities
+#: when the community's data does not, copied the example (:mod:`graphstrata.llm.guards`)
+EXAMPLE_REPORT_TITLE = "Acme Corporation and its founders"
+EXAMPLE_REPORT_SUMMARY = (
+    "The community centres on Acme Corporation, founded by Jane Doe and John Roe in Springfield. ..."
+)
+EXAMPLE_REPORT_NAMES = ("Acme Corporation", "Jane Doe", "John Roe", "Springfield")
+
 #: user prompt; ``{context}`` is the community's data tables
 COMMUNITY_REPORT_PROMPT = """\
 Write a report about the community described by the data tables below: the entities that \

@@ -32,6 +32,10 @@ EXTRACT_SYSTEM = (
 _D = TUPLE_DELIMITER
 _R = RECORD_DELIMITER
 
+#: the entity names of the worked example: an answer naming them, when its chunk does not, copied
+#: the example (:mod:`graphstrata.llm.guards`)
+EXAMPLE_ENTITY_NAMES = ("Mara Ilves", "Tartu University", "Ilves Labs", "Tallinn")
+
 _EXAMPLE = f"""Types: person, organization, geo, event
 Text: In 1998 the chemist Mara Ilves left Tartu University to found Ilves Labs in Tallinn.
 Output:
