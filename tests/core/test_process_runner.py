@@ -263,3 +263,27 @@ def test_a_large_in_process_extraction_is_sharded_and_the_same(lihua, monkeypatc
     assert all(isinstance(r, CompactRecord) for r in sharded.records.values())
     a, b = index_fingerprint(plain), index_fingerprint(sharded)
     assert a == b
+
+
+def test_a_build_stops_its_own_workers_before_clustering_and_leaves_a_callers_alone(lihua, monkeypatch):
+    from graphstrata.indexing import build as build_mod
+
+    alive_at_clustering: list[list[int]] = []
+    real_cluster = build_mod.cluster_communities
+
+    def cluster(*args, **kwargs):
+        runner = runner_mod.current_runner()
+        alive_at_clustering.append(runner.worker_pids() if isinstance(runner, ProcessRunner) else [])
+        return real_cluster(*args, **kwargs)
+
+    monkeypatch.setattr(build_mod, "cluster_communities", cluster)
+    monkeypatch.setattr(runner_mod, "PROCESS_MIN_CHARS", 1)
+    monkeypatch.delenv("GRAPHSTRATA_NUM_WORKERS", raising=False)
+    monkeypatch.setenv("GRAPHSTRATA_NUM_THREADS", "2")
+    docs = load_documents(lihua[:20])
+    own = build_state(docs, GraphStrataConfig(**CONFIG), HashEmbedder())
+    assert alive_at_clustering == [[]]  # the build's pool: stopped once the entity vectors were made
+    with ProcessRunner(2) as mine, use_runner(mine):
+        chosen = build_state(docs, GraphStrataConfig(**CONFIG), HashEmbedder())
+        assert len(alive_at_clustering[1]) == 2 and mine.worker_pids() == alive_at_clustering[1]
+    assert index_fingerprint(chosen) == index_fingerprint(own)

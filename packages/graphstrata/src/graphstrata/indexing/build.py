@@ -13,6 +13,7 @@ import dataclasses
 import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import partial
 from typing import Any
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -133,11 +134,28 @@ def build_runner(docs: Sequence[Document], config: GraphStrataConfig) -> Iterato
         yield active
         return
     runner = ProcessRunner(workers)
+    token = _OWN_POOL.set(runner)
     try:
         with use_runner(runner):
             yield runner
     finally:
+        _OWN_POOL.reset(token)
         runner.close()
+
+
+_OWN_POOL: ContextVar[ProcessRunner | None] = ContextVar("graphstrata_build_pool", default=None)
+"""The worker pool :func:`build_runner` started for this build (``None`` when the caller chose
+the runner or the build runs in this process)."""
+
+
+def _stop_own_pool() -> None:
+    """Stop the workers of the pool this build started, once the per-chunk stages are done:
+    clustering and the derived structures run in this process, and the idle workers held
+    1.9 GiB at 1M chunks beside them (issue 33). A later use (summary-vector embedding of
+    communities) starts them again; a runner the caller chose is left alone."""
+    pool = _OWN_POOL.get()
+    if pool is not None:
+        pool.close()
 
 
 COMPACT_MIN_CHUNKS = 20_000
@@ -260,6 +278,7 @@ def _graph_stages(
     if len(kg):
         entity_vecs = entity_vectors(kg, chunk_row, chunk_vecs, config, embedder, prog)
     del chunk_vecs  # the chunk index keeps what it needs
+    _stop_own_pool()
     release_free_memory()
     if len(kg):
         # layer 0 first: its graph also gives the k-NN edges of clustering (no O(n²) scan)
