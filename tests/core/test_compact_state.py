@@ -207,15 +207,14 @@ def test_share_strings_makes_equal_values_one_object_and_changes_no_value():
     assert kg.relation("engine", "ada") is rel and kg.neighbors("ada") == ["engine"]
 
 
-def _fingerprint(state) -> tuple:
-    kg = state.kg
-    return (
-        [(e.id, e.name, e.description, e.chunk_ids, e.weight) for e in kg.entities.values()],
-        [(k, r.description, r.chunk_ids, r.weight) for k, r in kg.relations.items()],
-        [[(c.id, c.members, c.summary, c.chunk_ids) for c in layer] for layer in state.communities],
-        {name: v.tobytes() for name, v in state.vectors.items()},
-        {c: state.records.raw(c) for c in state.chunk_row},
-    )
+def _fingerprint(state) -> dict:
+    from graphstrata.testing import index_fingerprint
+
+    return {
+        **index_fingerprint(state),
+        "community_chunks": [[c.chunk_ids for c in layer] for layer in state.communities],
+        "records": {c: state.records.raw(c) for c in state.chunk_row},
+    }
 
 
 def test_a_build_that_rebuilds_its_graph_in_fresh_memory_is_the_same_build(corpus, embedder, small_config, monkeypatch):

@@ -922,8 +922,7 @@ def _prepared(state: EngineState, previous: EngineState | None = None) -> Engine
     compact_records = records is None or isinstance(records, ChunkRecords)
     chunks = state.chunks
     if not all(isinstance(c, DocumentChunk) for c in chunks):
-        chunks = [c if isinstance(c, DocumentChunk) or c.document_id not in docs
-                  else DocumentChunk.of(c, docs[c.document_id]) for c in chunks]
+        chunks = DocumentChunk.of_documents(chunks, docs)
     if not compact_records or not isinstance(frozen, FrozenStats) or chunks is not state.chunks:
         state = dataclasses.replace(
             state,

@@ -9,7 +9,7 @@ are owned by :mod:`graphstrata.index`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -123,6 +123,13 @@ class DocumentChunk(Chunk):
         if isinstance(chunk, DocumentChunk) or document.text[chunk.start : chunk.end] != chunk.text:
             return chunk
         return cls(chunk.id, chunk.document_id, chunk.index, None, chunk.start, chunk.end, chunk.n_tokens, document)
+
+    @classmethod
+    def of_documents(cls, chunks: Sequence[Chunk], documents: Mapping[str, Document]) -> list[Chunk]:
+        """Every chunk of ``chunks`` as :meth:`of` its document in ``documents`` (``{id:
+        Document}``; a chunk whose document is not there is kept as it is), in order."""
+        return [c if isinstance(c, cls) or c.document_id not in documents else cls.of(c, documents[c.document_id])
+                for c in chunks]
 
     @property  # type: ignore[override]
     def text(self) -> str:

@@ -203,9 +203,8 @@ def _build_state(
         raise ValueError("empty corpus: the documents contain no text")
     # each chunk reads its text from its document, as a published state's do: the corpus text
     # is held once through the build instead of twice (~600 bytes a chunk; issue 33)
-    by_id = {d.id: d for d in docs}
-    chunks = [DocumentChunk.of(c, by_id[c.document_id]) if c.document_id in by_id else c for c in chunks]
-    del by_id
+    documents = {d.id: d for d in docs}
+    chunks = DocumentChunk.of_documents(chunks, documents)
     chunk_vecs = chunk_vectors(chunks, embedder, prog, cached_chunk_vectors or {})
     release_free_memory()
     # the chunk C-HNSW (native, one thread, GIL released) is built beside extraction and
@@ -217,20 +216,19 @@ def _build_state(
         owned = [chunk_vecs]  # handed over: _graph_stages drops them once the entity vectors are made
         del chunk_vecs
         return _graph_stages(
-            docs, config, embedder, prog, chunks, owned, chunk_index_job, generation, stats_version, llm
+            documents, config, embedder, prog, chunks, owned, chunk_index_job, generation, stats_version, llm
         )
 
 
 def _graph_stages(
-    docs, config, embedder, prog: Progress, chunks, owned: list[np.ndarray], chunk_index_job: Future,
-    generation, stats_version, llm,
+    documents: dict[str, Document], config, embedder, prog: Progress, chunks, owned: list[np.ndarray],
+    chunk_index_job: Future, generation, stats_version, llm,
 ) -> EngineState:
     """Extraction, entity vectors and index, communities, the chunk index (``chunk_index_job``)
     and BM25 → the new state. ``owned`` holds the chunk vectors (taken out of it: what the
     build no longer needs is dropped as early as it can be, so that at no point three copies of
     the vectors exist — ours, the C-HNSW's and the state's)."""
     chunk_vecs = owned.pop()
-    documents = {d.id: d for d in docs}
     # BM25 first, while the heap is smallest: its token lists are the build's largest transient
     # after the vectors' (1.4 GB at 200k chunks), and at the end they came on top of everything
     # (issue 33)
@@ -241,7 +239,7 @@ def _graph_stages(
         ),
     )
     release_free_memory()
-    titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
+    titles = {d.id: d.metadata["title"] for d in documents.values() if d.metadata.get("title")}
     entities, relations, records, frozen = extract_stage(chunks, titles, config, llm, prog, summary=True)
     if config.entity_resolution:  # opt-in (issue 28): aliases merged into one entity each
         entities, relations, records = prog.stage(
@@ -299,7 +297,7 @@ def _graph_stages(
     release_free_memory()
     chunk_index = prog.stage("indexing chunks (C-HNSW)", chunk_index_job.result)
     # the indexes' own copies (persisted once, in the .chnsw files): built == loaded, bit for bit
-    chunk_index.vectors = None  # the input copy goes before the one read back is made
+    chunk_index.vectors = None  # its view goes before stored_vectors makes the state's
     vectors = stored_vectors(chunk_index, layered, embedder.dim)
     release_free_memory()
     return EngineState(
