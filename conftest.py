@@ -55,3 +55,20 @@ def serve_indexes(shared_data, tmp_path_factory) -> dict[str, Path]:
         "hotpot": build_small_index(shared_data / "hotpotqa" / "corpus.jsonl", root / "hotpot", n=60),
         "musique": build_small_index(shared_data / "musique" / "corpus.jsonl", root / "musique", n=40),
     }
+
+
+@pytest.fixture()
+def readme_folder(tmp_path: Path) -> Path:
+    """A working folder for the README's Python blocks: ``docs/`` holds the first 12 pages of
+    ``cookbook/sample_corpus/wiki_sample.jsonl`` as ``pageNN.txt`` (title line, then text), the
+    folder the README's examples index. Returns the working folder (``tmp_path``)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    with open(ROOT / "cookbook" / "sample_corpus" / "wiki_sample.jsonl", encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            if i >= 12:
+                break
+            rec = json.loads(line)
+            (docs / f"page{i:02d}.txt").write_text(f"{rec['title']}\n{rec['text']}", encoding="utf-8")
+    return tmp_path
+

@@ -115,7 +115,9 @@ def _overlay(target: Path) -> Path:
 
 
 @pytest.mark.skipif(os.name == "nt", reason="the dependency overlay is a folder of symlinks")
-def test_wheels_install_without_a_compiler_and_the_readme_runs_offline(dist: Path, tmp_path: Path) -> None:
+def test_wheels_install_without_a_compiler_and_the_readme_runs_offline(
+    dist: Path, tmp_path: Path, readme_folder: Path
+) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     bindir = venv / ("Scripts" if os.name == "nt" else "bin")
@@ -155,14 +157,6 @@ def test_wheels_install_without_a_compiler_and_the_readme_runs_offline(dist: Pat
     assert all(Path(f).is_relative_to(venv_site) for f in files), files  # the wheels, not the tree
     assert version == native_version == VERSION
 
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    with open(ROOT / "cookbook" / "sample_corpus" / "wiki_sample.jsonl", encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            if i >= 12:
-                break
-            rec = json.loads(line)
-            (docs / f"page{i:02d}.txt").write_text(f"{rec['title']}\n{rec['text']}", encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
     for n, code in enumerate(blocks[:2], 1):  # the quickstart, then the pictures ([viz])
         run = subprocess.run([python, "-c", NO_NETWORK + code], capture_output=True, text=True,
