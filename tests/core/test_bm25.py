@@ -210,12 +210,87 @@ def test_stop_words_are_scikit_learns_without_importing_it():
     import subprocess
     import sys
 
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
     import graphstrata.index as index_module
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     assert index_module.english_stop_words() == frozenset(ENGLISH_STOP_WORDS)
     code = ("import sys, graphstrata.index as i; w = i.english_stop_words(); "
             "print(len(w), 'sklearn.base' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == [str(len(ENGLISH_STOP_WORDS)), "False"]
+
+
+# -- MaxScore top-n (issue 33): the common terms skipped, the same rows and bits ----------------
+
+
+def _reference_top(index: BM25Index, query: str, n: int) -> tuple[list[int], np.ndarray]:
+    """Every posting of every query token summed per chunk in float64 in query order (as the
+    full pass does), best ``n`` first, ties by row."""
+    sums = np.zeros(index.n, np.float64)
+    for tid in index._term_ids(bm25_tokenize(query)):
+        a, b = int(index._indptr[tid]), int(index._indptr[tid + 1])
+        sums[index._indices[a:b]] += index._data[a:b]
+    full = sums.astype(np.float32)
+    order = np.lexsort((np.arange(index.n), -full))[:n]
+    order = order[full[order] > 0]
+    return order.tolist(), full[order]
+
+
+def _zipf_corpus(seed: int, n: int = 3000) -> list[str]:
+    rng = np.random.default_rng(seed)
+    vocab = np.asarray([f"t{i}" for i in range(2000)])
+    p = 1.0 / np.arange(1, len(vocab) + 1)  # a few terms in most chunks, most in a handful
+    p /= p.sum()
+    return [" ".join(vocab[rng.choice(len(vocab), size=rng.integers(5, 60), p=p)]) for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_maxscore_top_is_the_full_pass_bit_for_bit(seed, monkeypatch):
+    """Queries mixing the corpus's most common terms (skipped by MaxScore) with rarer ones, with
+    repeated tokens: the same rows, in the same order, with the same float32 scores as summing
+    every posting; and MaxScore did run (skipped terms) on most of them."""
+    import graphstrata.index as index_module
+
+    monkeypatch.setattr(index_module, "BM25_PRUNE_MIN", 0)
+    index = BM25Index(_zipf_corpus(seed))
+    rng = np.random.default_rng(100 + seed)
+    pruned = 0
+    calls = 0
+    original = BM25Index._top_maxscore
+
+    def counting(self, ids, n):
+        nonlocal pruned
+        out = original(self, ids, n)
+        pruned += out is not None
+        return out
+
+    monkeypatch.setattr(BM25Index, "_top_maxscore", counting)
+    for _ in range(150):
+        common = [f"t{i}" for i in rng.integers(0, 8, rng.integers(1, 4))]
+        rare = [f"t{i}" for i in rng.integers(20, 2000, rng.integers(0, 4))]
+        query = " ".join(common + rare + common[:1])
+        for n in (1, 10, 100):
+            calls += 1
+            rows, scores = index.top(query, n)
+            ref_rows, ref_scores = _reference_top(index, query, n)
+            assert rows.tolist() == ref_rows, query
+            assert scores.dtype == np.float32 and scores.tobytes() == ref_scores.tobytes(), query
+    assert pruned > calls // 2
+
+
+def test_maxscore_keeps_ties_at_the_cut():
+    """Twenty identical chunks tie at the n-th score: top(n) takes the lowest rows among them,
+    with skipping on (the bound's margin keeps every tied chunk a candidate)."""
+    import graphstrata.index as index_module
+
+    texts = ["common filler words here"] * 400 + ["rare common words"] * 20 + ["common"] * 400
+    index = BM25Index(texts)
+    old = index_module.BM25_PRUNE_MIN
+    index_module.BM25_PRUNE_MIN = 0
+    try:
+        for n in (5, 20, 25):
+            rows, scores = index.top("rare common", n)
+            ref_rows, ref_scores = _reference_top(index, "rare common", n)
+            assert rows.tolist() == ref_rows and scores.tobytes() == ref_scores.tobytes()
+    finally:
+        index_module.BM25_PRUNE_MIN = old

@@ -820,6 +820,28 @@ def _term_counts(tokens: Sequence[Sequence[str]]) -> tuple[list[str], np.ndarray
 BM25_FORMAT = 1
 """Version of :meth:`BM25Index.to_arrays`' arrays (persisted as ``bm25.npz``, index schema 6)."""
 
+BM25_PRUNE_MIN = 16_384
+"""Postings (summed over a query's terms) above which :meth:`BM25Index.top` skips common
+terms by MaxScore; below it reading every posting is as cheap."""
+
+BM25_SEED_ROWS = 4_096
+"""Rows of one term :meth:`BM25Index.top`'s MaxScore scores whole for its first bound (a common
+term's rows with its largest parts)."""
+
+_BOUND_MARGIN = 1e-6
+"""Relative slack of MaxScore's bounds in :meth:`BM25Index.top` (float32 rounds at ~6e-8)."""
+
+
+def _best(rows: np.ndarray, sums: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n`` largest ``sums`` (float32) with their ``rows`` (int64, ascending), best first,
+    ties by row."""
+    if len(rows) > n:  # every row that can make the cut, ties at the n-th score included
+        kth = np.partition(sums, len(sums) - n)[len(sums) - n]
+        cand = sums >= kth
+        rows, sums = rows[cand], sums[cand]
+    order = np.lexsort((rows, -sums))[:n]
+    return rows[order], sums[order]
+
 
 class BM25Index:
     """Okapi BM25 over chunk texts (the Lucene variant of bm25s, computed here in numpy).
@@ -1061,9 +1083,18 @@ class BM25Index:
         return out
 
     def top(self, query: str, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``n`` best-scoring chunks that share a term with ``query``, from the postings of
-        the query's terms only: the work is the query terms' document frequencies, not the
-        corpus size (:meth:`scores` fills an array over every chunk).
+        """The ``n`` best-scoring chunks that share a term with ``query``.
+
+        Exact top-``n`` (the same rows and the same float32 scores as ranking :meth:`scores`),
+        from the postings of the query's terms only. When those postings are long against
+        ``n`` (:data:`BM25_PRUNE_MIN`), the common terms are skipped by MaxScore (Turtle and
+        Flood 1995, "Query evaluation: strategies and optimizations"): a lower bound ``θ`` of
+        the ``n``-th score comes from the chunks holding the rarest terms, the terms whose
+        summed maximum parts stay below ``θ`` cannot lift a chunk holding none of the others
+        into the top ``n``, so only the other terms' postings are read whole and the common
+        ones are probed for the surviving candidates (binary search). At a million chunks a
+        query's postings were ~140k entries and a dense pass over every chunk; the work is now
+        the rarer terms' postings (:meth:`_top_maxscore`).
 
         Returns:
             ``(rows, scores)``: int64 rows and float32 BM25 scores (> 0), best first, ties by
@@ -1075,16 +1106,15 @@ class BM25Index:
         ids = self._term_ids(q)
         if not ids:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        indptr, indices, data = self._indptr, self._indices, self._data
-        parts_rows, parts_vals = [], []
-        for tid in ids:  # a repeated query token counts once per repeat, as in bm25s
-            a, b = int(indptr[tid]), int(indptr[tid + 1])
-            parts_rows.append(indices[a:b])
-            parts_vals.append(data[a:b])
-        rows = np.concatenate(parts_rows).astype(np.int64, copy=False)
+        indptr = self._indptr
+        postings = sum(int(indptr[t + 1] - indptr[t]) for t in ids)
+        if postings > max(BM25_PRUNE_MIN, 16 * n):
+            pruned = self._top_maxscore(ids, n)
+            if pruned is not None:
+                return pruned
+        rows, vals = self._postings(ids)
         if not len(rows):
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        vals = np.concatenate(parts_vals).astype(np.float64)
         if len(rows) * 16 >= self.n:  # postings long against the corpus: one dense pass is cheaper
             dense = np.bincount(rows, weights=vals, minlength=self.n)
             uniq = np.flatnonzero(dense > 0)
@@ -1094,12 +1124,114 @@ class BM25Index:
             sums = np.bincount(inverse, weights=vals, minlength=len(uniq)).astype(np.float32)
             keep = sums > 0
             uniq, sums = uniq[keep], sums[keep]
-        if len(uniq) > n:  # every row that can make the cut, ties at the n-th score included
-            kth = np.partition(sums, len(sums) - n)[len(sums) - n]
-            cand = sums >= kth
-            uniq, sums = uniq[cand], sums[cand]
-        order = np.lexsort((uniq, -sums))[:n]
-        return uniq[order], sums[order]
+        return _best(uniq, sums, n)
+
+    def _postings(self, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The postings of term ids ``ids`` one after the other (a repeated id repeats): int64
+        rows and their float64 score parts."""
+        indptr, indices, data = self._indptr, self._indices, self._data
+        spans = [(int(indptr[t]), int(indptr[t + 1])) for t in ids]
+        rows = np.concatenate([indices[a:b] for a, b in spans] or [np.zeros(0, np.int32)])
+        vals = np.concatenate([data[a:b] for a, b in spans] or [np.zeros(0, np.float32)])
+        return rows.astype(np.int64, copy=False), vals.astype(np.float64)
+
+    def _term_max(self, tid: int) -> float:
+        """The largest score part in term ``tid``'s postings (0 for none), cached per term."""
+        cache = self.__dict__.setdefault("_max_part", {})
+        out = cache.get(tid)
+        if out is None:
+            a, b = int(self._indptr[tid]), int(self._indptr[tid + 1])
+            out = cache[tid] = float(self._data[a:b].max()) if b > a else 0.0
+        return out
+
+    def _full_sums(self, ids: Sequence[int], rows: np.ndarray) -> np.ndarray:
+        """float64 sums of ``rows``' (ascending int64) parts of terms ``ids``, added one term
+        after the other in ``ids`` order: bit for bit what :meth:`top`'s ``bincount`` over the
+        concatenated postings gives those rows."""
+        indptr, indices, data = self._indptr, self._indices, self._data
+        out = np.zeros(len(rows), np.float64)
+        for tid in ids:
+            a, b = int(indptr[tid]), int(indptr[tid + 1])
+            if a == b:
+                continue
+            col = indices[a:b]
+            pos = np.minimum(np.searchsorted(col, rows), b - a - 1)
+            hit = col[pos] == rows
+            out[hit] += data[a + pos[hit]]
+        return out
+
+    def _top_maxscore(self, ids: list[int], n: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`top` by MaxScore, or ``None`` when no term can be skipped (the caller then
+        reads every posting). Exact: every bound below leaves a relative margin of
+        :data:`_BOUND_MARGIN`, far above float32 rounding, so a chunk it drops scores below
+        the ``n``-th score and can neither enter the top ``n`` nor tie with it."""
+        indptr, indices, data = self._indptr, self._indices, self._data
+        terms, mult = np.unique(np.asarray(ids, np.int64), return_counts=True)
+        df = (indptr[terms + 1] - indptr[terms]).astype(np.int64)
+        # 1. a lower bound of the n-th score: full scores of chunks holding the rarest terms
+        #    (of a common one, the BM25_SEED_ROWS with its largest parts)
+        seeds, held = [], 0
+        for i in np.argsort(df, kind="stable").tolist():
+            if held >= n:
+                break
+            a, b = int(indptr[terms[i]]), int(indptr[terms[i] + 1])
+            rows = indices[a:b]
+            if b - a > BM25_SEED_ROWS:
+                rows = rows[np.argpartition(data[a:b], b - a - BM25_SEED_ROWS)[b - a - BM25_SEED_ROWS :]]
+            seeds.append(rows)
+            held += len(rows)
+        if len(seeds) == len(terms) or held < n:
+            return None
+        first = np.unique(np.concatenate(seeds).astype(np.int64)) if len(seeds) > 1 else np.sort(seeds[0].astype(np.int64))
+        if len(first) < n:
+            return None
+        full = self._full_sums(ids, first)
+        theta = float(np.partition(full, len(full) - n)[len(full) - n]) * (1.0 - _BOUND_MARGIN)
+        if theta <= 0:
+            return None
+        # 2. skip the terms of smallest maximum part while their sum stays below the bound
+        upper = np.asarray([self._term_max(int(t)) for t in terms.tolist()], np.float64) * mult
+        order = np.argsort(upper, kind="stable")
+        skip_upto, bound = 0, 0.0
+        for i in order.tolist():
+            if (bound + upper[i]) * (1.0 + _BOUND_MARGIN) >= theta:
+                break
+            bound += upper[i]
+            skip_upto += 1
+        if skip_upto == 0:
+            return None
+        skipped = set(terms[order[:skip_upto]].tolist())
+        kept = [t for t in ids if t not in skipped]
+        if 2 * sum(int(indptr[t + 1] - indptr[t]) for t in kept) > int(sum(df * mult)):
+            return None  # most postings would be read anyway
+        # 3. candidates: chunks holding a term not skipped whose parts plus the skipped terms'
+        #    bound reach theta (every other chunk scores below it)
+        rows, vals = self._postings(kept)
+        part = np.bincount(rows, weights=vals, minlength=self.n)
+        cand = rows[(part[rows] + bound) * (1.0 + _BOUND_MARGIN) >= theta]
+        # each candidate once, without sorting them: the last write of its position wins
+        part[cand] = np.arange(len(cand), dtype=np.float64)
+        cand = cand[part[cand] == np.arange(len(cand), dtype=np.float64)]
+        # 4. their exact scores, summed one term after the other in query order as top() sums
+        #    them: a term's whole postings when they are short against the candidates, else
+        #    a binary search for each candidate
+        parts_rows, parts_vals = [], []
+        for tid in ids:
+            a, b = int(indptr[tid]), int(indptr[tid + 1])
+            if b - a <= 16 * len(cand):
+                parts_rows.append(indices[a:b])
+                parts_vals.append(data[a:b])
+            elif b > a:
+                col = indices[a:b]
+                pos = np.minimum(np.searchsorted(col, cand), b - a - 1)
+                hit = col[pos] == cand
+                parts_rows.append(cand[hit])
+                parts_vals.append(data[a + pos[hit]])
+        rows = np.concatenate(parts_rows).astype(np.int64, copy=False)
+        dense = np.bincount(rows, weights=np.concatenate(parts_vals).astype(np.float64), minlength=self.n)
+        sums = dense[cand].astype(np.float32)
+        keep = sums > 0
+        return _best(cand[keep], sums[keep], n)
 
     def max_score(self, query: str) -> float:
         """Upper bound of any chunk's :meth:`scores` for ``query``: the sum of its tokens' idf
