@@ -198,7 +198,8 @@ def test_a_loaded_index_reads_bm25_without_tokenising(embedder, tmp_path, monkey
         raise AssertionError("tokenised a chunk at load")
 
     monkeypatch.setattr(index_module, "bm25_tokenize", boom)
-    loaded = GraphStrata.load(tmp_path / "idx", embedder=embedder)
+    # warm_up off: the load's warm-up query is tokenised (a query, not a chunk)
+    loaded = GraphStrata.load(tmp_path / "idx", embedder=embedder, warm_up=False)
     monkeypatch.undo()
     for name, arr in gs.bm25.to_arrays().items():
         assert np.array_equal(loaded.bm25.to_arrays()[name], arr), name

@@ -863,20 +863,21 @@ def provenance(state: EngineState) -> Provenance:
 
 
 def spread_to_chunks(
-    weighted_sources: Iterable[tuple[float, list[str]]], state: EngineState
+    weighted_sources: Iterable[tuple[float, list[str]] | tuple[float, list[str], int]], state: EngineState
 ) -> dict[int, float]:
     """Graph evidence on chunks: each source (entity/community with similarity ``s`` and
     chunk list ``C``) adds ``s / sqrt(|C|)`` to every chunk of ``C`` (IDF-like damping, so a
-    hub entity mentioned everywhere says little about any one chunk).
+    hub entity mentioned everywhere says little about any one chunk). A source given as
+    ``(s, C, size)`` read only part of its chunks: it is damped by its full ``size``.
 
     Returns:
         ``{chunk_row: evidence}`` (unnormalised).
     """
     out: dict[int, float] = {}
-    for score, chunk_ids in weighted_sources:
+    for score, chunk_ids, *size in weighted_sources:
         if not chunk_ids or score <= 0:
             continue
-        w = float(score) / np.sqrt(len(chunk_ids))
+        w = float(score) / np.sqrt(size[0] if size else len(chunk_ids))
         for cid in chunk_ids:
             row = state.chunk_row.get(cid)
             if row is not None:

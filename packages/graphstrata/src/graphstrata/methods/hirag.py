@@ -52,11 +52,14 @@ from ..types import Hit
 from . import explain as ex
 from .base import (
     COSINE,
+    ENTITY_CHUNK_LIMIT,
     TOKEN_BUDGET,
     UNIT,
     Method,
     OptionSpec,
     Retrieval,
+    entity_chunks,
+    entity_hit,
     hybrid_scores,
     rank,
     scored,
@@ -65,6 +68,22 @@ from .base import (
 from .lightrag import add_second_hop, count_tokens
 
 MODES = ("local", "global", "bridge", "hi")
+
+
+def _chunk_count(hit: Hit) -> int:
+    """The full number of chunks behind ``hit`` (``metadata["chunk_count"]`` when its chunk list
+    was bounded), which damps its evidence (:func:`~.base.spread_to_chunks`)."""
+    return int(hit.metadata.get("chunk_count", len(hit.chunk_ids)))
+
+
+def _entity_chunk_ids(state, row: int, per_entity: int | None) -> Sequence[str]:
+    """Chunk ids of entity ``row``: all of them, or with ``per_entity`` set and more mentions
+    than that, its ``per_entity`` most representative ones (:func:`~.base.entity_chunks`)."""
+    ids = state.kg.entities[state.kg.entity_ids[row]].chunk_ids
+    if per_entity is None or len(ids) <= int(per_entity):
+        return ids
+    chunks = state.chunks
+    return [chunks[r].id for r in entity_chunks(state).top(int(row), int(per_entity)).tolist()]
 
 
 def _inverse_weight(u: str, v: str, data: dict) -> float:
@@ -348,6 +367,12 @@ class HiRAG(Method):
             (lihua_world), 28,600 (44k-chunk kernel docs); the layer-1 summary entities' degree
             grows with the entity count (at most ``max_clusters`` of them), so the budget is
             what bounds a search at 10⁶ chunks.
+        entity_chunks: chunks read per entity (1 … 50), as ArchRAG's option: an entity of more
+            mentions contributes its most representative ones to its hit, to the community
+            reports' chunk ranking and (its first ones, for a relation) to the bridge triples,
+            its evidence still damped by its full count (``metadata["chunk_count"]``).
+            ``None``: every chunk (the work then grows with hub entities: at 10⁶ chunks a
+            hub's lists were a third of a query's time).
 
     Ambiguities (spec §9) taken: #1 m = 10; #2 n = 20; #3 exact Eq. 14 over all community
     members; #4 stable order (community order, then similarity); #5 communities ranked by
@@ -386,6 +411,7 @@ class HiRAG(Method):
         "index_config": None,
         "ef_search": 512,
         "max_path_visits": 200_000,
+        "entity_chunks": ENTITY_CHUNK_LIMIT,
     }
     option_specs = {
         "ef_search": OptionSpec("int", ge=1),
@@ -396,12 +422,13 @@ class HiRAG(Method):
         "max_bridge_tokens": TOKEN_BUDGET,
         "alpha": UNIT,
         "index_config": OptionSpec(HiIndexConfig),
+        "entity_chunks": OptionSpec("int", ge=1, le=ENTITY_CHUNK_LIMIT, optional=True),
     }
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
         context: list[Hit] = []
-        sources: dict[str, list[tuple[float, list[str]]]] = {
+        sources: dict[str, list[tuple[float, list[str], int]]] = {
             "entity": [], "community": [], "bridge": []
         }
         hi = None
@@ -436,6 +463,7 @@ class HiRAG(Method):
     # -- HiRetrieval -----------------------------------------------------------------------
     def _hi_retrieve(self, state, hi: HiIndex, qvec, o, sources) -> list[Hit]:
         mode = o["mode"]
+        per_entity = o["entity_chunks"]
         q = np.asarray(qvec, np.float32)
         sims = _Similarity(hi, q)
         local = _local_nodes(state, hi, sims, int(o["top_n"]), int(o["ef_search"]))
@@ -443,8 +471,8 @@ class HiRAG(Method):
         hits: list[Hit] = []
         if mode in ("local", "hi"):
             for i in local:
-                h = self._node_hit(state, hi, i, sims[i])
-                sources["entity"].append((h.metadata["raw_score"], h.chunk_ids))
+                h = self._node_hit(state, hi, i, sims[i], per_entity)
+                sources["entity"].append((h.metadata["raw_score"], h.chunk_ids, _chunk_count(h)))
                 hits.append(h)
         if mode == "local":
             return _by_kind(hits)
@@ -461,7 +489,7 @@ class HiRAG(Method):
         used = 0
         limit = o["max_report_tokens"]
         for c in order:
-            h = self._community_hit(state, hi, c, best[c])
+            h = self._community_hit(state, hi, c, best[c], per_entity)
             t = count_tokens(h.text)
             if limit is not None and used + t > limit:
                 break
@@ -469,7 +497,7 @@ class HiRAG(Method):
             reports.append((c, h))
         if mode in ("global", "hi"):
             for _, h in reports:
-                sources["community"].append((h.metadata["raw_score"], h.chunk_ids))
+                sources["community"].append((h.metadata["raw_score"], h.chunk_ids, _chunk_count(h)))
                 hits.append(h)
         if mode == "global":
             return _by_kind(hits)
@@ -494,13 +522,13 @@ class HiRAG(Method):
         used = 0
         bridge_hits = []
         for iu, iv in triples:
-            h = self._triple_hit(state, hi, iu, iv, sims)
+            h = self._triple_hit(state, hi, iu, iv, sims, per_entity)
             t = count_tokens(h.text)
             if limit is not None and used + t > limit:
                 break
             used += t
             bridge_hits.append(h)
-            sources["bridge"].append((h.metadata["raw_score"], h.chunk_ids))
+            sources["bridge"].append((h.metadata["raw_score"], h.chunk_ids, _chunk_count(h)))
         if path:
             chunk_ids = list(dict.fromkeys(c for h in bridge_hits for c in h.chunk_ids))
             names = [self._name(state, hi, i) for i in path_rows]
@@ -527,19 +555,9 @@ class HiRAG(Method):
             return state.kg.entities[hi.node_id(i)].name
         return hi.names[i - hi.n_entities]
 
-    def _node_hit(self, state, hi: HiIndex, i: int, score: float) -> Hit:
-        if i < hi.n_entities:
-            e = state.kg.entities[hi.node_id(i)]
-            return Hit(
-                id=e.id,
-                text=f"{e.name}: {e.description}" if e.description else e.name,
-                score=cosine(score),
-                kind="entity",
-                layer=0,
-                chunk_ids=list(e.chunk_ids),
-                document_ids=state.document_ids_of(e.chunk_ids),
-                metadata={"name": e.name, "weight": e.weight, "raw_score": score},
-            )
+    def _node_hit(self, state, hi: HiIndex, i: int, score: float, per_entity: int | None) -> Hit:
+        if i < hi.n_entities:  # node i is entity row i
+            return entity_hit(state, i, score, max_chunks=per_entity)
         j = i - hi.n_entities
         return Hit(
             id=hi.summary_ids[j],
@@ -552,7 +570,7 @@ class HiRAG(Method):
             metadata={"name": hi.names[j], "summary": True, "raw_score": score},
         )
 
-    def _community_hit(self, state, hi: HiIndex, c: int, score: float) -> Hit:
+    def _community_hit(self, state, hi: HiIndex, c: int, score: float, per_entity: int | None) -> Hit:
         kg = state.kg
         members = hi.members(c).tolist()
         deg = hi.degree
@@ -569,8 +587,7 @@ class HiRAG(Method):
                     sentences.append(first)
             if len(sentences) >= 3:
                 break
-        ents = [hi.node_id(i) for i in members if i < hi.n_entities]
-        chunk_ids = rank_chunks([kg.entities[e].chunk_ids for e in ents])
+        chunk_ids = rank_chunks([_entity_chunk_ids(state, i, per_entity) for i in members if i < hi.n_entities])
         return Hit(
             id=f"hirag:C{c}",
             text=f"{title}\n{' '.join(sentences)}".strip(),
@@ -583,7 +600,9 @@ class HiRAG(Method):
                       "members": [hi.node_id(i) for i in members], "raw_score": float(score)},
         )
 
-    def _triple_hit(self, state, hi: HiIndex, iu: int, iv: int, sims: _Similarity) -> Hit:
+    def _triple_hit(
+        self, state, hi: HiIndex, iu: int, iv: int, sims: _Similarity, per_entity: int | None
+    ) -> Hit:
         kg = state.kg
         u, v = hi.node_id(iu), hi.node_id(iv)
         score = float(sims[iu] + sims[iv]) / 2.0
@@ -591,22 +610,23 @@ class HiRAG(Method):
         nu, nv = self._name(state, hi, iu), self._name(state, hi, iv)
         deg = int(hi.degree[iu] + hi.degree[iv])
         if r is not None:
+            chunk_ids = list(r.chunk_ids if per_entity is None else r.chunk_ids[: int(per_entity)])
             return Hit(
                 id=r.id,
                 text=f"{nu} — {nv}: {r.description}",
                 score=cosine(score),
                 kind="relation",
                 layer=0,
-                chunk_ids=list(r.chunk_ids),
-                document_ids=state.document_ids_of(r.chunk_ids),
+                chunk_ids=chunk_ids,
+                document_ids=state.document_ids_of(chunk_ids),
                 metadata={"source": nu, "target": nv, "weight": r.weight, "rank": deg,
-                          "bridge": True, "raw_score": score},
+                          "bridge": True, "raw_score": score, "chunk_count": len(r.chunk_ids)},
             )
         lo, hi_node = (iu, iv) if hi.layer_of(iu) <= hi.layer_of(iv) else (iv, iu)
         member, summary = self._name(state, hi, lo), self._name(state, hi, hi_node)
         chunk_ids = []
         if lo < hi.n_entities:
-            chunk_ids = list(state.kg.entities[hi.node_id(lo)].chunk_ids)
+            chunk_ids = list(state.kg.entities[hi.node_id(lo)].chunk_ids[:10])
         return Hit(
             id=f"{hi.node_id(lo)}\u241f{hi.node_id(hi_node)}",
             text=f"{member} — {summary}: {member} belongs to the summary entity '{summary}'.",

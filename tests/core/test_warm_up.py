@@ -1,0 +1,67 @@
+"""The load's warm-up query (issue 33): the first query a user sends after a load should cost
+what the others cost; the warm-up runs one ArchRAG query inside the load and changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+from graphstrata import Document, GraphStrata
+from graphstrata.methods import METHODS
+from graphstrata.testing import HashEmbedder
+from graphstrata.testing.contract import contract_documents
+
+QUESTION = "Who designed the Analytical Engine?"
+
+
+@pytest.fixture(scope="module")
+def persisted(tmp_path_factory):
+    path = tmp_path_factory.mktemp("warm") / "idx"
+    gs = GraphStrata.build(contract_documents(), embedder=HashEmbedder(), persist_dir=path)
+    return gs, path
+
+
+def _count_queries(monkeypatch) -> list[str]:
+    """Record the query of every method run (any method's ``retrieve``)."""
+    seen: list[str] = []
+    for cls in METHODS.values():
+        real = cls.retrieve
+
+        def wrapped(self, state, query, *a, _real=real, **k):
+            seen.append(f"{self.name}:{query}")
+            return _real(self, state, query, *a, **k)
+
+        monkeypatch.setattr(cls, "retrieve", wrapped)
+    return seen
+
+
+def test_load_runs_one_archrag_query_and_warm_up_false_none(persisted, monkeypatch):
+    _, path = persisted
+    seen = _count_queries(monkeypatch)
+    GraphStrata.load(path, embedder=HashEmbedder())
+    assert len(seen) == 1 and seen[0].startswith("archrag:")
+    seen.clear()
+    GraphStrata.load(path, embedder=HashEmbedder(), warm_up=False)
+    assert seen == []
+
+
+def test_warm_and_cold_loads_answer_alike(persisted):
+    gs, path = persisted
+    warm = GraphStrata.load(path, embedder=HashEmbedder())
+    cold = GraphStrata.load(path, embedder=HashEmbedder(), warm_up=False)
+    for method in warm.methods:
+        got = [(h.id, h.score, h.kind) for h in warm.retrieve(QUESTION, method=method, k=4)]
+        assert got == [(h.id, h.score, h.kind) for h in cold.retrieve(QUESTION, method=method, k=4)], method
+        assert got == [(h.id, h.score, h.kind) for h in gs.retrieve(QUESTION, method=method, k=4)], method
+
+
+def test_a_refresh_warms_the_new_version(persisted, tmp_path, monkeypatch):
+    _, path = persisted
+    import shutil
+
+    copy = tmp_path / "idx"
+    shutil.copytree(path, copy)
+    reader = GraphStrata.load(copy, embedder=HashEmbedder())
+    writer = GraphStrata.load(copy, embedder=HashEmbedder())
+    writer.insert([Document("new-doc", "Ada Lovelace wrote notes on the Analytical Engine in 1843.")])
+    seen = _count_queries(monkeypatch)
+    assert reader.refresh()
+    assert len(seen) == 1 and seen[0].startswith("archrag:")
