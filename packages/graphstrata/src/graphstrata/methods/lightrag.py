@@ -75,6 +75,7 @@ from .base import (
     hybrid_scores,
     query_llm,
     rank,
+    rows_dot,
     scored,
 )
 
@@ -453,7 +454,7 @@ class RelationVectors:
         w = self.weight
         ents = np.concatenate([g.src[rels], g.dst[rels]]).astype(np.int64)
         uniq, inv = np.unique(ents, return_inverse=True)
-        es = (state.vectors["entities"][uniq] @ q)[inv]
+        es = rows_dot(state.vectors["entities"][uniq], q)[inv]
         v = (1.0 - w) * 0.5 * (es[: len(rels)] + es[len(rels):]).astype(np.float64)
         if w > 0:
             v = v + w * self._chunk_term(g, state, rels, q)
@@ -467,14 +468,14 @@ class RelationVectors:
         else:
             hpos, is_heavy = np.zeros(len(rels), np.int64), np.zeros(len(rels), bool)
         if is_heavy.any():
-            out[is_heavy] = self.heavy_mean[hpos[is_heavy]] @ q
+            out[is_heavy] = rows_dot(self.heavy_mean[hpos[is_heavy]], q)
         light = np.flatnonzero(~is_heavy)
         if len(light):
             pos, owner = _ranges(g.rel_chunk_indptr, rels[light])
             if len(pos):
                 rows = g.rel_chunk_rows[pos]
                 uniq, inv = np.unique(rows, return_inverse=True)
-                cs = (state.vectors["chunks"][uniq] @ q)[inv].astype(np.float64)
+                cs = rows_dot(state.vectors["chunks"][uniq], q)[inv].astype(np.float64)
                 sums = np.bincount(owner, weights=cs, minlength=len(light))
                 counts = np.bincount(owner, minlength=len(light))
                 out[light] = np.where(counts > 0, sums / np.maximum(counts, 1), 0.0)
@@ -594,8 +595,8 @@ def _entity_search(state, v: np.ndarray, k: int, ef: int) -> tuple[np.ndarray, n
     if layered is not None:
         rows, _ = layered.search_layer(q[None, :], k, 0, ef_search=max(int(ef), k))
         rows = rows[0][rows[0] >= 0].astype(np.int64)
-        return rows, (ents[rows] @ q).astype(np.float32)
-    sims = ents @ q
+        return rows, rows_dot(ents[rows], q).astype(np.float32)
+    sims = rows_dot(ents, q)
     rows = np.argpartition(-sims, k - 1)[:k].astype(np.int64)
     return rows, sims[rows].astype(np.float32)
 
