@@ -1,5 +1,6 @@
-"""The load's warm-up query (issue 33): the first query a user sends after a load should cost
-what the others cost; the warm-up runs one ArchRAG query inside the load and changes nothing."""
+"""The load's warm-up queries (issue 33): the first query a user sends after a load should cost
+what the others cost; the load runs one query per method (ArchRAG only with an LLM) and changes
+nothing."""
 
 from __future__ import annotations
 
@@ -33,11 +34,12 @@ def _count_queries(monkeypatch) -> list[str]:
     return seen
 
 
-def test_load_runs_one_archrag_query_and_warm_up_false_none(persisted, monkeypatch):
+def test_load_runs_one_query_per_method_and_warm_up_false_none(persisted, monkeypatch):
     _, path = persisted
     seen = _count_queries(monkeypatch)
     GraphStrata.load(path, embedder=HashEmbedder())
-    assert len(seen) == 1 and seen[0].startswith("archrag:")
+    assert sorted(s.split(":")[0] for s in seen) == sorted(METHODS)
+    assert len({s.split(":", 1)[1] for s in seen}) == 1  # one query, the first chunk's words
     seen.clear()
     GraphStrata.load(path, embedder=HashEmbedder(), warm_up=False)
     assert seen == []
@@ -64,4 +66,15 @@ def test_a_refresh_warms_the_new_version(persisted, tmp_path, monkeypatch):
     writer.insert([Document("new-doc", "Ada Lovelace wrote notes on the Analytical Engine in 1843.")])
     seen = _count_queries(monkeypatch)
     assert reader.refresh()
+    assert sorted(s.split(":")[0] for s in seen) == sorted(METHODS)
+
+
+def test_with_an_llm_only_archrag_is_warmed_and_no_model_is_called(persisted, monkeypatch):
+    from graphstrata.testing import ScriptedLLM
+
+    _, path = persisted
+    llm = ScriptedLLM()
+    seen = _count_queries(monkeypatch)
+    GraphStrata.load(path, embedder=HashEmbedder(), llm=llm)
     assert len(seen) == 1 and seen[0].startswith("archrag:")
+    assert llm.calls == []

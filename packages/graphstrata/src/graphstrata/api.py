@@ -346,9 +346,10 @@ class GraphStrata:
                 index's response cache; ``None``: retrieval runs offline.
             runner: where later inserts / deletes / rebuilds run their per-chunk stages (as in
                 :meth:`build`).
-            warm_up: run one query through the default method before returning
-                (:func:`graphstrata.retrieval.warm_up`: ~10–30 ms at 10⁶ chunks), so that the
-                first query a user sends costs what the others cost; ``False`` skips it.
+            warm_up: run one query through each method before returning (ArchRAG only
+                with an ``llm``; :func:`graphstrata.retrieval.warm_up`: ~0.2 s at 10⁶
+                chunks), so that the first query a user sends costs what the others cost;
+                ``False`` skips it.
 
         Raises:
             FileNotFoundError: the directory does not exist.

@@ -210,26 +210,27 @@ def retrieve(state: EngineState, query: str, request: RetrieveRequest) -> list[H
 
 
 WARM_UP_METHOD = "archrag"
-"""The method :func:`warm_up` runs (the default of every retrieval entry point)."""
+"""The method :func:`warm_up` runs when the state has an LLM (ArchRAG's retrieval reads none)."""
 
 
-def warm_up(state: EngineState, method: str = WARM_UP_METHOD) -> float:
-    """Run one query through ``method`` on ``state`` and discard it, so that the first query a
-    user sends after a load costs what the others cost (issue 33): it pays the first calls of
-    the embedder, the C-HNSW searches and BM25 postings, the method's code paths and the
-    first touches of memory-mapped vectors — at 10⁶ chunks ArchRAG's first query took 2.9×
-    its p50, two thirds of it such process-wide first touches.
+def warm_up(state: EngineState, methods: Sequence[str] | None = None) -> float:
+    """Run one query through each of ``methods`` on ``state`` and discard the results, so that
+    the first query a user sends after a load costs what the others cost (issue 33): it pays
+    the first calls of the embedder, the C-HNSW searches and BM25 postings, each method's code
+    paths and first touches of its structures and of memory-mapped vectors. At 10⁶ chunks
+    ArchRAG's first query took 2.9× its p50 and HiRAG's 2.4× without it.
 
     The query is the start of the first chunk's text (a question about the corpus the index
-    holds); nothing is cached from it and the state is not changed. ArchRAG's retrieval reads
-    no LLM (only its answer generation does), so no model is called at load.
+    holds); nothing is cached from it and the state is not changed.
 
     Args:
         state: the loaded state.
-        method: a name in ``graphstrata.methods.METHODS``.
+        methods: names in ``graphstrata.methods.METHODS``; ``None``: every method when the
+            state has no LLM, else ArchRAG only (its retrieval calls no model; the others may,
+            and a load makes no model call).
 
     Returns:
-        Seconds spent (0.0 for an empty index).
+        Seconds spent (0.0 for an index without chunks).
 
     Raises:
         ValueError, OSError: what the same query raises (a broken index).
@@ -238,10 +239,13 @@ def warm_up(state: EngineState, method: str = WARM_UP_METHOD) -> float:
 
     if not len(state.chunks):
         return 0.0
+    if methods is None:
+        methods = list(METHODS) if state.llm is None else [WARM_UP_METHOD]
     words = state.chunks[0].text.split()[:16]
     query = " ".join(words)[: state.config.max_query_chars] or "warm up"
     start = time.perf_counter()
-    retrieve(state, query, check_retrieve_args(method, k=5))
+    for method in methods:
+        retrieve(state, query, check_retrieve_args(method, k=5))
     return time.perf_counter() - start
 
 
