@@ -69,6 +69,11 @@ from .lightrag import add_second_hop, count_tokens
 
 MODES = ("local", "global", "bridge", "hi")
 
+COMMUNITY_MEMBER_CHUNKS = 10
+"""Chunks of each member entity a community report's chunk ranking reads (its most
+representative ones): communities average ~100 members at 10⁶ chunks, and reading 50 chunks of
+each was a fifth of a query."""
+
 
 def _chunk_count(hit: Hit) -> int:
     """The full number of chunks behind ``hit`` (``metadata["chunk_count"]`` when its chunk list
@@ -587,7 +592,10 @@ class HiRAG(Method):
                     sentences.append(first)
             if len(sentences) >= 3:
                 break
-        chunk_ids = rank_chunks([_entity_chunk_ids(state, i, per_entity) for i in members if i < hi.n_entities])
+        # each member's most representative chunks (at most COMMUNITY_MEMBER_CHUNKS): the
+        # report keeps the 50 most shared of them
+        per_member = COMMUNITY_MEMBER_CHUNKS if per_entity is None else min(int(per_entity), COMMUNITY_MEMBER_CHUNKS)
+        chunk_ids = rank_chunks([_entity_chunk_ids(state, i, per_member) for i in members if i < hi.n_entities])
         return Hit(
             id=f"hirag:C{c}",
             text=f"{title}\n{' '.join(sentences)}".strip(),
