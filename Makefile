@@ -66,6 +66,7 @@ bench: install
 	$(BIN)/python bench/bench_incremental.py --json .bench_out/incremental.json
 	$(BIN)/python bench/bench_distributed.py --json .bench_out/distributed.json
 	$(BIN)/python bench/bench_scale.py --json .bench_out/scale.json
+	$(BIN)/python bench/bench_scale_stages.py .bench_out/scale/corpus-50000-s0 .bench_out/scale/corpus-1000000-s0
 	$(BIN)/python bench/bench_serve.py --json .bench_out/serve.json
 
 lint: install
