@@ -266,3 +266,12 @@ def test_freed_memory_is_handed_back_only_after_a_structure_is_built(persisted, 
     assert calls == []
     prepare(_fresh(gs.state))
     assert 0 < len(calls) <= len(_eager())
+
+
+def test_prepare_builds_lower_orders_first(gs: GraphStrata) -> None:
+    """HiRAG's index (order -1: the largest transient of the stage) is prepared before every
+    other structure, which keep their registration order."""
+    done = prepare(_fresh(gs.state))
+    assert done[0] == "hirag:index"
+    rest = [spec.key for spec in registered() if spec.eager and spec.key != "hirag:index"]
+    assert done[1:] == rest

@@ -47,6 +47,9 @@ class DerivedSpec:
             (the structure is built again).
         eager: build it at index time (:func:`prepare`); ``False`` leaves it to first use
             (still persisted once built).
+        order: :func:`prepare` builds structures of a lower order first (registration order
+            among equals): a structure whose build needs much transient memory goes first,
+            while the heap holds none of the others.
         update: optional incremental hook, ``update(old_structure, old_state, new_state) ->
             structure | None``: the structure of ``new_state`` (the next state of an insert,
             delete or rebuild) from the one ``old_state`` held, where a method can do better
@@ -62,6 +65,7 @@ class DerivedSpec:
     version: int = 1
     eager: bool = True
     update: Callable[[Any, EngineState, EngineState], Any] | None = None
+    order: int = 0
 
 
 _SPECS: dict[str, DerivedSpec] = {}
@@ -111,12 +115,13 @@ def prepare(
             structure made a one-document insert cost seconds).
 
     Returns:
-        The keys prepared, in registration order.
+        The keys prepared, in the order they were prepared (:attr:`DerivedSpec.order`, then
+        registration order).
     """
     wanted = None if keys is None else set(keys)
     old_cache = previous.derived_snapshot() if previous is not None else {}
     done = []
-    for spec in registered():
+    for spec in sorted(registered(), key=lambda s: s.order):
         if not ((wanted is None and spec.eager) or (wanted is not None and spec.key in wanted)):
             continue
         if carried_only and (spec.update is None or spec.key not in old_cache):
