@@ -517,7 +517,8 @@ def _cmd_update(args) -> int:
     llm = _load_llm(args.llm)
     from . import GraphStrata
 
-    gs = GraphStrata.load(args.index_dir, llm=llm) if llm is not None else GraphStrata.load(args.index_dir)
+    # one command per process: a warm-up query per method would only add to it
+    gs = GraphStrata.load(args.index_dir, llm=llm, warm_up=False)
     indexed = gs.documents
     by_file: dict[str, list[str]] = {}
     known: dict[str, str] = {}
@@ -587,7 +588,7 @@ def _cmd_query(args) -> int:
     from . import GraphStrata
 
     llm = _load_llm(args.llm)
-    gs = GraphStrata.load(args.index_dir, llm=llm)
+    gs = GraphStrata.load(args.index_dir, llm=llm, warm_up=False)  # one query per process
     if llm is not None:
         return _print_answer(gs.answer(args.question, method=args.method, k=args.k, **options), args)
     if args.context is not None and not args.chunks_only:
@@ -758,7 +759,7 @@ def _cmd_viz(args) -> int:
     from . import GraphStrata
     from .viz import render_html, render_png
 
-    gs = GraphStrata.load(args.index_dir)
+    gs = GraphStrata.load(args.index_dir, warm_up=False)
     hits = gs.retrieve(args.query, method=args.method, k=args.k, **options) if querying else None
     render = render_png if suffix == ".png" else render_html
     path = render(gs, out, query=args.query, query_hits=hits, method=args.method if querying else None)
