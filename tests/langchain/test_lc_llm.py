@@ -276,7 +276,7 @@ def test_index_dir_with_llm_attaches_it(embeddings, tmp_path):
 def test_answer_chain_answers_with_each_method(llm_retriever, method):
     retriever, _ = llm_retriever
     out = retriever.as_answer_chain().invoke({"question": "Who designed the Analytical Engine?"}, method=method)
-    assert set(out) == {"question", "answer", "context", "usage", "method"}
+    assert set(out) == {"question", "answer", "context", "usage", "method", "fallbacks"}
     assert out["answer"] == ANSWER and out["method"] == method
     assert out["context"] and all(isinstance(d, Document) for d in out["context"])
     assert all(d.metadata["method"] == method for d in out["context"])
@@ -289,6 +289,7 @@ def test_answerer_is_a_runnable_taking_a_string(llm_retriever):
     chain = retriever.as_answer_chain()
     assert isinstance(chain, GraphStrataAnswerer) and isinstance(chain, Runnable)
     assert chain.pick("answer").invoke("Who designed the Analytical Engine?") == ANSWER
+    assert chain.invoke("Who designed the Analytical Engine?")["fallbacks"] == []  # every step read it
     assert chain.invoke({"input": "Who designed it?"})["question"] == "Who designed it?"
     batch = chain.batch(["Who designed it?", {"query": "Where did Babbage work?"}])
     assert [b["answer"] for b in batch] == [ANSWER, ANSWER]
@@ -373,3 +374,19 @@ def test_the_context_window_comes_from_the_chat_model_profile():
     assert ChatModelLLM(FakeListChatModel(responses=["a"])).context_window is None
     client = LLMClient(ChatModelLLM(model))
     assert client.context_budget(12000) < 1234 and client.context_budget(None) < 1234
+
+
+def test_answerer_passes_the_core_fallbacks_through(llm_retriever, monkeypatch):
+    """The LLM steps that fell back (graphstrata's ``Answer.fallbacks``) reach the chain's output."""
+    retriever, _ = llm_retriever
+    core = retriever.graphstrata
+    real = core.answer
+
+    def degraded(question, **kwargs):
+        out = real(question, **kwargs)
+        out.fallbacks = ["keywords: offline fallback, unreadable answer"]
+        return out
+
+    monkeypatch.setattr(core, "answer", degraded)
+    out = retriever.as_answer_chain().invoke("Who designed the Analytical Engine?")
+    assert out["fallbacks"] == ["keywords: offline fallback, unreadable answer"] and out["answer"] == ANSWER

@@ -332,6 +332,9 @@ def test_method_query_engine_answers_with_the_method(llm_index, method):
     assert response.metadata["method"] == method
     usage = response.metadata["usage"]
     assert usage["total"]["calls"] + usage["total"]["cached"] > 0
+    # the scripted chat model has no reply AGRAG's fact filter can read: that step says so
+    unread = {"agrag": ["fact_filter: offline fallback, unreadable answer"]}
+    assert response.metadata["fallbacks"] == unread.get(method, [])
     assert response.source_nodes
     assert all(n.node.metadata["method"] == method  # context nodes name their method
                for n in response.source_nodes if n.node.metadata["kind"] != "chunk")
@@ -444,3 +447,20 @@ def test_the_context_window_comes_from_the_llama_index_metadata():
     with pytest.raises(PromptTooLongError, match="700 tokens"):
         client.complete("word " * 600)
     assert client.ledger.stages == {}  # nothing was sent
+
+
+def test_query_engine_passes_the_core_fallbacks_through(llm_index, monkeypatch):
+    """The LLM steps that fell back (graphstrata's ``Answer.fallbacks``) reach ``Response.metadata``."""
+    index, _ = llm_index
+    engine = index.as_query_engine(response_mode="method", method="lightrag")
+    core = engine._engine
+    real = core.answer
+
+    def degraded(question, **kwargs):
+        out = real(question, **kwargs)
+        out.fallbacks = ["keywords: offline fallback, unreadable answer"]
+        return out
+
+    monkeypatch.setattr(core, "answer", degraded)
+    response = engine.query("Who designed the Analytical Engine?")
+    assert response.metadata["fallbacks"] == ["keywords: offline fallback, unreadable answer"]

@@ -358,4 +358,5 @@ async def test_answer_tool_only_with_llm_returns_answer_sources_and_usage(serve_
         expected = _expected(serve_indexes["hotpot"], method="hybrid", k=3, kinds=("chunk",))
         assert [h["id"] for h in out["sources"] if h["kind"] == "chunk"] == [h["id"] for h in expected]
         assert out["usage"]["total"]["calls"] + out["usage"]["total"]["cached"] >= 1
+        assert out["fallbacks"] == []  # hybrid answers in one step, which read the model's answer
         assert (await session.call_tool("list_indexes", {})).structuredContent["answer"] is True

@@ -84,6 +84,9 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
       (``{"stages": {...}, "total": {"calls", "cached", "prompt_tokens",
       "completion_tokens", "estimated", "skipped"}}``; ``estimated`` is true when the model
       reported no token counts);
+    * ``"fallbacks"``: the LLM steps of this question that fell back, one note each
+      (``"keywords: offline fallback, unreadable answer"``; ``[]`` when every step used the
+      model's answer: graphstrata's ``Answer.fallbacks``);
     * ``"question"`` and ``"method"``.
 
     Take the text alone with ``answerer.pick("answer")`` (or ``| itemgetter("answer")``).
@@ -155,6 +158,7 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
             "context": context,
             "usage": dict(answer.usage or {}),
             "method": method,
+            "fallbacks": list(getattr(answer, "fallbacks", []) or []),
         }
 
     def _answer(self, value: Any, **kwargs: Any) -> dict[str, Any]:

@@ -79,6 +79,11 @@ class AnswerOut(BaseModel):
     answer: str
     sources: list[HitOut] = Field(description="the hits the answer was generated from")
     usage: dict[str, Any] = Field(description="LLM calls and tokens of this query, per stage and in total")
+    fallbacks: list[str] = Field(
+        default_factory=list,
+        description="the LLM steps of this query that fell back, one note each (empty when every step used "
+        "the model's answer)",
+    )
 
 
 class IndexOut(BaseModel):

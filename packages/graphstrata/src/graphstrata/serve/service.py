@@ -207,7 +207,9 @@ class GraphService:
         Returns:
             ``{"index", "version", "method", "query", "answer", "sources": [Hit.to_dict()],
             "usage": {"stages": ..., "total": {"calls", "cached", "prompt_tokens",
-            "completion_tokens", ...}}}``.
+            "completion_tokens", ...}}, "fallbacks": [note, ...]}``: ``fallbacks`` names the
+            LLM steps of this query that fell back (:attr:`graphstrata.api.Answer.fallbacks`;
+            empty when every step used the model's answer).
 
         Raises:
             ServeError: as :meth:`retrieve`; 400 when the server has no LLM; 502 when the LLM
@@ -226,7 +228,8 @@ class GraphService:
             except LLMError as exc:
                 raise ServeError(502, "llm_error", str(exc)) from None
             return {"index": name, "version": version, "method": method, "query": query,
-                    "answer": ans.text, "sources": [h.to_dict() for h in ans.hits], "usage": ans.usage}
+                    "answer": ans.text, "sources": [h.to_dict() for h in ans.hits], "usage": ans.usage,
+                    "fallbacks": list(ans.fallbacks)}
 
     def list_indexes(self, principal: Principal) -> dict[str, Any]:
         """The caller's readable indexes: ``{"indexes": [{"name", "version", "documents",

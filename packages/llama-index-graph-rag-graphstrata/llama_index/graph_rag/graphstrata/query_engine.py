@@ -64,7 +64,9 @@ class GraphStrataQueryEngine(BaseQueryEngine):
     was generated from (chunks and the method's graph context, as ``GraphStrataRetriever``
     converts them); ``metadata["method"]`` the method and ``metadata["usage"]`` its LLM calls
     and tokens (``{"stages": {...}, "total": {"calls", "cached", "prompt_tokens",
-    "completion_tokens", "estimated", "skipped"}}``). ``aquery`` runs the core's ``aanswer``
+    "completion_tokens", "estimated", "skipped"}}``), ``metadata["fallbacks"]`` the LLM steps
+    that fell back, one note each (``[]`` when none did: graphstrata's ``Answer.fallbacks``).
+    ``aquery`` runs the core's ``aanswer``
     (a worker thread), never ``asyncio.run``.
 
     Raises:
@@ -135,7 +137,9 @@ class GraphStrataQueryEngine(BaseQueryEngine):
         return Response(
             response=answer.text,
             source_nodes=[hit_to_node(h, method, self._engine) for h in answer.hits],
-            metadata={"method": method, "usage": dict(answer.usage or {})},
+            # the LLM steps that fell back (graphstrata's Answer.fallbacks; [] when none did)
+            metadata={"method": method, "usage": dict(answer.usage or {}),
+                      "fallbacks": list(getattr(answer, "fallbacks", []) or [])},
         )
 
     def _query(self, query_bundle: QueryBundle) -> Response:
