@@ -206,3 +206,32 @@ def test_a_misspelt_word_merges():
     assert resolve_entities(pair, embed=same_vectors) == {
         "basaveshvara engineering college": "basaveshwara engineering college"
     }
+
+
+def test_retrieved_entities_and_explanations_name_their_aliases(resolved_index):
+    """An entity that absorbed variants shows them in its hit's metadata and wherever an
+    explanation names it (issue 28: aliases in inspect, export and explain)."""
+    gs, _ = resolved_index
+    merged = {e.id: e for e in gs.kg.entities.values() if e.aliases}
+    target = max(merged.values(), key=lambda e: (len(e.chunk_ids), e.id))
+    hits = gs.retrieve(target.name, method="archrag", k=5, kinds=["entity"], explain=True)
+    hit = next(h for h in hits if h.id == target.id)
+    assert hit.metadata["aliases"] == list(target.aliases)
+    for h in hits:  # an entity without aliases gets no key
+        assert ("aliases" in h.metadata) == bool(gs.kg.entities[h.id].aliases)
+
+    def refs(value):  # every entity reference {"id", "name", ...} in an explanation
+        if isinstance(value, dict):
+            if value.get("id") in gs.kg.entities and "name" in value:
+                yield value
+            for v in value.values():
+                yield from refs(v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from refs(v)
+
+    chunk_hits = gs.retrieve(target.name, method="archrag", k=5, kinds=["chunk"], explain=True)
+    found = [r for h in chunk_hits for r in refs(h.explain)]
+    assert any(r["id"] in merged for r in found)
+    for r in found:
+        assert r.get("aliases") == (list(merged[r["id"]].aliases) if r["id"] in merged else None)

@@ -681,7 +681,8 @@ def rank_arrays(rows: np.ndarray, values: np.ndarray, limit: int) -> list[tuple[
 def entity_hit(state: EngineState, row: int, similarity: float, max_chunks: int | None = None) -> Hit:
     """A ``kind="entity"`` hit for entity ``row`` (layer 0) at cosine ``similarity``: score
     ``max(0, cos)``, the cosine in ``metadata["raw_score"]``, the entity's ``type`` (``""``
-    offline) in ``metadata["type"]``.
+    offline) in ``metadata["type"]``, and the ids entity resolution merged into it in
+    ``metadata["aliases"]`` when it has any.
 
     ``max_chunks``: provenance bounded to the entity's ``max_chunks`` most representative
     chunks (:func:`entity_chunks`; all of them when it has no more), its full chunk count in
@@ -689,6 +690,8 @@ def entity_hit(state: EngineState, row: int, similarity: float, max_chunks: int 
     (default): every chunk that mentions it."""
     e = state.kg.entities[state.kg.entity_ids[row]]
     metadata = {"name": e.name, "type": e.type, "weight": e.weight, "raw_score": float(similarity)}
+    if e.aliases:  # the ids entity resolution merged into it (issue 28)
+        metadata["aliases"] = list(e.aliases)
     if max_chunks is not None:
         metadata["chunk_count"] = len(e.chunk_ids)
     if max_chunks is None or len(e.chunk_ids) <= int(max_chunks):

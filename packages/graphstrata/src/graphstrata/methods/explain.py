@@ -102,9 +102,13 @@ MAX_TRIPLES = 10
 
 
 def entity_ref(state: EngineState, eid: str, **extra: Any) -> dict[str, Any]:
-    """``{"id", "name", **extra}`` of KG entity ``eid`` (numbers made plain floats)."""
+    """``{"id", "name", **extra}`` of KG entity ``eid`` (numbers made plain floats), plus
+    ``"aliases"`` (the ids entity resolution merged into it) when it has any."""
     e = state.kg.entities.get(eid)
-    return {"id": eid, "name": e.name if e is not None else eid, **_plain(extra)}
+    out = {"id": eid, "name": e.name if e is not None else eid}
+    if e is not None and e.aliases:
+        out["aliases"] = list(e.aliases)
+    return {**out, **_plain(extra)}
 
 
 def _plain(values: Mapping[str, Any]) -> dict[str, Any]:

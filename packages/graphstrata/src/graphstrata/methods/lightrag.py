@@ -55,10 +55,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..derived import DerivedSpec, register_derived
+from ..derived import DerivedSpec, pack_strings, register_derived, unpack_strings
 from ..extraction import canonical, capitalised_spans
 from ..index import english_stop_words
-from ..derived import pack_strings, unpack_strings
 from ..indexing.hirag import lossless_float32
 from ..llm.client import LLMClient
 from ..llm.prompts.lightrag_query import keywords_request, parse_keywords
@@ -1058,7 +1057,8 @@ class LightRAG(Method):
                     document_ids=g.documents(g.ent_chunk_rows[g.ent_chunk_indptr[row] : g.ent_chunk_indptr[row + 1]]),
                     metadata={"name": e.name, "type": e.type, "weight": e.weight, "similarity": sim,
                               "rank": int(degree[row]), "path": path,
-                              "raw_score": float(degree[row])},
+                              "raw_score": float(degree[row]),
+                              **({"aliases": list(e.aliases)} if e.aliases else {})},
                 )
             )
         for key, sim, path in ctx.relations:
