@@ -78,3 +78,26 @@ def test_with_an_llm_only_archrag_is_warmed_and_no_model_is_called(persisted, mo
     GraphStrata.load(path, embedder=HashEmbedder(), llm=llm)
     assert len(seen) == 1 and seen[0].startswith("archrag:")
     assert llm.calls == []
+
+
+def test_an_embedder_not_known_to_be_local_is_never_called_at_load(persisted, monkeypatch):
+    """A framework's embedding (maybe a paid remote API) is not called by the warm-up: only the
+    methods that never embed the query run."""
+    _, path = persisted
+
+    class RemoteLike(HashEmbedder):
+        local = False
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def embed(self, texts):
+            self.calls += 1
+            return super().embed(texts)
+
+    remote = RemoteLike()
+    seen = _count_queries(monkeypatch)
+    GraphStrata.load(path, embedder=remote)
+    assert remote.calls == 0
+    assert [s.split(":")[0] for s in seen] == ["bm25"]

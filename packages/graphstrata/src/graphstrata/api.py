@@ -347,9 +347,10 @@ class GraphStrata:
             runner: where later inserts / deletes / rebuilds run their per-chunk stages (as in
                 :meth:`build`).
             warm_up: run one query through each method before returning (ArchRAG only
-                with an ``llm``; :func:`graphstrata.retrieval.warm_up`: ~0.2 s at 10⁶
-                chunks), so that the first query a user sends costs what the others cost;
-                ``False`` skips it.
+                with an ``llm``; only ``bm25`` when the embedder is neither a packaged preset
+                nor marked ``local = True``, so no embedding API is called;
+                :func:`graphstrata.retrieval.warm_up`: ~0.2 s at 10⁶ chunks), so that the first
+                query a user sends costs what the others cost; ``False`` skips it.
 
         Raises:
             FileNotFoundError: the directory does not exist.

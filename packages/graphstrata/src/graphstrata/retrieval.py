@@ -36,7 +36,7 @@ from .config import check_query
 from .filters import compile_filter
 from .methods import METHODS
 from .methods.base import Method, Retrieval, document_rows
-from .models import embed_query
+from .models import embed_query, preset_for_id
 from .scores import unit
 from .state import EngineState
 from .types import Hit, check_k, check_kinds
@@ -209,6 +209,13 @@ def retrieve(state: EngineState, query: str, request: RetrieveRequest) -> list[H
     return select_hits(chunk_hits, context, request.kinds, request.context_k, request.min_score)
 
 
+def local_embedder(embedder: Any) -> bool:
+    """Whether ``embedder`` computes on this machine: a packaged preset (``"default"``,
+    ``"fast"``) or an object with ``local = True``. Others (framework embeddings, remote APIs)
+    are not called by :func:`warm_up`."""
+    return preset_for_id(str(getattr(embedder, "id", ""))) is not None or getattr(embedder, "local", False) is True
+
+
 WARM_UP_METHOD = "archrag"
 """The method :func:`warm_up` runs when the state has an LLM (ArchRAG's retrieval reads none)."""
 
@@ -221,7 +228,11 @@ def warm_up(state: EngineState, methods: Sequence[str] | None = None) -> float:
     ArchRAG's first query took 2.9× its p50 and HiRAG's 2.4× without it.
 
     The query is the start of the first chunk's text (a question about the corpus the index
-    holds); nothing is cached from it and the state is not changed.
+    holds); nothing is cached from it and the state is not changed. The query is embedded only
+    by an embedder that computes on this machine — the packaged presets, or one with an
+    attribute ``local = True`` (:func:`local_embedder`); with any other (a framework's model,
+    maybe a paid remote API) only the methods that never embed the query are warmed, so a
+    load makes no embedding call.
 
     Args:
         state: the loaded state.
@@ -241,6 +252,8 @@ def warm_up(state: EngineState, methods: Sequence[str] | None = None) -> float:
         return 0.0
     if methods is None:
         methods = list(METHODS) if state.llm is None else [WARM_UP_METHOD]
+    if not local_embedder(state.embedder):
+        methods = [m for m in methods if not METHODS[m]().wants_query_vector({})]
     words = state.chunks[0].text.split()[:16]
     query = " ".join(words)[: state.config.max_query_chars] or "warm up"
     start = time.perf_counter()

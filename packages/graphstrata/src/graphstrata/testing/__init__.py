@@ -32,6 +32,8 @@ class HashEmbedder:
     ``embed(texts)`` returns float32 ``(len(texts), dim)``; ``id`` is ``"test-hash-<dim>"``.
     """
 
+    local = True  # computes here: a load's warm-up query may embed with it
+
     def __init__(self, dim: int = 64) -> None:
         self.dim = int(dim)
         self.id = f"test-hash-{self.dim}"
