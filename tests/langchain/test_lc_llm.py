@@ -378,15 +378,10 @@ def test_the_context_window_comes_from_the_chat_model_profile():
 
 def test_answerer_passes_the_core_fallbacks_through(llm_retriever, monkeypatch):
     """The LLM steps that fell back (graphstrata's ``Answer.fallbacks``) reach the chain's output."""
+    from graphstrata.testing import answer_with_fallbacks
+
     retriever, _ = llm_retriever
     core = retriever.graphstrata
-    real = core.answer
-
-    def degraded(question, **kwargs):
-        out = real(question, **kwargs)
-        out.fallbacks = ["keywords: offline fallback, unreadable answer"]
-        return out
-
-    monkeypatch.setattr(core, "answer", degraded)
+    monkeypatch.setattr(core, "answer", answer_with_fallbacks(core.answer, ["keywords: offline fallback, unreadable answer"]))
     out = retriever.as_answer_chain().invoke("Who designed the Analytical Engine?")
     assert out["fallbacks"] == ["keywords: offline fallback, unreadable answer"] and out["answer"] == ANSWER

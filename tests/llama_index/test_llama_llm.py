@@ -451,16 +451,11 @@ def test_the_context_window_comes_from_the_llama_index_metadata():
 
 def test_query_engine_passes_the_core_fallbacks_through(llm_index, monkeypatch):
     """The LLM steps that fell back (graphstrata's ``Answer.fallbacks``) reach ``Response.metadata``."""
+    from graphstrata.testing import answer_with_fallbacks
+
     index, _ = llm_index
     engine = index.as_query_engine(response_mode="method", method="lightrag")
     core = engine._engine
-    real = core.answer
-
-    def degraded(question, **kwargs):
-        out = real(question, **kwargs)
-        out.fallbacks = ["keywords: offline fallback, unreadable answer"]
-        return out
-
-    monkeypatch.setattr(core, "answer", degraded)
+    monkeypatch.setattr(core, "answer", answer_with_fallbacks(core.answer, ["keywords: offline fallback, unreadable answer"]))
     response = engine.query("Who designed the Analytical Engine?")
     assert response.metadata["fallbacks"] == ["keywords: offline fallback, unreadable answer"]

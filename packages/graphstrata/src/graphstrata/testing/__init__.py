@@ -13,7 +13,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -220,6 +220,19 @@ def answer_every_prompt(prompt: str, system: str | None) -> str:
         return "Thought: the path says so.\nAnswer: Toy answer."
     raise AssertionError(f"unexpected prompt family: {system!r}")
 
+
+
+def answer_with_fallbacks(answer: Any, notes: Sequence[str]) -> Any:
+    """``answer`` (a bound :meth:`GraphStrata.answer <graphstrata.GraphStrata.answer>`) whose
+    :class:`~graphstrata.api.Answer` reports ``notes`` as its fallbacks: what the framework
+    adapters' tests monkeypatch in to check they pass ``Answer.fallbacks`` through."""
+
+    def wrapped(question: str, **kwargs: Any) -> Any:
+        out = answer(question, **kwargs)
+        out.fallbacks = list(notes)
+        return out
+
+    return wrapped
 
 
 def index_fingerprint(engine: Any) -> dict[str, Any]:
