@@ -592,9 +592,9 @@ class HiRAG(Method):
                     sentences.append(first)
             if len(sentences) >= 3:
                 break
-        # each member's most representative chunks (at most COMMUNITY_MEMBER_CHUNKS): the
-        # report keeps the 50 most shared of them
-        per_member = COMMUNITY_MEMBER_CHUNKS if per_entity is None else min(int(per_entity), COMMUNITY_MEMBER_CHUNKS)
+        # each member's most representative chunks (at most COMMUNITY_MEMBER_CHUNKS; every one
+        # with entity_chunks=None, as documented): the report keeps the 50 most shared of them
+        per_member = None if per_entity is None else min(int(per_entity), COMMUNITY_MEMBER_CHUNKS)
         chunk_ids = rank_chunks([_entity_chunk_ids(state, i, per_member) for i in members if i < hi.n_entities])
         return Hit(
             id=f"hirag:C{c}",
