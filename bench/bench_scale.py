@@ -29,6 +29,10 @@ from titles and section headings of the real documents that every size contains
 (``ScaleCorpus.queries``): the same questions at every size. ``dense`` (the same run) is the
 baseline each method's p50 is set beside.
 
+5. loads the smallest and the largest index side by side (each in its own process, one thread)
+   and times them in alternating rounds (``--paired-rounds``, default 5; ABBA order), so that the
+   large-against-small p50 ratio is measured under the same conditions for both sizes.
+
 At the end a summary across sizes fits t ∝ n^b (least squares on log-log) for every build stage,
 build total, memory, disk, load and each method's p50, and projects each to 10M chunks from the
 fit. The figures are what this machine measured (the header names it); with two or three sizes
@@ -36,7 +40,7 @@ an exponent is a rough guide, not a law.
 
     .venv/bin/python bench/bench_scale.py [--sizes 50000,200000,1000000] [--seed 0]
         [--corpus DIR] [--methods a,b] [--queries 60] [--max-build-seconds 3600]
-        [--max-query-seconds 3600] [--skip-build] [--no-loaded] [--json .bench_out/scale.json]
+        [--max-query-seconds 3600] [--skip-build] [--no-loaded] [--paired-rounds 5] [--json .bench_out/scale.json]
 
 Robust by design: a size whose build fails or runs past ``--max-build-seconds`` is reported as
 such (its log is ``.bench_out/scale/index-N-sS.log``) and the other sizes still run;
@@ -140,6 +144,27 @@ print("RESULT " + json.dumps({
     "rss_after_queries_bytes": proc_status("VmRSS"), "peak_rss_bytes": proc_status("VmHWM"),
     "methods": out, "torch_threads": torch_threads(),
 }), flush=True)
+"""
+
+PAIRED_SNIPPET = CHILD_COMMON + r"""
+index, queries_file, k = sys.argv[1], sys.argv[2], int(sys.argv[3])
+queries = json.loads(Path(queries_file).read_text())
+from graphstrata import GraphStrata
+gs = GraphStrata.load(index)
+for q in queries[:5]:  # each method once more than the load's warm-up
+    for m in gs.methods:
+        gs.retrieve(q, method=m, k=k)
+print("READY " + json.dumps(list(gs.methods)), flush=True)
+for line in sys.stdin:
+    m = line.strip()
+    if not m:
+        break
+    times = []
+    for q in queries:
+        t = time.perf_counter()
+        gs.retrieve(q, method=m, k=k)
+        times.append((time.perf_counter() - t) * 1000.0)
+    print("TIMES " + json.dumps(times), flush=True)
 """
 
 BUSY_SNIPPET = r"""
@@ -344,6 +369,97 @@ def query_pass(index_dir: Path, queries_file: Path, args, loaded: bool) -> dict:
             "load_average_after": load_avg}
 
 
+class PairedChild:
+    """One loaded index in its own process (:data:`PAIRED_SNIPPET`), answering "time method m
+    over the query set" requests on stdin; its stderr goes to ``log``."""
+
+    def __init__(self, index_dir: Path, queries_file: Path, log: Path) -> None:
+        self.log = open(log, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", PAIRED_SNIPPET, str(index_dir), str(queries_file), str(K)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
+            env=base_env(single_thread=True), cwd=ROOT, start_new_session=True)
+        self.methods: list[str] = []
+
+    def _expect(self, tag: str):
+        for line in self.proc.stdout:
+            if line.startswith(tag + " "):
+                return json.loads(line[len(tag) + 1:])
+        raise RuntimeError(f"paired child exited (status {self.proc.wait()}) before {tag}; see {self.log.name}")
+
+    def ready(self) -> None:
+        self.methods = self._expect("READY")
+
+    def time(self, method: str) -> list[float]:
+        self.proc.stdin.write(method + "\n")
+        self.proc.stdin.flush()
+        return self._expect("TIMES")
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.log.close()
+
+
+def paired_pass(small: Path, large: Path, queries_file: Path, args) -> dict:
+    """The smallest and the largest index, each loaded in its own idle process on one thread,
+    both kept loaded, timed in alternating rounds: per round and method the whole query set on
+    one, then on the other (ABBA order across rounds), one process running at a time. Slow
+    drift of a shared machine (a neighbour's load, frequency) then reaches both sizes alike,
+    which separate passes minutes apart do not guarantee: on this VM the p50 of one size moved
+    ±25 % between passes of unchanged code.
+
+    Returns:
+        ``{"status", "rounds", "sizes": [small, large] index names, "methods": {m: {"p50_small_ms",
+        "p50_large_ms", "ratio", "round_ratios"}}}``: p50s over every round's times pooled;
+        ``ratio`` = large ÷ small; ``round_ratios`` each round's own p50 ratio.
+    """
+    print(f"\n[paired rounds: {small.name} against {large.name}, {args.paired_rounds} rounds]", flush=True)
+    kids = [PairedChild(d, queries_file, d.parent / (d.name + ".paired.log")) for d in (small, large)]
+    try:
+        for kid in kids:
+            kid.ready()
+        methods = args.methods or [m for m in kids[0].methods if m in kids[1].methods]
+        times = {m: ([], []) for m in methods}
+        rounds: dict[str, list[float]] = {m: [] for m in methods}
+        for r in range(args.paired_rounds):
+            for m in methods:
+                got = [None, None]
+                for i in ((0, 1) if r % 2 == 0 else (1, 0)):
+                    got[i] = kids[i].time(m)
+                    times[m][i].extend(got[i])
+                rounds[m].append(percentile(got[1], 50) / max(percentile(got[0], 50), 1e-9))
+    except (RuntimeError, OSError) as exc:
+        return {"status": "failed", "error": str(exc)}
+    finally:
+        for kid in kids:
+            kid.close()
+    out = {}
+    for m in methods:
+        a, b = percentile(times[m][0], 50), percentile(times[m][1], 50)
+        out[m] = {"p50_small_ms": a, "p50_large_ms": b, "ratio": b / a if a else None,
+                  "round_ratios": rounds[m]}
+    return {"status": "ok", "rounds": args.paired_rounds, "sizes": [small.name, large.name], "methods": out}
+
+
+def print_paired(p: dict) -> None:
+    """The paired rounds' table."""
+    if p.get("status") != "ok":
+        print(f"  paired rounds {p.get('status')}: {p.get('error', '')}")
+        return
+    small, large = p["sizes"]
+    print(f"  {'method':<9} {small + ' p50':>22} {large + ' p50':>24} {'ratio':>7} {'per round':>22}")
+    for m, v in p["methods"].items():
+        rr = sorted(v["round_ratios"])
+        span = f"{rr[0]:.2f}–{rr[-1]:.2f}" if rr else "-"
+        ratio = f"{v['ratio']:.2f}x" if v["ratio"] else "-"
+        print(f"  {m:<9} {ms(v['p50_small_ms']):>19} ms {ms(v['p50_large_ms']):>21} ms {ratio:>7} {span:>22}")
+
+
 def ms(x: float | None) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
@@ -494,6 +610,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-query-seconds", type=float, default=3600.0)
     ap.add_argument("--skip-build", action="store_true", help="reuse the index built earlier")
     ap.add_argument("--no-loaded", action="store_true", help="skip the query pass under load")
+    ap.add_argument("--paired-rounds", type=int, default=5,
+                    help="alternating rounds of the smallest against the largest index (0: none)")
     ap.add_argument("--out-dir", default=str(OUT), help="where corpora and indexes live")
     ap.add_argument("--json", default=str(ROOT / ".bench_out" / "scale.json"))
     args = ap.parse_args(argv)
@@ -505,6 +623,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--sizes: every size must be > 0 chunks")
     if args.queries <= 0:
         ap.error("--queries must be > 0")
+    if args.paired_rounds < 0:
+        ap.error("--paired-rounds must be >= 0")
     args.methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -576,20 +696,28 @@ def main(argv: list[str] | None = None) -> int:
     metrics = summary(records)
     built = sorted({r["build"]["chunks"] for r in records if r["build"]["status"] == "ok"})
     print_summary(metrics, built)
+    loaded = [r for r in records if (r.get("idle") or {}).get("status") == "ok"]
+    paired = None
+    if args.paired_rounds > 0 and len(loaded) >= 2:
+        lo, hi = loaded[0]["size"], loaded[-1]["size"]
+        paired = paired_pass(out_dir / f"index-{lo}-s{args.seed}", out_dir / f"index-{hi}-s{args.seed}",
+                             queries_file, args)
+        print_paired(paired)
     failed = [f"{r['size']:,} ({r['build']['status']})" for r in records if r["build"]["status"] != "ok"]
     if failed:
         print(f"\nsizes not built: {', '.join(failed)}")
-    write_json(args.json, head, args, queries, records, metrics)
+    write_json(args.json, head, args, queries, records, metrics, paired)
     print(f"\nwrote {args.json}")
     return 0
 
 
-def write_json(path: str, head: dict, args, queries: list[str], records: list[dict], metrics: dict | None) -> None:
+def write_json(path: str, head: dict, args, queries: list[str], records: list[dict], metrics: dict | None,
+               paired: dict | None = None) -> None:
     """Everything measured so far, to ``path``."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     doc = {"machine": head, "args": {k: v for k, v in vars(args).items()}, "k": K, "queries": queries,
-           "sizes": records, "summary": metrics}
+           "sizes": records, "summary": metrics, "paired": paired}
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_text(json.dumps(doc, indent=2, default=str) + "\n")
     tmp.replace(p)

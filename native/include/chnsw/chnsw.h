@@ -48,6 +48,11 @@
 #include <utility>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include "distance.h"
 #include "io.h"
 #include "sync.h"
@@ -125,7 +130,48 @@ struct CandGreater {
   bool operator()(const Cand& a, const Cand& b) const { return a.d > b.d || (a.d == b.d && a.id > b.id); }
 };
 
-/// 64-byte-aligned, zero-initialised float buffer.
+/// Advise the kernel to back ``[p, p + bytes)`` with transparent huge pages (Linux; matters
+/// where THP is in "madvise" mode, the usual default). The beam search reads vectors and
+/// neighbour lists at random over the whole index: with 4 KiB pages nearly every hop of a
+/// search over a million nodes misses the TLB (measured at 1M chunks: 5-8 % of a graph
+/// method's query time). Called before the buffer is first written, so the pages are huge
+/// from their first fault. Advice only: buffers under 4 MiB, other systems and a kernel that
+/// refuses are left as they are.
+inline void advise_huge_pages(const void* p, std::size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (p == nullptr || bytes < (std::size_t{4} << 20)) return;
+  const long ps = ::sysconf(_SC_PAGESIZE);
+  const std::uintptr_t page = ps > 0 ? static_cast<std::uintptr_t>(ps) : 4096u;
+  const std::uintptr_t a = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+  const std::uintptr_t b = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(page - 1);
+  if (b > a) (void)::madvise(reinterpret_cast<void*>(a), b - a, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+/// ``std::allocator`` whose large blocks are advised to huge pages (:func:`advise_huge_pages`)
+/// before the vector constructs (writes) its elements.
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  HugePageAllocator() noexcept = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    T* p = std::allocator<T>().allocate(n);
+    advise_huge_pages(p, n * sizeof(T));
+    return p;
+  }
+  void deallocate(T* p, std::size_t n) noexcept { std::allocator<T>().deallocate(p, n); }
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const noexcept { return true; }
+  template <typename U>
+  bool operator!=(const HugePageAllocator<U>&) const noexcept { return false; }
+};
+
+/// 64-byte-aligned, zero-initialised float buffer (huge pages advised when large).
 class AlignedFloats {
  public:
   AlignedFloats() = default;
@@ -139,6 +185,7 @@ class AlignedFloats {
   void grow(std::size_t n, std::size_t keep) {
     if (n <= n_) return;
     float* q = static_cast<float*>(::operator new(n * sizeof(float), std::align_val_t(64)));
+    advise_huge_pages(q, n * sizeof(float));
     if (keep) std::memcpy(q, p_, keep * sizeof(float));
     std::memset(q + keep, 0, (n - keep) * sizeof(float));
     release();
@@ -1187,7 +1234,7 @@ class Index {
 
   std::size_t n_ = 0, cap_ = 0, n_deleted_ = 0;
   AlignedFloats vecs_;                 // cap_ x pdim_, 64-byte aligned, zero padded
-  std::vector<uint32_t> links_;        // cap_ x (1 + 2M): count, then neighbours
+  std::vector<uint32_t, HugePageAllocator<uint32_t>> links_;  // cap_ x (1 + 2M): count, then neighbours
   std::vector<int64_t> ext_ids_;
   std::vector<uint32_t> layer_;
   std::vector<uint32_t> down_;         // psi, kNone on layer 0
