@@ -295,3 +295,75 @@ def test_maxscore_keeps_ties_at_the_cut():
             assert rows.tolist() == ref_rows and scores.tobytes() == ref_scores.tobytes()
     finally:
         index_module.BM25_PRUNE_MIN = old
+
+
+# -- impact-ordered candidates (issue 33): a bounded read per term ---------------------------------
+
+
+def _reference_impact(index: BM25Index, query: str, n: int, keep: int) -> tuple[list[int], np.ndarray]:
+    """By hand: a term held by more than ``keep`` chunks counts only in its ``keep`` chunks of
+    largest part (ties at the cut: the lower rows); parts summed in float64 in query order;
+    best ``n`` first, ties by row."""
+    sums = np.zeros(index.n, np.float64)
+    for tid in index._term_ids(bm25_tokenize(query)):
+        a, b = int(index._indptr[tid]), int(index._indptr[tid + 1])
+        rows, parts = index._indices[a:b], index._data[a:b]
+        if b - a > keep:
+            pick = np.lexsort((rows, -parts))[:keep]  # largest part first, then the lower row
+            rows, parts = rows[pick], parts[pick]
+        sums[rows] += parts
+    full = sums.astype(np.float32)
+    order = np.lexsort((np.arange(index.n), -full))[:n]
+    order = order[full[order] > 0]
+    return order.tolist(), full[order]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_top_impact_reads_each_common_term_only_in_its_largest_parts(seed, monkeypatch):
+    """With the prefix length cut to 64 on a 3,000-chunk Zipf corpus: the rows and float32
+    scores of summing, per common term, only its 64 largest parts (by hand); a query of rare
+    terms only is exactly :meth:`BM25Index.top`; and the pruning did change some answers (so
+    the first check is not the exact top by accident)."""
+    import graphstrata.index as index_module
+
+    monkeypatch.setattr(index_module, "BM25_IMPACT_ROWS", 64)
+    index = BM25Index(_zipf_corpus(seed))
+    assert len(index._imp_terms) > 5 and index._imp_rows.shape == (64 * len(index._imp_terms),)
+    rng = np.random.default_rng(200 + seed)
+    differs = 0
+    for _ in range(120):
+        common = [f"t{i}" for i in rng.integers(0, 8, rng.integers(1, 4))]
+        rare = [f"t{i}" for i in rng.integers(600, 2000, rng.integers(0, 4))]
+        query = " ".join(common + rare + common[:1])
+        for n in (1, 10, 100):
+            rows, scores = index.top_impact(query, n)
+            ref_rows, ref_scores = _reference_impact(index, query, n, 64)
+            assert rows.tolist() == ref_rows, query
+            assert scores.dtype == np.float32 and scores.tobytes() == ref_scores.tobytes(), query
+            differs += rows.tolist() != index.top(query, n)[0].tolist()
+        rare_only = " ".join(r[1:] for r in rare) or "1999"  # "t600" is also read as "t" and "600"
+        assert all(index.df(t) <= 64 for t in bm25_tokenize(rare_only))
+        assert [a.tolist() for a in index.top_impact(rare_only, 10)] == [a.tolist() for a in index.top(rare_only, 10)]
+    assert differs > 0
+
+
+def test_top_impact_is_top_when_no_term_is_long_and_survives_updates_and_arrays(monkeypatch):
+    """Below the prefix length :meth:`top_impact` is :meth:`top` bit for bit; an updated index
+    and one rebuilt from its arrays hold the same prefixes as a fresh one."""
+    import graphstrata.index as index_module
+
+    texts = _zipf_corpus(3, n=600)
+    index = BM25Index(texts)  # the default 4,096 rows: no term of 600 chunks is long
+    assert len(index._imp_terms) == 0
+    for q in ("t0 t1 t2", "t0 t5 t700", "t3 t3 t9"):
+        a, b = index.top_impact(q, 20), index.top(q, 20)
+        assert a[0].tolist() == b[0].tolist() and a[1].tobytes() == b[1].tobytes()
+    monkeypatch.setattr(index_module, "BM25_IMPACT_ROWS", 16)
+    small = BM25Index(texts[:500])
+    updated = small.updated(np.arange(500), texts[500:])
+    fresh = BM25Index(texts)
+    loaded = BM25Index.from_arrays(fresh.to_arrays())
+    for other in (updated, loaded):
+        assert other._imp_terms.tolist() == fresh._imp_terms.tolist()
+        assert other._imp_rows.tobytes() == fresh._imp_rows.tobytes()
+        assert other._imp_data.tobytes() == fresh._imp_data.tobytes()

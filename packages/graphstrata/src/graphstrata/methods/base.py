@@ -412,12 +412,18 @@ def hybrid_arrays(
     """:func:`hybrid_scores` as arrays: int64 candidate rows ascending and their float32 fused
     scores in [0, 1].
 
-    Work: one C-HNSW search, the query terms' postings for the BM25 top-``n`` and one dot
+    The lexical candidates are BM25's top-``n`` over each query term's impact-ordered prefix
+    (:meth:`~graphstrata.index.BM25Index.top_impact`: exact BM25 top-``n`` unless a term is
+    held by more than ``BM25_IMPACT_ROWS`` chunks); every candidate, whichever list brought it,
+    is then scored exactly.
+
+    Work: one C-HNSW search, at most ``BM25_IMPACT_ROWS`` postings per query term and one dot
     product and ``terms`` binary searches per candidate — bounded by ``n``, ``len(extra_rows)``
-    and the query terms' document frequencies, not by the number of chunks.
+    and the query's terms, not by the number of chunks.
     """
     dense_rows, _ = state.chunk_index.search(qvec, n)
-    lex_rows, _ = state.bm25.top(query, int(n))
+    top_impact = getattr(state.bm25, "top_impact", None)  # a BM25 without prefixes: exact top
+    lex_rows, _ = (top_impact or state.bm25.top)(query, int(n))
     extra = np.fromiter(extra_rows, np.int64) if not isinstance(extra_rows, np.ndarray) else extra_rows
     rows = np.unique(np.concatenate([np.asarray(dense_rows, np.int64), np.asarray(lex_rows, np.int64),
                                      np.asarray(extra, np.int64)]))
