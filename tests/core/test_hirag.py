@@ -146,3 +146,32 @@ def test_hirag_deterministic_k_chunks_and_errors(gs):
     assert len(gs.retrieve("city", method="hirag", k=1000, kinds=["chunk"])) == len(gs.chunks)
     with pytest.raises(ValueError, match="mode"):
         gs.retrieve(QUERY, method="hirag", mode="hi_nobridge")
+
+
+def test_a_community_report_ranks_the_chunks_of_its_highest_degree_members(gs, monkeypatch):
+    """With ``COMMUNITY_REPORT_MEMBERS`` = 2, a report of a larger community ranks the chunks
+    of its two highest-degree members only (ties: lower node index), while ``size`` and
+    ``members`` still give the whole community; with ``entity_chunks=None`` every member
+    counts, as documented."""
+    import graphstrata.methods.hirag as hirag_module
+    from graphstrata.hierarchy import rank_chunks
+    from graphstrata.methods.hirag import HiRAG, _entity_chunk_ids
+
+    hi = hi_index(gs)
+    big = [c for c in range(hi.n_communities) if int((hi.members(c) < hi.n_entities).sum()) >= 4]
+    assert big, "the fixture needs a community of four or more entities"
+    monkeypatch.setattr(hirag_module, "COMMUNITY_REPORT_MEMBERS", 2)
+    method = HiRAG()
+    differs = False
+    for c in big:
+        members = hi.members(c).tolist()
+        top2 = sorted(sorted(members, key=lambda i: (-int(hi.degree[i]), i))[:2])
+        hit = method._community_hit(gs._state, hi, c, 0.5, 50)
+        want = rank_chunks([_entity_chunk_ids(gs._state, i, 10) for i in top2 if i < hi.n_entities])
+        assert hit.chunk_ids == want
+        differs |= want != rank_chunks([_entity_chunk_ids(gs._state, i, 10) for i in members if i < hi.n_entities])
+        assert hit.metadata["size"] == len(members) and len(hit.metadata["members"]) == len(members)
+        every = method._community_hit(gs._state, hi, c, 0.5, None)
+        assert every.chunk_ids == rank_chunks([_entity_chunk_ids(gs._state, i, None)
+                                              for i in members if i < hi.n_entities])
+    assert differs  # the bound did change a report here: the check above is not vacuous

@@ -74,6 +74,13 @@ COMMUNITY_MEMBER_CHUNKS = 10
 representative ones): communities average ~100 members at 10⁶ chunks, and reading 50 chunks of
 each was a fifth of a query."""
 
+COMMUNITY_REPORT_MEMBERS = 64
+"""Members of a community whose chunks its report ranks (the highest-degree ones, ties by node
+index) when ``entity_chunks`` is set: community size grows with the corpus (median 9, mean
+26 members per report at 50k chunks; mean ~105 at 10⁶), and the report's 50 chunks are those
+most shared among its members — the hubs decide them. ``metadata["size"]`` and ``["members"]``
+still give the whole community."""
+
 
 def _chunk_count(hit: Hit) -> int:
     """The full number of chunks behind ``hit`` (``metadata["chunk_count"]`` when its chunk list
@@ -510,9 +517,10 @@ class HiRAG(Method):
         keys: dict[int, None] = {}
         m = int(o["top_m"])
         for c, _ in reports:
-            members = hi.members(c).tolist()
-            sims.fill(members)
-            for i in sorted(members, key=lambda i: (-sims[i], i))[:m]:
+            members = hi.members(c)  # ascending node indices
+            sim = sims.of(members)
+            # the m most similar, ties by node index (a stable sort of the ascending members)
+            for i in members[np.argsort(-sim, kind="stable")[:m]].tolist():
                 keys.setdefault(i, None)
         if not keys:
             keys = dict.fromkeys(local[:m])
@@ -577,9 +585,10 @@ class HiRAG(Method):
 
     def _community_hit(self, state, hi: HiIndex, c: int, score: float, per_entity: int | None) -> Hit:
         kg = state.kg
-        members = hi.members(c).tolist()
-        deg = hi.degree
-        top = sorted(members, key=lambda i: (-int(deg[i]), i))
+        member_arr = hi.members(c)  # ascending node indices
+        members = member_arr.tolist()
+        # by degree, highest first, ties by node index (a stable sort of the ascending members)
+        top = member_arr[np.argsort(-hi.degree[member_arr], kind="stable")].tolist()
         title = ", ".join(self._name(state, hi, i) for i in top[:3])
         sentences = []
         for i in top:
@@ -595,7 +604,8 @@ class HiRAG(Method):
         # each member's most representative chunks (at most COMMUNITY_MEMBER_CHUNKS; every one
         # with entity_chunks=None, as documented): the report keeps the 50 most shared of them
         per_member = None if per_entity is None else min(int(per_entity), COMMUNITY_MEMBER_CHUNKS)
-        chunk_ids = rank_chunks([_entity_chunk_ids(state, i, per_member) for i in members if i < hi.n_entities])
+        voters = members if per_entity is None else sorted(top[:COMMUNITY_REPORT_MEMBERS])
+        chunk_ids = rank_chunks([_entity_chunk_ids(state, i, per_member) for i in voters if i < hi.n_entities])
         return Hit(
             id=f"hirag:C{c}",
             text=f"{title}\n{' '.join(sentences)}".strip(),
@@ -660,6 +670,12 @@ class _Similarity:
         if todo:
             values = self.hi.similarity(np.asarray(todo, np.int64), self.query)
             self.known.update(zip(todo, values.tolist(), strict=True))
+
+    def of(self, rows: np.ndarray) -> np.ndarray:
+        """float64 cosines of nodes ``rows`` (int array), remembered as :meth:`fill` does."""
+        self.fill(rows.tolist())
+        known = self.known
+        return np.fromiter((known[i] for i in rows.tolist()), np.float64, len(rows))
 
     def __getitem__(self, i: int) -> float:
         i = int(i)
