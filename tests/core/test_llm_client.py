@@ -23,7 +23,7 @@ from graphstrata.llm import (
     usage_scope,
 )
 from graphstrata.llm.parsing import as_float, as_text, extract_json
-from graphstrata.testing import ScriptedLLM
+from graphstrata.testing import ScriptedLLM, StreamingScriptedLLM, word_pieces
 
 
 def _fast(client: LLMClient) -> LLMClient:
@@ -284,3 +284,94 @@ def test_cache_distinguishes_max_token_settings():
     req = LLMRequest("q", "s", False)
     assert req.key("m", {"temperature": 0.0}) != req.key("m", {"temperature": 0.7})
     assert req.key("m", {}) == req.key("m", None) == req.key("m")
+
+
+# -- the client's stream ---------------------------------------------------------------------------
+
+
+def test_a_transient_error_before_the_first_piece_is_retried():
+    llm = StreamingScriptedLLM(default="one two three", fail_first=1)
+    client = _fast(LLMClient(llm, attempts=2))
+    assert list(client.stream_request(LLMRequest("q"), "answer")) == ["one ", "two ", "three"]
+    assert len(llm.calls) == 2 and client.ledger.stages["answer"].calls == 1
+
+
+class StreamOnly:
+    """An LLM whose ``complete`` must not be used (the tests give it a ``stream``)."""
+
+    id = "stream-only"
+
+    def complete(self, prompt, *, system=None, json_mode=False):
+        raise AssertionError("not used")
+
+    async def acomplete(self, prompt, *, system=None, json_mode=False):
+        raise AssertionError("not used")
+
+
+def test_an_error_after_a_piece_ends_the_stream_and_counts_the_call():
+    class Breaks(StreamOnly):
+        def stream(self, prompt, *, system=None, json_mode=False):
+            yield "partial "
+            raise TransientLLMError("connection dropped")
+
+    client = LLMClient(Breaks())
+    pieces = client.stream_request(LLMRequest("q"), "answer")
+    assert next(pieces) == "partial "
+    with pytest.raises(LLMError, match="connection dropped"):
+        next(pieces)  # not retried: the piece was already given
+    assert client.ledger.stages["answer"].calls == 1 and len(client.cache) == 0
+
+
+def test_a_stream_closed_early_is_counted_and_not_cached():
+    client = LLMClient(StreamingScriptedLLM(default="one two three"))
+    pieces = client.stream_request(LLMRequest("q"), "answer")
+    assert next(pieces) == "one "
+    pieces.close()
+    assert client.ledger.stages["answer"].calls == 1 and len(client.cache) == 0
+    assert list(client.stream_request(LLMRequest("q"), "answer")) == ["one ", "two ", "three"]
+    assert len(client.cache) == 1
+
+
+def test_the_stream_reports_the_llms_usage_and_rejects_other_items():
+    class Reports(StreamOnly):
+        def stream(self, prompt, *, system=None, json_mode=False):
+            yield from ("a", "b")
+            yield Usage(7, 2, estimated=False)
+            yield 42
+
+    client = LLMClient(Reports())
+    with pytest.raises(LLMError, match="int"):
+        list(client.stream_request(LLMRequest("q"), "answer"))
+
+    class Good(Reports):
+        def stream(self, prompt, *, system=None, json_mode=False):
+            yield from ("a", "b")
+            yield Usage(7, 2, estimated=False)
+
+    client = LLMClient(Good())
+    assert "".join(client.stream_request(LLMRequest("q"), "answer")) == "ab"
+    stage = client.ledger.stages["answer"]
+    assert (stage.prompt_tokens, stage.completion_tokens, stage.estimated) == (7, 2, False)
+
+
+async def test_astream_request_reads_a_blocking_stream_in_a_worker_thread_or_awaits_astream():
+    for native in (False, True):
+        llm = StreamingScriptedLLM(default="one two three", native_async=native)
+        client = LLMClient(llm)
+        pieces = [p async for p in client.astream_request(LLMRequest("q"), "answer")]
+        assert pieces == ["one ", "two ", "three"] and client.ledger.stages["answer"].calls == 1
+    plain = LLMClient(ScriptedLLM(default="one two three"))  # cannot stream: one piece
+    assert [p async for p in plain.astream_request(LLMRequest("q"), "answer")] == ["one two three"]
+
+
+def test_a_client_without_a_streaming_llm_gives_one_piece_and_counts_it_once():
+    client = LLMClient(ScriptedLLM(default="one two three"))
+    assert list(client.stream_request(LLMRequest("q"), "answer")) == ["one two three"]
+    assert client.ledger.stages["answer"].calls == 1
+    assert list(client.stream_request(LLMRequest("q"), "answer")) == ["one two three"]  # from the cache
+    assert client.ledger.stages["answer"].cached == 1
+
+
+def test_word_pieces_join_to_the_text():
+    text = "  Hello  world\n[1]. "
+    assert word_pieces(text) == ["  ", "Hello  ", "world\n", "[1]. "] and "".join(word_pieces(text)) == text

@@ -206,6 +206,14 @@ class LLM(Protocol):
     An LLM may also set ``native_async = False`` to say that its ``acomplete`` only wraps
     ``complete`` (then async callers' LLM calls run in their worker thread instead of on their
     event loop; see :func:`has_async_api`).
+
+    Streaming is optional: an LLM that can stream has ``stream(prompt, *, system=None,
+    json_mode=False)`` returning an iterator, and may have ``astream`` (same arguments)
+    returning an async iterator, of the output's text pieces (``str``, in order) and at most
+    one :class:`Usage` (the call's, usually last). :meth:`LLMClient.stream_request
+    <graphstrata.llm.LLMClient.stream_request>` uses them for the last call of an answer
+    (``GraphStrata.answer(..., stream=True)``); an LLM without them answers in one piece. The
+    framework adapters (``LlamaIndexLLM``, ``ChatModelLLM``) have both.
     """
 
     id: str

@@ -17,7 +17,7 @@ import asyncio
 import contextvars
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -194,10 +194,12 @@ _SCOPES: contextvars.ContextVar[tuple[Ledger, ...]] = contextvars.ContextVar("gr
 
 
 @contextmanager
-def usage_scope() -> Iterator[Ledger]:
+def usage_scope(ledger: Ledger | None = None) -> Iterator[Ledger]:
     """Count every LLM call made in this context (this thread, and the worker threads of
-    :meth:`LLMClient.map` it starts) in a fresh :class:`Ledger`, besides the client's own."""
-    ledger = Ledger()
+    :meth:`LLMClient.map` it starts) in ``ledger`` (default a fresh :class:`Ledger`), besides
+    the client's own. Entering a scope again with the same ledger goes on counting in it (how
+    a streamed answer counts its last call, made while the caller reads the stream)."""
+    ledger = Ledger() if ledger is None else ledger
     token = _SCOPES.set((*_SCOPES.get(), ledger))
     try:
         yield ledger
@@ -478,6 +480,118 @@ class LLMClient:
             raise LLMError(f"LLM call failed in stage {stage!r} ({self.llm.id}): {type(exc).__name__}: {exc}") from exc
         return self._received(out, req, key, stage)
 
+    def stream_request(self, req: LLMRequest, stage: str = "llm") -> Iterator[str]:
+        """:meth:`request` with the output given as it is written: an iterator of its text
+        pieces, in order, that join to the text :meth:`request` would return.
+
+        Through the LLM's ``stream`` (see :class:`~graphstrata.llm.base.LLM`) when it has one;
+        else through :meth:`request`, the whole text as one piece. A cached response is one
+        piece, counted as cached. When the stream ends, the complete output is cached and
+        counted (tokens: the :class:`Usage` the stream reported, else estimated); a stream
+        closed before its end is counted as one call with its partial output (estimated) and
+        is not cached. Holds one of the ``concurrency`` slots while the stream is open.
+
+        Transient errors raised before the first piece are retried as in :meth:`request`; an
+        error after a piece was given ends the stream with :class:`LLMError` (a retry would
+        give the pieces twice). Errors are raised while iterating, not by this call.
+
+        Raises:
+            LLMError: the call failed (after its retries, see above), or the stream gave
+                something other than ``str`` / :class:`Usage`.
+            PromptTooLongError: the prompt does not fit the window (nothing is sent).
+        """
+        key = self.key(req)
+        hit = self._cached(key, stage)
+        if hit is not None:
+            if hit.text:
+                yield hit.text
+            return
+        self.check_fits(req, stage)
+        stream = getattr(self.llm, "stream", None)
+        if not callable(stream):
+            text = self.request(req, stage).text
+            if text:
+                yield text
+            return
+        out = _StreamedOutput(self, req, key, stage)
+        retrying = Retrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=self._wait,
+            retry=retry_if_exception(is_transient),
+            reraise=True,
+        )
+        with self._sem:
+            try:
+                for attempt in retrying:
+                    with attempt:
+                        pieces = iter(stream(req.prompt, system=req.system, json_mode=req.json_mode))
+                        item = next(pieces, _END)
+                while item is not _END:
+                    text = out.take(item)
+                    if text:
+                        yield text
+                    item = next(pieces, _END)
+                out.finished = True
+            except Exception as exc:
+                raise out.error(exc) from exc
+            finally:
+                out.close()
+
+    async def astream_request(self, req: LLMRequest, stage: str = "llm") -> AsyncIterator[str]:
+        """:meth:`stream_request` on the running event loop (at most ``concurrency`` calls in
+        flight on it): through the LLM's ``astream`` when it has one and an async API
+        (:func:`~graphstrata.llm.base.has_async_api`); else its ``stream`` read in a worker
+        thread; else one piece, through :meth:`arequest` (an async API) or :meth:`request` in a
+        worker thread. Caching, counting and retries as :meth:`stream_request`.
+
+        Raises:
+            LLMError, PromptTooLongError: as :meth:`stream_request`.
+        """
+        key = self.key(req)
+        hit = self._cached(key, stage)
+        if hit is not None:
+            if hit.text:
+                yield hit.text
+            return
+        self.check_fits(req, stage)
+        native = has_async_api(self.llm)
+        astream = getattr(self.llm, "astream", None)
+        stream = getattr(self.llm, "stream", None)
+        if callable(astream) and native:
+            def open_stream() -> AsyncIterator[Any]:
+                return aiter(astream(req.prompt, system=req.system, json_mode=req.json_mode))
+        elif callable(stream):
+            def open_stream() -> AsyncIterator[Any]:
+                return _read_in_thread(lambda: stream(req.prompt, system=req.system, json_mode=req.json_mode))
+        else:
+            response = await (self.arequest(req, stage) if native else asyncio.to_thread(self.request, req, stage))
+            if response.text:
+                yield response.text
+            return
+        out = _StreamedOutput(self, req, key, stage)
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=self._wait,
+            retry=retry_if_exception(is_transient),
+            reraise=True,
+        )
+        async with self._loop_semaphore():
+            try:
+                async for attempt in retrying:
+                    with attempt:
+                        pieces = open_stream()
+                        item = await anext(pieces, _END)
+                while item is not _END:
+                    text = out.take(item)
+                    if text:
+                        yield text
+                    item = await anext(pieces, _END)
+                out.finished = True
+            except Exception as exc:
+                raise out.error(exc) from exc
+            finally:
+                out.close()
+
     def _loop_semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
         with self._loop_sems_lock:
@@ -598,6 +712,63 @@ class LLMClient:
         if errors:
             raise LLMError(f"{errors[0]} ({len(errors)} call(s) of stage {stage!r} failed on the cluster)")
         return results  # type: ignore[return-value]
+
+
+_END = object()
+
+
+class _StreamedOutput:
+    """The pieces of one streamed call so far, and its accounting when it ends
+    (:meth:`LLMClient.stream_request`)."""
+
+    def __init__(self, client: LLMClient, req: LLMRequest, key: str, stage: str) -> None:
+        self.client, self.req, self.key, self.stage = client, req, key, stage
+        self.pieces: list[str] = []
+        self.usage: Usage | None = None
+        self.finished = False  # the stream reached its end
+        self.ended = False  # counted
+
+    def take(self, item: Any) -> str:
+        """The text of one streamed item (``""`` for a :class:`Usage`, which is kept)."""
+        if isinstance(item, Usage):
+            self.usage = item
+            return ""
+        if not isinstance(item, str):
+            raise TypeError(f"the stream gave {type(item).__name__}, expected str pieces (or one Usage)")
+        if item:
+            self.pieces.append(item)
+        return item
+
+    def error(self, exc: Exception) -> LLMError:
+        if isinstance(exc, LLMError):
+            return exc
+        return LLMError(
+            f"LLM call failed in stage {self.stage!r} ({self.client.llm.id}): {type(exc).__name__}: {exc}"
+        )
+
+    def close(self) -> None:
+        """Count the call (and cache it when the stream reached its end); once."""
+        if self.ended:
+            return
+        self.ended = True
+        text = "".join(self.pieces)
+        sent = (self.req.system or "") + self.req.prompt
+        usage = self.usage or Usage(estimate_tokens(sent), estimate_tokens(text), True)
+        if self.finished:
+            self.client._received(LLMResponse(text, usage), self.req, self.key, self.stage)
+        elif self.pieces:  # closed early or failed after some output: the call was made
+            self.client._record(self.stage, Usage(estimate_tokens(sent), estimate_tokens(text), True), False)
+
+
+async def _read_in_thread(open_stream: Callable[[], Any]) -> AsyncIterator[Any]:
+    """The items of the blocking iterator ``open_stream()`` returns, each read in a worker
+    thread (the event loop never blocks on the model)."""
+    pieces = await asyncio.to_thread(lambda: iter(open_stream()))
+    while True:
+        item = await asyncio.to_thread(next, pieces, _END)
+        if item is _END:
+            return
+        yield item
 
 
 class DryRunLLM:

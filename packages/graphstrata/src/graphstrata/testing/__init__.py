@@ -137,6 +137,52 @@ class ScriptedLLM:
         return self.complete(prompt, system=system, json_mode=json_mode)
 
 
+def word_pieces(text: str) -> list[str]:
+    """``text`` cut into pieces as a model streams it: each word with the whitespace after it
+    (leading whitespace a piece of its own); the pieces join to ``text``."""
+    return re.findall(r"^\s+|\S+\s*", text)
+
+
+class StreamingScriptedLLM(ScriptedLLM):
+    """A :class:`ScriptedLLM` that can also stream (``stream`` / ``astream``, the optional
+    part of the :class:`~graphstrata.llm.LLM` protocol): the same scripted output, given in
+    pieces (:func:`word_pieces`, or ``pieces(output)``), then the :class:`~graphstrata.llm.Usage`
+    ``complete`` would report. Tests the streaming control flow, never quality.
+
+    Args:
+        pieces: how an output is cut (default :func:`word_pieces`).
+        native_async: whether ``astream`` is awaited on the caller's loop (``True``) or the
+            blocking ``stream`` is read in a worker thread (``False``, as ``ScriptedLLM``);
+            see :func:`~graphstrata.llm.has_async_api`.
+        **kwargs: as :class:`ScriptedLLM`.
+
+    Attributes:
+        streamed: the ``(prompt, system, json_mode)`` of the calls that streamed (also in
+            ``calls``).
+    """
+
+    def __init__(self, script=(), pieces: Callable[[str], Sequence[str]] = word_pieces,
+                 native_async: bool = False, **kwargs: Any):
+        super().__init__(script, **kwargs)
+        self.pieces = pieces
+        self.native_async = native_async
+        self.streamed: list[tuple[str, str | None, bool]] = []
+
+    def stream(self, prompt, *, system=None, json_mode=False):
+        out = self.complete(prompt, system=system, json_mode=json_mode)
+        with self._lock:
+            self.streamed.append((prompt, system, json_mode))
+        yield from self.pieces(out.text)
+        yield out.usage
+
+    async def astream(self, prompt, *, system=None, json_mode=False):
+        import asyncio
+
+        for item in self.stream(prompt, system=system, json_mode=json_mode):
+            await asyncio.sleep(0)  # a real stream gives the loop a turn between pieces
+            yield item
+
+
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]{3,}\b")
 
 
