@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .generation.citations import strip_citations
 from .loaders import jsonl_objects
 
 
@@ -188,7 +189,8 @@ def evaluate_answers(
     progress: bool = False,
     options: Mapping[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Exact match and token F1 of each method's generated answers (:meth:`GraphStrata.answer`).
+    """Exact match and token F1 of each method's generated answers (:meth:`GraphStrata.answer`),
+    scored without their citation markers (``[1]``).
 
     Args:
         gs: a :class:`~graphstrata.GraphStrata` (with an LLM attached, or ``llm`` given).
@@ -230,8 +232,9 @@ def evaluate_answers(
             ans = gs.answer(q["question"], method=method, llm=llm, k=k, **(options or {}))
             times.append(time.perf_counter() - t0)
             gold = gold_answers(q)
-            em += exact_match(ans.text, gold)
-            f1 += token_f1(ans.text, gold)
+            text = strip_citations(ans.text)  # "[1]" markers cite passages: not part of the answer
+            em += exact_match(text, gold)
+            f1 += token_f1(text, gold)
             total = ans.usage.get("total", {})
             for key in totals:
                 totals[key] += int(total.get(key, 0))

@@ -1,4 +1,5 @@
-"""The records every module shares: documents, chunks, entities, relations, communities, hits.
+"""The records every module shares: documents, chunks, entities, relations, communities, hits,
+citations.
 
 All records are plain dataclasses with string ids so they persist to SQLite unchanged and
 cross framework boundaries without conversion. The records a state holds one of per chunk,
@@ -282,3 +283,34 @@ class Hit:
         if self.explain is not None:
             out["explain"] = dict(self.explain)
         return out
+
+
+@dataclass
+class Citation:
+    """One source an answer cites: its ``[number]`` marker and where that source comes from.
+
+    The numbers are those of the answer prompt: the chunk passages for LightRAG, HiRAG, AGRAG
+    and the dense / BM25 / hybrid baselines (``[2]`` is the second passage of the ``Sources``
+    / ``Source Documents`` / ``Documents`` list, AGRAG's passages numbered after its paths);
+    the analyst reports of the merge call for ArchRAG.
+
+    Attributes:
+        number: the ``n`` of the ``[n]`` marker in the answer text (1-based).
+        chunk_ids: the chunks behind source ``n``: the passage's own chunk (one id), or for an
+            ArchRAG report the chunks of the hits its point rests on; distinct, in order.
+        document_ids: the documents of those chunks, distinct, in order.
+    """
+
+    number: int
+    chunk_ids: list[str] = field(default_factory=list)
+    document_ids: list[str] = field(default_factory=list)
+
+    @property
+    def chunk_id(self) -> str | None:
+        """The first of :attr:`chunk_ids` (the cited passage's chunk, for every method but
+        ArchRAG), or ``None`` when the source has no chunk."""
+        return self.chunk_ids[0] if self.chunk_ids else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable dict: ``{"number", "chunk_ids", "document_ids"}``."""
+        return {"number": self.number, "chunk_ids": list(self.chunk_ids), "document_ids": list(self.document_ids)}

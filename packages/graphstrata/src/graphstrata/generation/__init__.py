@@ -15,7 +15,10 @@
 * ``dense``, ``bm25``, ``hybrid`` — a plain RAG prompt over the chunks; :mod:`.naive`.
 
 All but ArchRAG make one call, stage ``"answer"``. The context-table formatting and token
-budgets are shared (:mod:`.context`).
+budgets are shared (:mod:`.context`). Each prompt numbers what the model may cite (the chunk
+passages; ArchRAG's analyst reports) and asks for ``[n]`` markers, read back as citations
+(:mod:`.citations`). :func:`prepare` stops before the last call, so an answer can be
+streamed (:class:`AnswerStream`): only that call streams.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..llm.client import LLMClient
 from ..types import Hit
 from .agrag import AGRAGGenerator
 from .archrag import FILTER_STAGE, MERGE_STAGE, SELF_STAGE, ArchRAGGenerator
-from .base import ANSWER_STAGE, NO_ANSWER, GeneratedAnswer, Generator
+from .base import ANSWER_STAGE, NO_ANSWER, AnswerStream, FinalCall, GeneratedAnswer, Generator
 from .hirag import HiRAGGenerator
 from .lightrag import LightRAGGenerator
 from .naive import NaiveGenerator
@@ -81,7 +84,8 @@ def generate(method: str, query: str, hits: Sequence[Hit], client: Any, **option
 
     Returns:
         A :class:`GeneratedAnswer`: the answer text, the hits the final prompt used, the raw
-        output. With nothing to answer from, :data:`NO_ANSWER` and no LLM call.
+        output, the sources the text cites (``[n]`` markers, :mod:`.citations`). With nothing
+        to answer from, :data:`NO_ANSWER` and no LLM call.
 
     Raises:
         ValueError: unknown method, empty query, an unknown option (named) or an option of
@@ -91,6 +95,29 @@ def generate(method: str, query: str, hits: Sequence[Hit], client: Any, **option
         LLMError: an LLM call failed after the client's retries.
         PromptTooLongError: a prompt would still not fit the model's window (never sent).
     """
+    gen, o, hits, client = _checked(method, query, hits, client, options)
+    return gen.run(query, hits, client, o)
+
+
+def prepare(method: str, query: str, hits: Sequence[Hit], client: Any, **options: Any) -> GeneratedAnswer | FinalCall:
+    """:func:`generate` up to its last LLM call: every call before it is made (ArchRAG's
+    filter calls), the last one returned prepared, to send (:meth:`FinalCall.send`, what
+    :func:`generate` does) or to stream (:class:`AnswerStream`).
+
+    Args and Raises: as :func:`generate` (the last call's errors come when it is sent).
+
+    Returns:
+        A :class:`FinalCall`, or a :class:`GeneratedAnswer` when no call is left to make
+        (:data:`NO_ANSWER`, no context).
+    """
+    gen, o, hits, client = _checked(method, query, hits, client, options)
+    return gen.prepare(query, hits, client, o)
+
+
+def _checked(
+    method: str, query: str, hits: Sequence[Hit], client: Any, options: dict[str, Any]
+) -> tuple[Generator, dict[str, Any], list[Hit], LLMClient]:
+    """The generator, checked options (the budget fitted to the window), hits and client."""
     gen = _generator(method)
     if not isinstance(query, str) or not query.strip():
         raise ValueError("query must be a non-empty string")
@@ -102,7 +129,7 @@ def generate(method: str, query: str, hits: Sequence[Hit], client: Any, **option
     client = LLMClient.of(client)
     if "max_context_tokens" in o:  # fit the model's window (unchanged when it is unknown)
         o = {**o, "max_context_tokens": client.context_budget(o["max_context_tokens"], query + TEMPLATE_ALLOWANCE)}
-    return gen.run(query, hits, client, o)
+    return gen, o, hits, client
 
 
 #: text standing for a generation prompt's fixed parts (system prompt, instructions, table
@@ -113,7 +140,9 @@ TEMPLATE_ALLOWANCE = " " * 2000
 
 __all__ = [
     "ANSWER_STAGE",
+    "AnswerStream",
     "FILTER_STAGE",
+    "FinalCall",
     "GENERATORS",
     "MERGE_STAGE",
     "NO_ANSWER",
@@ -122,4 +151,5 @@ __all__ = [
     "Generator",
     "generate",
     "generation_options",
+    "prepare",
 ]

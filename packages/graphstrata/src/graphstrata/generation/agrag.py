@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..llm.client import LLMClient
-from ..llm.prompts.agrag_query import DEFAULT_RESPONSE_TYPE, answer_request, parse_answer
+from ..llm.prompts.agrag_query import DEFAULT_RESPONSE_TYPE, AnswerText, answer_request
 from ..types import Hit
-from .base import BUDGET, RESPONSE_TYPE, GeneratedAnswer, Generator, answer_from_tables
+from .base import BUDGET, RESPONSE_TYPE, FinalCall, GeneratedAnswer, Generator, answer_from_tables
 from .context import CONTENT_COLUMNS, Table, content_row, of_kind
 from .naive import passages_table
 
@@ -48,8 +48,9 @@ class AGRAGGenerator(Generator):
     defaults = {"max_context_tokens": None, "response_type": DEFAULT_RESPONSE_TYPE}
     option_specs = {"max_context_tokens": BUDGET, "response_type": RESPONSE_TYPE}
 
-    def run(self, query: str, hits: Sequence[Hit], client: LLMClient, o: Mapping[str, Any]) -> GeneratedAnswer:
+    def prepare(
+        self, query: str, hits: Sequence[Hit], client: LLMClient, o: Mapping[str, Any]
+    ) -> GeneratedAnswer | FinalCall:
         return answer_from_tables(
-            query, agrag_tables(hits), client, o, answer_request, parse=parse_answer, keep_empty=False,
-            continuous=True,
+            query, agrag_tables(hits), o, answer_request, reader=AnswerText, keep_empty=False, continuous=True,
         )

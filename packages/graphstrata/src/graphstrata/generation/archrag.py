@@ -12,7 +12,9 @@
    are counted with ``client.skip``; points scored 0 are dropped.
 3. **Merge** (Eq. 4, "reduce"): all points sorted by score (descending; ties keep group and
    answer order), rendered as analyst reports and kept up to the first that overflows
-   ``max_context_tokens``; one merge call (stage ``"answer:merge"``) writes the answer.
+   ``max_context_tokens``; one merge call (stage ``"answer:merge"``, the call a streamed
+   answer streams) writes the answer, citing report ``j`` as ``[j]``: its citation is the
+   chunks behind the hits of that report's point.
 4. **No points**: :data:`~.base.NO_ANSWER` without a merge call; with
    ``general_knowledge=True``, the authors' code path instead — a merge call asking for an
    answer from the model's own knowledge, marked ``[LLM: verify]``.
@@ -40,7 +42,7 @@ from ..llm.prompts.archrag_answer import (
     self_answer_request,
 )
 from ..types import Hit
-from .base import BUDGET, NO_ANSWER, RESPONSE_TYPE, GeneratedAnswer, Generator
+from .base import BUDGET, NO_ANSWER, RESPONSE_TYPE, FinalCall, GeneratedAnswer, Generator
 from .context import (
     COMMUNITY_COLUMNS,
     CONTENT_COLUMNS,
@@ -154,7 +156,9 @@ class ArchRAGGenerator(Generator):
     }
     option_specs = {"max_context_tokens": BUDGET, "response_type": RESPONSE_TYPE}
 
-    def run(self, query: str, hits: Sequence[Hit], client: LLMClient, o: Mapping[str, Any]) -> GeneratedAnswer:
+    def prepare(
+        self, query: str, hits: Sequence[Hit], client: LLMClient, o: Mapping[str, Any]
+    ) -> GeneratedAnswer | FinalCall:
         limit = o["max_context_tokens"]
         groups = archrag_groups(hits)
         if o["self_answer"]:
@@ -183,5 +187,5 @@ class ArchRAGGenerator(Generator):
             client.fallback("answer", "no usable point in the context, answered that it does not know")
             return GeneratedAnswer(NO_ANSWER)
         req = merge_request(query, "\n\n".join(blocks), o["response_type"], general_knowledge=not blocks)
-        out = client.request(req, MERGE_STAGE).text
-        return GeneratedAnswer(out.strip(), used_hits(Row((), s.hits) for s in kept), out)
+        sources = {j: s.hits for j, s in enumerate(kept, 1)}  # report j, as the merge prompt numbers them
+        return FinalCall(req, MERGE_STAGE, used_hits(Row((), s.hits) for s in kept), sources)

@@ -1,17 +1,19 @@
-"""What every answer step shares: the result type, the option checking, the stage names and
-the "no context" answer."""
+"""What every answer step shares: the result type, the prepared last call (sent at once or
+streamed), the option checking, the stage names and the "no context" answer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from ..llm.base import LLMRequest
 from ..llm.client import LLMClient
+from ..llm.parsing import StrippedText
 from ..methods.base import OptionSpec, check_options
-from ..types import Hit
-from .context import Table, fit, render, rows_of, used_hits
+from ..types import Citation, Hit
+from .citations import citations
+from .context import Table, fit, numbered, render, rows_of, used_hits
 
 #: ledger stage of a one-call answer (LightRAG, HiRAG, AGRAG, the baselines)
 ANSWER_STAGE = "answer"
@@ -33,11 +35,121 @@ class GeneratedAnswer:
             de-duplicated (for ArchRAG: the hits behind the points that reached the merge
             prompt); ``[]`` with :data:`NO_ANSWER`.
         raw: the model's full output for the final call (``""`` when no call was made).
+        citations: the sources the text cites by ``[n]`` (:mod:`.citations`), in order of
+            first citation; ``[]`` when it cites none.
     """
 
     text: str
     used_hits: list[Hit] = field(default_factory=list)
     raw: str = ""
+    citations: list[Citation] = field(default_factory=list)
+
+
+class TextReader(Protocol):
+    """Reads the answer out of a model's output as it streams (:class:`StrippedText`,
+    AGRAG's :class:`~graphstrata.llm.prompts.agrag_query.AnswerText`): ``feed`` each piece,
+    then ``end``; what they return joins to the answer text, however the output is cut."""
+
+    def feed(self, delta: str) -> str: ...
+
+    def end(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class FinalCall:
+    """The last LLM call of an answer step, prepared and not yet sent: what
+    :meth:`Generator.prepare` returns when there is something to answer from.
+
+    Attributes:
+        request: the prompt.
+        stage: its ledger stage (``"answer"``, ArchRAG ``"answer:merge"``).
+        used_hits: the hits the prompt shows (:attr:`GeneratedAnswer.used_hits`).
+        sources: ``{n: hits}``: what the prompt numbers as citable source ``n`` (the chunk
+            passages; ArchRAG's analyst reports); :mod:`.citations` reads the ``[n]``
+            markers of the answer against it.
+        reader: makes the :class:`TextReader` that takes the answer out of the output
+            (default :class:`~graphstrata.llm.parsing.StrippedText`: the output stripped).
+    """
+
+    request: LLMRequest
+    stage: str
+    used_hits: list[Hit]
+    sources: Mapping[int, tuple[Hit, ...]] = field(default_factory=dict)
+    reader: Callable[[], TextReader] = StrippedText
+
+    def finish(self, output: str) -> GeneratedAnswer:
+        """The answer from the model's complete ``output``: its text (read by :attr:`reader`),
+        the hits shown, the output, and the citations of the text."""
+        reader = self.reader()
+        text = reader.feed(output) + reader.end()
+        return GeneratedAnswer(text, list(self.used_hits), output, citations(text, self.sources))
+
+    def send(self, client: LLMClient) -> GeneratedAnswer:
+        """Make the call (:meth:`LLMClient.request`) and :meth:`finish` with its output.
+
+        Raises:
+            LLMError: the call failed after the client's retries.
+        """
+        return self.finish(client.request(self.request, self.stage).text)
+
+
+class AnswerStream:
+    """The last call of an answer step streamed: iterate it (``for`` or ``async for``, once)
+    for the answer's text pieces; when the iteration has ended, :attr:`result` holds the same
+    :class:`GeneratedAnswer` that :meth:`FinalCall.send` would have returned for that output.
+
+    The pieces are what the step's :attr:`FinalCall.reader` shows of the output as it arrives
+    (text after AGRAG's ``Answer:`` only; leading and trailing whitespace held back), so they
+    join to ``result.text``. A step with nothing to answer from (a :class:`GeneratedAnswer`
+    given instead of a :class:`FinalCall`) gives its text as one piece, without a call.
+
+    Args:
+        step: what :meth:`Generator.prepare` returned.
+        client: the client to stream the call through (:meth:`LLMClient.stream_request` /
+            :meth:`LLMClient.astream_request`: an LLM that cannot stream gives one piece).
+
+    Raises (while iterating):
+        LLMError: the call failed (see :meth:`LLMClient.stream_request` for retries).
+    """
+
+    def __init__(self, step: GeneratedAnswer | FinalCall, client: LLMClient) -> None:
+        self.step = step
+        self.client = client
+        self.result: GeneratedAnswer | None = step if isinstance(step, GeneratedAnswer) else None
+
+    def __iter__(self) -> Iterator[str]:
+        step = self.step
+        if isinstance(step, GeneratedAnswer):
+            if step.text:
+                yield step.text
+            return
+        reader, output = step.reader(), []
+        for delta in self.client.stream_request(step.request, step.stage):
+            output.append(delta)
+            shown = reader.feed(delta)
+            if shown:
+                yield shown
+        rest = reader.end()
+        if rest:
+            yield rest
+        self.result = step.finish("".join(output))
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        step = self.step
+        if isinstance(step, GeneratedAnswer):
+            if step.text:
+                yield step.text
+            return
+        reader, output = step.reader(), []
+        async for delta in self.client.astream_request(step.request, step.stage):
+            output.append(delta)
+            shown = reader.feed(delta)
+            if shown:
+                yield shown
+        rest = reader.end()
+        if rest:
+            yield rest
+        self.result = step.finish("".join(output))
 
 
 class Generator:
@@ -45,7 +157,8 @@ class Generator:
 
     Subclasses set ``name``, ``defaults`` (every option, with its default) and optionally
     ``option_specs`` (checked like method options, :func:`~graphstrata.methods.base.check_options`),
-    and implement :meth:`run`.
+    and implement :meth:`prepare`: every call but the last made, the last one prepared, so
+    the same step answers at once (:meth:`run`) or streamed (:class:`AnswerStream`).
     """
 
     name: ClassVar[str] = ""
@@ -61,39 +174,46 @@ class Generator:
         """
         return check_options(f"answer generation {self.name!r}", self.defaults, self.option_specs, given)
 
-    def run(self, query: str, hits: Sequence[Hit], client: LLMClient, o: Mapping[str, Any]) -> GeneratedAnswer:
-        """Answer ``query`` from ``hits`` with checked options ``o``."""
+    def prepare(
+        self, query: str, hits: Sequence[Hit], client: LLMClient, o: Mapping[str, Any]
+    ) -> GeneratedAnswer | FinalCall:
+        """Make every LLM call of the step but the last (ArchRAG's filter calls) and return
+        the last one prepared; or the answer itself when no call is left to make
+        (:data:`NO_ANSWER`)."""
         raise NotImplementedError  # pragma: no cover - abstract
+
+    def run(self, query: str, hits: Sequence[Hit], client: LLMClient, o: Mapping[str, Any]) -> GeneratedAnswer:
+        """Answer ``query`` from ``hits`` with checked options ``o``: :meth:`prepare`, then
+        :meth:`FinalCall.send`."""
+        step = self.prepare(query, hits, client, o)
+        return step if isinstance(step, GeneratedAnswer) else step.send(client)
 
 
 def answer_from_tables(
     query: str,
     tables: Sequence[Table],
-    client: LLMClient,
     o: Mapping[str, Any],
     request: Callable[[str, str, str], LLMRequest],
-    parse: Callable[[str], str] = str.strip,
+    reader: Callable[[], TextReader] = StrippedText,
     keep_empty: bool = True,
     continuous: bool = False,
-) -> GeneratedAnswer:
-    """The one-call answer step: cut ``tables`` to ``o["max_context_tokens"]``
-    (:func:`~.context.fit`), render them, and ask ``client`` once (stage ``"answer"``).
+) -> GeneratedAnswer | FinalCall:
+    """The one-call answer step, prepared: cut ``tables`` to ``o["max_context_tokens"]``
+    (:func:`~.context.fit`), render them, and make the request (stage ``"answer"``).
 
     Args:
         request: ``request(query, context, response_type) -> LLMRequest`` (the method's
             prompt module).
-        parse: the answer in the model's output (default: the output, stripped).
+        reader: makes the reader of the answer in the model's output (default: the output,
+            stripped).
         keep_empty: render tables left without rows (their headers), as LightRAG and HiRAG
             show every section; ``False`` drops them.
         continuous: number rows across tables rather than from 1 in each
             (:func:`~.context.render`).
 
     Returns:
-        The answer, the hits of the rows shown, and the raw output; :data:`NO_ANSWER`
-        without a call when no row is left.
-
-    Raises:
-        LLMError: the call failed after the client's retries.
+        The call, with the hits of the rows shown and, as its citable sources, the rows that
+        show a chunk (by their id in the prompt); :data:`NO_ANSWER` when no row is left.
     """
     kept = fit(tables, o["max_context_tokens"], continuous)
     rows = rows_of(kept)
@@ -101,8 +221,12 @@ def answer_from_tables(
         return GeneratedAnswer(NO_ANSWER)
     if not keep_empty:
         kept = [t for t in kept if t.rows]
-    out = client.request(request(query, render(kept, continuous), o["response_type"]), ANSWER_STAGE).text
-    return GeneratedAnswer(parse(out), used_hits(rows), out)
+    sources: dict[int, tuple[Hit, ...]] = {}
+    for rid, _, row in numbered(kept, continuous):
+        if row.hits and all(h.kind == "chunk" for h in row.hits):
+            sources.setdefault(rid, row.hits)
+    req = request(query, render(kept, continuous), o["response_type"])
+    return FinalCall(req, ANSWER_STAGE, used_hits(rows), sources, reader)
 
 
 #: ``max_context_tokens``: a budget in tokens (``estimate_tokens``), ``None`` = no limit
@@ -113,9 +237,12 @@ RESPONSE_TYPE = OptionSpec("str")
 __all__ = [
     "ANSWER_STAGE",
     "answer_from_tables",
+    "AnswerStream",
     "BUDGET",
+    "FinalCall",
     "NO_ANSWER",
     "RESPONSE_TYPE",
     "GeneratedAnswer",
     "Generator",
+    "TextReader",
 ]

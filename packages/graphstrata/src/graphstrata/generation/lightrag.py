@@ -10,7 +10,7 @@ from typing import Any
 from ..llm.client import LLMClient
 from ..llm.prompts.lightrag_query import DEFAULT_RESPONSE_TYPE, answer_request
 from ..types import Hit
-from .base import BUDGET, RESPONSE_TYPE, GeneratedAnswer, Generator, answer_from_tables
+from .base import BUDGET, RESPONSE_TYPE, FinalCall, GeneratedAnswer, Generator, answer_from_tables
 from .context import (
     CONTENT_COLUMNS,
     ENTITY_COLUMNS,
@@ -50,5 +50,7 @@ class LightRAGGenerator(Generator):
     defaults = {"max_context_tokens": 12000, "response_type": DEFAULT_RESPONSE_TYPE}
     option_specs = {"max_context_tokens": BUDGET, "response_type": RESPONSE_TYPE}
 
-    def run(self, query: str, hits: Sequence[Hit], client: LLMClient, o: Mapping[str, Any]) -> GeneratedAnswer:
-        return answer_from_tables(query, lightrag_tables(hits), client, o, answer_request)
+    def prepare(
+        self, query: str, hits: Sequence[Hit], client: LLMClient, o: Mapping[str, Any]
+    ) -> GeneratedAnswer | FinalCall:
+        return answer_from_tables(query, lightrag_tables(hits), o, answer_request)

@@ -9,7 +9,7 @@ from typing import Any
 from ..llm.client import LLMClient
 from ..llm.prompts.naive import DEFAULT_RESPONSE_TYPE, answer_request
 from ..types import Hit
-from .base import BUDGET, RESPONSE_TYPE, GeneratedAnswer, Generator, answer_from_tables
+from .base import BUDGET, RESPONSE_TYPE, FinalCall, GeneratedAnswer, Generator, answer_from_tables
 from .context import CONTENT_COLUMNS, Table, of_kind, passage_row
 
 
@@ -36,5 +36,7 @@ class NaiveGenerator(Generator):
     def __init__(self, name: str = "hybrid") -> None:
         self.name = name  # type: ignore[misc]  # one class serves dense, bm25 and hybrid
 
-    def run(self, query: str, hits: Sequence[Hit], client: LLMClient, o: Mapping[str, Any]) -> GeneratedAnswer:
-        return answer_from_tables(query, [passages_table(hits, "Documents")], client, o, answer_request)
+    def prepare(
+        self, query: str, hits: Sequence[Hit], client: LLMClient, o: Mapping[str, Any]
+    ) -> GeneratedAnswer | FinalCall:
+        return answer_from_tables(query, [passages_table(hits, "Documents")], o, answer_request)

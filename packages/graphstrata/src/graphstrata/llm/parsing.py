@@ -113,3 +113,37 @@ def as_float(value: Any, default: float | None = None) -> float | None:
         if m:
             return float(m.group(0))
     return default
+
+
+class StrippedText:
+    """An answer read as it streams: the model's output with leading and trailing whitespace
+    removed (``str.strip``), given piece by piece.
+
+    :meth:`feed` returns the part of the text that can be shown now (leading whitespace is
+    dropped, whitespace at the end of a piece is held back until more text follows it);
+    :meth:`end` returns what is left when the output is complete. However the output is cut
+    into pieces, the concatenation of every return value equals ``output.strip()``.
+    """
+
+    def __init__(self) -> None:
+        self.started = False
+        self._held = ""
+
+    def feed(self, delta: str) -> str:
+        """The text of ``delta`` that can be shown now (``""`` when none)."""
+        if not self.started:
+            delta = delta.lstrip()
+            if not delta:
+                return ""
+            self.started = True
+        text = self._held + delta
+        shown = text.rstrip()
+        self._held = text[len(shown):]
+        return shown
+
+    def end(self) -> str:
+        """What is left to show once the output is complete: nothing (trailing whitespace is
+        dropped)."""
+        self._held = ""
+        return ""
+

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base import LLMRequest
-from ..parsing import as_text, extract_json
+from ..parsing import StrippedText, as_text, extract_json
 
 #: the default answer format: AGRAG's QA prompt asks for a concise, definitive answer (§3)
 DEFAULT_RESPONSE_TYPE = "A concise, definitive answer: a few words or one sentence"
@@ -43,7 +43,8 @@ triples (subject [SEP] relation [SEP] object), joined by [SEP_REC], that link th
 passages hold the evidence.
 
 Reason step by step after "Thought: ", using only the subgraph and the passages. Then write "Answer: " \
-followed by the answer. If they do not contain it, answer that you don't know.
+followed by the answer, citing the passages it rests on by their number in square brackets, such as [3]. If \
+they do not contain it, answer that you don't know.
 
 Answer length and format: {response_type}"""
 
@@ -126,7 +127,41 @@ def answer_request(query: str, context: str, response_type: str = DEFAULT_RESPON
 
 def parse_answer(text: str) -> str:
     """The answer in a model's output: the text after the first ``Answer:`` (any case),
-    stripped; the whole output, stripped, when there is none or nothing follows it (spec §3)."""
-    m = _ANSWER_RE.search(text)
-    answer = text[m.end():].strip() if m else ""
-    return answer or text.strip()
+    stripped; the whole output, stripped, when there is none or nothing follows it (spec §3).
+    The same as :class:`AnswerText` reading ``text`` in one piece."""
+    reader = AnswerText()
+    return reader.feed(text) + reader.end()
+
+
+class AnswerText:
+    """:func:`parse_answer` read as the output streams: :meth:`feed` each piece, then
+    :meth:`end`; the concatenation of what they return equals ``parse_answer(output)``
+    however the output is cut into pieces.
+
+    Nothing is shown before ``Answer:`` has arrived (the reasoning after ``Thought:`` is not
+    the answer); after it, the text streams stripped as :class:`~graphstrata.llm.parsing.StrippedText`
+    does. When the output ends without the marker, or with nothing after it, :meth:`end`
+    returns the whole output stripped (nothing was shown before that).
+    """
+
+    def __init__(self) -> None:
+        self._raw: list[str] = []
+        self._answer: StrippedText | None = None
+
+    def feed(self, delta: str) -> str:
+        """The answer text of ``delta`` that can be shown now (``""`` when none)."""
+        self._raw.append(delta)
+        if self._answer is not None:
+            return self._answer.feed(delta)
+        text = "".join(self._raw)
+        m = _ANSWER_RE.search(text)  # a marker found in a prefix is the first of the whole output
+        if m is None:
+            return ""
+        self._answer = StrippedText()
+        return self._answer.feed(text[m.end():])
+
+    def end(self) -> str:
+        """What is left to show once the output is complete (see the class docstring)."""
+        if self._answer is not None and self._answer.started:
+            return self._answer.end()
+        return "".join(self._raw).strip()

@@ -48,7 +48,8 @@ MERGE_PROMPT = """Question: {query}
 
 The analysts' reports below are ranked from most to least important. They may contain mistakes or material \
 unrelated to the question: keep what answers it and drop the rest. Merge them into one answer that explains \
-the key points and what follows from them. Do not add claims the reports do not support.{fallback}
+the key points and what follows from them. Do not add claims the reports do not support. Cite the reports each \
+claim rests on by their analyst number in square brackets, such as [1] or [2][3].{fallback}
 
 Target response length and format: {response_type}
 

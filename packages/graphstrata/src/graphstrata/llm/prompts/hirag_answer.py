@@ -21,7 +21,8 @@ documents.
 Write a response to the user's question in the target length and format. Use the backgrounds for the big \
 picture, the reasoning path to connect distant facts, and the entities and documents for details. General \
 knowledge may link the facts, but every claim must rest on the tables. If the tables do not contain the \
-answer, say that you don't know; never make anything up.
+answer, say that you don't know; never make anything up. Cite the Source Documents each claim rests on by their \
+id in square brackets, such as [1] or [2][3] (the id of a Source Documents row, not of another table's row).
 
 Target response length and format: {response_type}
 

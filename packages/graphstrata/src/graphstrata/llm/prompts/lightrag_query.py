@@ -39,7 +39,9 @@ relationships between them, and excerpts of the source texts.
 
 Write a response to the user's question in the target length and format, bringing together what the tables \
 hold that bears on it. General knowledge may link the facts, but every claim must rest on the tables. If the \
-tables do not contain the answer, say that you don't know; never make anything up.
+tables do not contain the answer, say that you don't know; never make anything up. Cite the Sources each claim \
+rests on by their id in square brackets, such as [1] or [2][3] (the id of a Sources row, not of an entity or a \
+relationship).
 
 Target response length and format: {response_type}
 

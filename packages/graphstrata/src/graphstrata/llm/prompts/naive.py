@@ -17,7 +17,8 @@ ANSWER_SYSTEM = """You answer questions from the excerpts of documents below.
 
 Write a response to the user's question in the target length and format, using what the excerpts say about \
 it. General knowledge may link the facts, but every claim must rest on the excerpts. If they do not contain \
-the answer, say that you don't know; never make anything up.
+the answer, say that you don't know; never make anything up. Cite the excerpts each claim rests on by their \
+number in square brackets, such as [1] or [2][3].
 
 Target response length and format: {response_type}
 
