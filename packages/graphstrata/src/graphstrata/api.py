@@ -16,13 +16,14 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import numpy as np
 
 from . import derived, retrieval, store
+from .answers import Answer, AsyncStreamingAnswer, PendingAnswer, StreamingAnswer
 from .config import GraphStrataConfig, as_config
 from .indexing import build_state
 from .llm import run_in_worker_thread
@@ -502,6 +503,18 @@ class GraphStrata:
             self._state = dataclasses.replace(state, llm=client, derived_seed=_registered_derived(state))
 
     # -- answers -----------------------------------------------------------------------------
+    @overload
+    def answer(
+        self, query: str, method: str = ..., llm: LLMInput | None = ..., k: int = ...,
+        filters: Mapping[str, Any] | None = ..., *, stream: Literal[False] = ..., **options: Any,
+    ) -> Answer: ...
+
+    @overload
+    def answer(
+        self, query: str, method: str = ..., llm: LLMInput | None = ..., k: int = ...,
+        filters: Mapping[str, Any] | None = ..., *, stream: Literal[True], **options: Any,
+    ) -> StreamingAnswer: ...
+
     def answer(
         self,
         query: str,
@@ -509,15 +522,20 @@ class GraphStrata:
         llm: LLMInput | None = None,
         k: int = 10,
         filters: Mapping[str, Any] | None = None,
+        *,
+        stream: bool = False,
         **options: Any,
-    ) -> Answer:
+    ) -> Answer | StreamingAnswer:
         """Retrieve with ``method`` and answer with that method's own generation step.
 
         ArchRAG: adaptive filtering-based generation (one filter call per layer, scored
         points, merge call; ``seed-archrag.md`` §3.2); LightRAG / HiRAG: their answer prompts
         over their contexts; AGRAG: over the reasoning path; dense / bm25 / hybrid: a plain RAG
         prompt over the chunks (:mod:`graphstrata.generation`). Retrieval steps that need an
-        LLM (LightRAG keywords, AGRAG fact filter) use the same LLM.
+        LLM (LightRAG keywords, AGRAG fact filter) use the same LLM. Every answer prompt
+        numbers its passages (ArchRAG: its analyst reports) and asks the model to cite them
+        as ``[n]``; :attr:`Answer.citations` maps the numbers the text cites to chunk and
+        document ids.
 
         Args:
             query: the question.
@@ -526,21 +544,35 @@ class GraphStrata:
                 ``build`` / ``load``.
             k: chunk hits retrieved (the method's context hits come too).
             filters: a metadata filter, as in :meth:`retrieve`.
+            stream: return a :class:`~graphstrata.answers.StreamingAnswer` instead: retrieval
+                and every LLM step but the last run now; the last call (the answer, ArchRAG's
+                merge) streams while you iterate it, and its ``answer`` is then the
+                :class:`Answer` this call returns without ``stream``. An LLM that cannot
+                stream (no ``stream`` method; plain callables) gives the text in one piece.
             **options: the method's answer options
                 (:func:`graphstrata.generation.generation_options`: ``response_type``,
                 ``max_context_tokens``; ArchRAG also ``self_answer``, ``general_knowledge``)
                 and its retrieval options (as in :meth:`retrieve`).
 
         Returns:
-            An :class:`Answer`: ``text``, the ``hits`` the answer was generated from, and
-            ``usage`` (calls and tokens of this query alone, per stage, retrieval included).
+            An :class:`Answer`: ``text``, the ``hits`` the answer was generated from,
+            ``usage`` (calls and tokens of this query alone, per stage, retrieval included),
+            ``fallbacks`` and ``citations``; with ``stream=True`` a ``StreamingAnswer``.
 
         Raises:
             ValueError: no LLM given or attached; everything :meth:`retrieve` raises.
-            graphstrata.llm.LLMError: an LLM call failed after its retries.
+            graphstrata.llm.LLMError: an LLM call failed after its retries (with
+                ``stream=True``, the last call's failure is raised while iterating).
         """
-        from .generation import generate, generation_options
-        from .llm import usage_scope
+        pending = self._pending_answer(query, method, llm, k, filters, options)
+        return StreamingAnswer(pending) if stream else pending.send()
+
+    def _pending_answer(
+        self, query: str, method: str, llm: Any, k: int, filters: Mapping[str, Any] | None, options: dict[str, Any]
+    ) -> PendingAnswer:
+        """Retrieval and every answer step but the last LLM call, counted in a new ledger."""
+        from .generation import generation_options, prepare
+        from .llm import Ledger, usage_scope
 
         state = self.state
         client = self._client(llm, state)
@@ -551,21 +583,44 @@ class GraphStrata:
         if not isinstance(method, str) or method not in METHODS:
             raise ValueError(f"unknown method {method!r}; known methods: {', '.join(METHODS)}")
         answer_keys = generation_options(method)
+        options = dict(options)
         gen_options = {k_: options.pop(k_) for k_ in list(options) if k_ in answer_keys}
-        with usage_scope() as ledger:
+        with usage_scope(Ledger()) as ledger:
             hits = self.retrieve(query, method=method, k=k, filters=filters, llm=client, **options)
-            out = generate(method, query, hits, client, **gen_options)
-        return Answer(
-            text=out.text, hits=list(out.used_hits), usage=ledger.to_dict(), method=method, query=query,
-            fallbacks=list(ledger.fallbacks),
-        )
+            step = prepare(method, query, hits, client, **gen_options)
+        return PendingAnswer(query, method, client, ledger, step)
 
-    async def aanswer(self, query: str, method: str = "archrag", llm: LLMInput | None = None, k: int = 10, **options: Any) -> Answer:
+    @overload
+    async def aanswer(
+        self, query: str, method: str = ..., llm: LLMInput | None = ..., k: int = ...,
+        *, stream: Literal[False] = ..., **options: Any,
+    ) -> Answer: ...
+
+    @overload
+    async def aanswer(
+        self, query: str, method: str = ..., llm: LLMInput | None = ..., k: int = ...,
+        *, stream: Literal[True], **options: Any,
+    ) -> AsyncStreamingAnswer: ...
+
+    async def aanswer(
+        self, query: str, method: str = "archrag", llm: LLMInput | None = None, k: int = 10, *,
+        stream: bool = False, **options: Any,
+    ) -> Answer | AsyncStreamingAnswer:
         """:meth:`answer` awaited: the retrieval and prompt work run in a worker thread, the
         LLM calls on this event loop when the LLM has an async API
         (:func:`graphstrata.llm.run_in_worker_thread`), so concurrent ``aanswer`` calls overlap
-        their LLM calls on one loop."""
-        return await run_in_worker_thread(self.answer, query, method, llm, k, **options)
+        their LLM calls on one loop.
+
+        With ``stream=True``: every step but the last call is awaited here, and an
+        :class:`~graphstrata.answers.AsyncStreamingAnswer` returned; ``async for`` it for the
+        answer's pieces (through the LLM's ``astream`` on this loop, or its blocking
+        ``stream`` in a worker thread; one piece when it cannot stream), then read its
+        ``answer``. Raises as :meth:`answer`."""
+        if not stream:
+            return await run_in_worker_thread(self.answer, query, method, llm, k, **options)
+        filters = options.pop("filters", None)
+        pending = await run_in_worker_thread(self._pending_answer, query, method, llm, k, filters, options)
+        return AsyncStreamingAnswer(pending)
 
     def _client(self, llm: Any, state: EngineState) -> Any:
         """``llm`` as a client sharing the index's response cache; else the attached one."""
@@ -859,46 +914,6 @@ class GraphStrata:
             f"GraphStrata(documents={s['documents']}, chunks={s['chunks']}, "
             f"entities={s['entities']}, layers={s['communities_per_layer']})"
         )
-
-
-@dataclass
-class Answer:
-    """What :meth:`GraphStrata.answer` returns.
-
-    Attributes:
-        text: the generated answer.
-        hits: the hits the answer was generated from (chunks and the method's context).
-        usage: LLM calls and tokens of this query, per stage and in total (see
-            :attr:`GraphStrata.build_usage` for the shape).
-        method: the method used.
-        query: the question.
-        fallbacks: the LLM steps of this query that fell back, one note each
-            (``"keywords: offline fallback, unreadable answer"``,
-            ``"fact_filter: offline fallback, unreadable answer"``,
-            ``"filter: unreadable answer, its context dropped"``, ...); empty when every
-            step used the model's answer.
-    """
-
-    text: str
-    hits: list[Hit] = field(default_factory=list)
-    usage: dict[str, Any] = field(default_factory=dict)
-    method: str = ""
-    query: str = ""
-    fallbacks: list[str] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        return self.text
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-serialisable dict (the CLI's ``--json``)."""
-        return {
-            "query": self.query,
-            "method": self.method,
-            "answer": self.text,
-            "usage": self.usage,
-            "fallbacks": list(self.fallbacks),
-            "hits": [h.to_dict() for h in self.hits],
-        }
 
 
 @dataclass(frozen=True)
