@@ -11,18 +11,21 @@ Quickstart::
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
+from .answers import AsyncStreamingAnswer, StreamingAnswer
 from .api import Answer, GraphStrata
 from .config import GraphStrataConfig
 from .models import EmbedderMismatchError
 from .runner import LocalRunner, Runner
 from .store import ConcurrentWriteError
-from .types import Chunk, Community, Document, Entity, Hit, Relation
+from .types import Chunk, Citation, Community, Document, Entity, Hit, Relation
 
 __all__ = [
     "Answer",
+    "AsyncStreamingAnswer",
     "GraphStrata",
     "GraphStrataConfig",
     "Chunk",
+    "Citation",
     "Community",
     "ConcurrentWriteError",
     "Document",
@@ -33,6 +36,7 @@ __all__ = [
     "RayRunner",
     "Relation",
     "Runner",
+    "StreamingAnswer",
     "__version__",
 ]
 # The installed distribution's version, built from the repository's one VERSION file.

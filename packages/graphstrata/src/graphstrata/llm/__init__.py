@@ -42,6 +42,7 @@ from .client import (
     TransientLLMError,
     is_transient,
     run_in_worker_thread,
+    stream_in_thread,
     usage_scope,
 )
 from .guards import LLMOutputError
@@ -73,5 +74,6 @@ __all__ = [
     "run_blocking",
     "run_in_worker_thread",
     "settings_from_attributes",
+    "stream_in_thread",
     "usage_scope",
 ]

@@ -17,7 +17,7 @@ import asyncio
 import contextvars
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -562,7 +562,7 @@ class LLMClient:
                 return aiter(astream(req.prompt, system=req.system, json_mode=req.json_mode))
         elif callable(stream):
             def open_stream() -> AsyncIterator[Any]:
-                return _read_in_thread(lambda: stream(req.prompt, system=req.system, json_mode=req.json_mode))
+                return stream_in_thread(lambda: stream(req.prompt, system=req.system, json_mode=req.json_mode))
         else:
             response = await (self.arequest(req, stage) if native else asyncio.to_thread(self.request, req, stage))
             if response.text:
@@ -760,9 +760,12 @@ class _StreamedOutput:
             self.client._record(self.stage, Usage(estimate_tokens(sent), estimate_tokens(text), True), False)
 
 
-async def _read_in_thread(open_stream: Callable[[], Any]) -> AsyncIterator[Any]:
-    """The items of the blocking iterator ``open_stream()`` returns, each read in a worker
-    thread (the event loop never blocks on the model)."""
+async def stream_in_thread(open_stream: Callable[[], Iterable[Any]]) -> AsyncIterator[Any]:
+    """The items of the blocking iterable ``open_stream()`` returns, as an async iterator:
+    the iterable is opened and each item read in a worker thread, so the event loop never
+    blocks on the model (how an async caller reads an LLM that only has a blocking
+    ``stream``; the adapters use it when the framework has no async stream). Exceptions are
+    raised where the item would have been."""
     pieces = await asyncio.to_thread(lambda: iter(open_stream()))
     while True:
         item = await asyncio.to_thread(next, pieces, _END)
