@@ -1,6 +1,6 @@
 """Bring your own LLM, LlamaIndex side: ``LlamaIndexLLM`` (any LlamaIndex ``LLM`` behind
 graphstrata's protocol), ``GraphStrataIndex.from_documents(llm=... / use_llm=True)`` and
-``as_query_engine(response_mode="method")``.
+``as_query_engine(response_mode="method")``, streamed with ``streaming=True``.
 
 The LLM outputs are scripted (graphstrata's own record formats, keyed on each step's system
 prompt), so every assertion is about wiring: what reaches the model, what comes back, what is
@@ -98,6 +98,11 @@ class ScriptedChatLLM(CustomLLM):
     def metadata(self) -> LLMMetadata:
         return LLMMetadata(is_chat_model=self.is_chat, model_name=self.model_label)
 
+    def _output(self, messages: Any) -> str:
+        system = next((m.content for m in messages if m.role == MessageRole.SYSTEM), None)
+        user = [m.content for m in messages if m.role == MessageRole.USER][-1]
+        return scripted_output(user, system)
+
     def _record(self, api: str, payload: Any, kwargs: dict) -> None:
         with self._lock:
             self._calls.append((api, payload, dict(kwargs)))
@@ -108,9 +113,7 @@ class ScriptedChatLLM(CustomLLM):
     @llm_chat_callback()
     def chat(self, messages: Any, **kwargs: Any) -> ChatResponse:
         self._record("chat", list(messages), kwargs)
-        system = next((m.content for m in messages if m.role == MessageRole.SYSTEM), None)
-        user = [m.content for m in messages if m.role == MessageRole.USER][-1]
-        text = scripted_output(user, system)
+        text = self._output(messages)
         return ChatResponse(
             message=ChatMessage(role=MessageRole.ASSISTANT, content=text),
             additional_kwargs=self._extra(text),
@@ -131,6 +134,44 @@ class ScriptedChatLLM(CustomLLM):
     @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
         raise NotImplementedError
+
+
+CITED = "Charles Babbage designed the Analytical Engine [1] and worked in London [2]."
+
+
+class StreamingChatLLM(ScriptedChatLLM):
+    """:class:`ScriptedChatLLM` answering :data:`CITED` (other steps as scripted), which
+    ``stream_chat`` / ``astream_chat`` give word by word (``delta`` and the text so far)."""
+
+    def _output(self, messages: Any) -> str:
+        text = super()._output(messages)
+        return CITED if text == ANSWER else text
+
+    def _chunks(self, messages: Any) -> list[ChatResponse]:
+        from graphstrata.testing import word_pieces
+
+        out, so_far = [], ""
+        for piece in word_pieces(self._output(messages)):
+            so_far += piece
+            out.append(ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=so_far), delta=piece))
+        return out
+
+    @llm_chat_callback()
+    def stream_chat(self, messages: Any, **kwargs: Any) -> Any:
+        self._record("stream_chat", list(messages), kwargs)
+        yield from self._chunks(messages)
+
+    @llm_chat_callback()
+    async def astream_chat(self, messages: Any, **kwargs: Any) -> Any:
+        self._record("astream_chat", list(messages), kwargs)
+        chunks = self._chunks(messages)
+
+        async def gen() -> Any:
+            for chunk in chunks:
+                await asyncio.sleep(0)
+                yield chunk
+
+        return gen()
 
 
 DOCS = [
@@ -459,3 +500,84 @@ def test_query_engine_passes_the_core_fallbacks_through(llm_index, monkeypatch):
     monkeypatch.setattr(core, "answer", answer_with_fallbacks(core.answer, ["keywords: offline fallback, unreadable answer"]))
     response = engine.query("Who designed the Analytical Engine?")
     assert response.metadata["fallbacks"] == ["keywords: offline fallback, unreadable answer"]
+
+
+# ---------------------------------------------------------------------------- streaming (issue 29)
+def test_adapter_streams_the_chat_deltas_then_the_usage():
+    from graphstrata.llm import Usage as CoreUsage
+
+    llm = StreamingChatLLM()
+    adapter = LlamaIndexLLM(llm)
+    items = list(adapter.stream("Who designed it?", system="Answer briefly."))
+    assert items[:-1] == ["Charles ", "Babbage ", "designed ", "the ", "Analytical ", "Engine ", "[1] ", "and ",
+                          "worked ", "in ", "London ", "[2]."]
+    assert isinstance(items[-1], CoreUsage) and items[-1] == adapter.complete("Who designed it?", system="Answer briefly.").usage
+    assert [api for api, _, _ in llm.calls] == ["stream_chat", "chat"]
+
+
+def test_adapter_without_streaming_gives_one_piece():
+    llm = ScriptedChatLLM()  # its stream_complete raises NotImplementedError
+    items = list(LlamaIndexLLM(llm).stream("Who?"))
+    assert items[0] == ANSWER and len(items) == 2 and [api for api, _, _ in llm.calls] == ["chat"]
+
+
+def test_adapter_astream_awaits_the_async_stream():
+    llm = StreamingChatLLM()
+
+    async def main() -> list[Any]:
+        return [item async for item in LlamaIndexLLM(llm).astream("Who?")]
+
+    items = asyncio.run(main())
+    assert "".join(i for i in items if isinstance(i, str)) == CITED and len(items) > 3
+    assert [api for api, _, _ in llm.calls] == ["astream_chat"]
+
+
+@pytest.mark.parametrize("method", ["hybrid", "lightrag"])
+def test_streaming_query_engine_yields_the_answer_in_pieces(llm_index, method):
+    from llama_index.core.base.response.schema import StreamingResponse
+
+    index, _ = llm_index
+    plain = index.as_query_engine(llm=StreamingChatLLM(model_label=f"plain-{method}"), response_mode="method",
+                                  method=method, similarity_top_k=2)
+    expected = plain.query("Who designed the Analytical Engine?")
+    engine = index.as_query_engine(llm=StreamingChatLLM(model_label=f"streamed-{method}"), response_mode="method",
+                                   method=method, similarity_top_k=2, streaming=True)
+    assert engine.streaming
+    response = engine.query("Who designed the Analytical Engine?")
+    assert isinstance(response, StreamingResponse)
+    assert [n.node.node_id for n in response.source_nodes] == [n.node.node_id for n in expected.source_nodes]
+    assert response.metadata == {"method": method}  # the rest comes with the end of the stream
+    pieces = list(response.response_gen)
+    assert len(pieces) > 3 and "".join(pieces) == expected.response == CITED
+    assert response.metadata == expected.metadata
+    cited = [c["number"] for c in expected.metadata["citations"]]
+    assert cited == [1, 2]
+    chunk_nodes = [n.node.node_id for n in expected.source_nodes if n.node.metadata["kind"] == "chunk"]
+    assert expected.metadata["citations"][1]["chunk_ids"] == [chunk_nodes[1]]  # [2]: the second passage
+
+
+def test_streaming_query_engine_async(llm_index):
+    from llama_index.core.base.response.schema import AsyncStreamingResponse
+
+    index, _ = llm_index
+    llm = StreamingChatLLM(model_label="streamed-async")
+    engine = index.as_query_engine(llm=llm, response_mode="method", method="hybrid", similarity_top_k=2,
+                                   streaming=True)
+
+    async def main() -> tuple[Any, list[str]]:
+        response = await engine.aquery("Who designed the Analytical Engine?")
+        return response, [p async for p in response.async_response_gen()]
+
+    response, pieces = asyncio.run(main())
+    assert isinstance(response, AsyncStreamingResponse)
+    assert len(pieces) > 3 and "".join(pieces) == CITED and response.source_nodes
+    assert [c["number"] for c in response.metadata["citations"]] == [1, 2]
+    assert "astream_chat" in [api for api, _, _ in llm.calls]
+
+
+def test_the_method_response_metadata_has_the_citations(llm_index):
+    index, _ = llm_index
+    response = index.as_query_engine(response_mode="method", method="dense").query("Who designed it?")
+    assert response.metadata["citations"] == []  # the scripted answer cites nothing
+    with pytest.raises(ValueError, match="streaming"):
+        GraphStrataQueryEngine(index.engine, streaming="yes")

@@ -691,8 +691,10 @@ class GraphStrataIndex(BaseIndex[GraphStrataIndexStruct]):
         the method's own generation step (``GraphStrata.answer``: ArchRAG adaptive filtering,
         LightRAG / HiRAG answer prompts, AGRAG over its reasoning path); ``source_nodes`` are
         the hits the answer used and ``response.metadata["usage"]`` the LLM calls and tokens
-        it spent. It takes ``method``, ``similarity_top_k`` (default 10), ``filters`` and
-        ``method_options`` (method and generation options, e.g. ``response_type``), and
+        it spent, ``response.metadata["citations"]`` the sources its ``[n]`` markers cite. It
+        takes ``method``, ``similarity_top_k`` (default 10), ``filters``, ``method_options``
+        (method and generation options, e.g. ``response_type``), ``streaming`` (a
+        ``StreamingResponse`` whose ``response_gen`` yields the answer as it is written) and
         ``callback_manager``.
 
         Any other ``response_mode`` (or none): a ``RetrieverQueryEngine`` over

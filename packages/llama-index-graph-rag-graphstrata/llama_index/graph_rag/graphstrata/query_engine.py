@@ -6,16 +6,22 @@ engine calls ``GraphStrata.answer``: ArchRAG's adaptive filtering-based generati
 filter calls, merge call), LightRAG's and HiRAG's answer prompts over their contexts, AGRAG's
 answer over its reasoning path, a plain RAG prompt for the dense / BM25 / hybrid baselines.
 The response's ``source_nodes`` are the hits the answer was generated from; its ``metadata``
-holds the method and the LLM calls and tokens the query spent.
+holds the method, the LLM calls and tokens the query spent and the answer's citations. With
+``streaming=True`` the engine returns a ``StreamingResponse`` (``aquery``: an
+``AsyncStreamingResponse``) whose ``response_gen`` yields the answer as it is written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
-from llama_index.core.base.response.schema import Response
+from llama_index.core.base.response.schema import (
+    AsyncStreamingResponse,
+    Response,
+    StreamingResponse,
+)
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import QueryBundle
 from llama_index.retrievers.graphstrata import hit_to_node, to_core_filters
@@ -25,7 +31,7 @@ from graphstrata.retrieval import check_retrieve_args
 if TYPE_CHECKING:
     from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
 
-    from graphstrata import GraphStrata
+    from graphstrata import Answer, AsyncStreamingAnswer, GraphStrata, StreamingAnswer
     from graphstrata.llm.base import LLMInput
 
 #: The ``response_mode`` of ``GraphStrataIndex.as_query_engine`` that selects this engine.
@@ -58,6 +64,12 @@ class GraphStrataQueryEngine(BaseQueryEngine):
         filters: a LlamaIndex ``MetadataFilters`` or the core's filter mapping.
         method_options: the method's options and the answer step's generation options
             (``response_type``, ``max_context_tokens``), passed to ``GraphStrata.answer``.
+        streaming: return a ``StreamingResponse`` (``aquery``: ``AsyncStreamingResponse``)
+            whose ``response_gen`` yields the answer's text pieces as the LLM writes them
+            (``GraphStrata.answer(..., stream=True)``: only the last LLM call streams; an LLM
+            that cannot stream gives one piece). Its ``source_nodes`` are set at once; its
+            ``metadata`` holds the method at once, and usage, fallbacks and citations once
+            the generator is exhausted.
         callback_manager: as for any query engine.
 
     The ``Response``: ``response`` is the answer text; ``source_nodes`` the hits the answer
@@ -65,7 +77,10 @@ class GraphStrataQueryEngine(BaseQueryEngine):
     converts them); ``metadata["method"]`` the method and ``metadata["usage"]`` its LLM calls
     and tokens (``{"stages": {...}, "total": {"calls", "cached", "prompt_tokens",
     "completion_tokens", "estimated", "skipped"}}``), ``metadata["fallbacks"]`` the LLM steps
-    that fell back, one note each (``[]`` when none did: graphstrata's ``Answer.fallbacks``).
+    that fell back, one note each (``[]`` when none did: graphstrata's ``Answer.fallbacks``),
+    ``metadata["citations"]`` the sources the text cites as ``[n]``, each
+    ``{"number", "chunk_ids", "document_ids"}`` (``[n]``: the n-th passage of the answer
+    prompt, graphstrata's ``Answer.citations``; ``[]`` when it cites none).
     ``aquery`` runs the core's ``aanswer``
     (a worker thread), never ``asyncio.run``.
 
@@ -84,6 +99,7 @@ class GraphStrataQueryEngine(BaseQueryEngine):
         similarity_top_k: int = DEFAULT_ANSWER_TOP_K,
         filters: MetadataFilters | MetadataFilter | Mapping[str, Any] | None = None,
         method_options: Mapping[str, Any] | None = None,
+        streaming: bool = False,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         if not callable(getattr(engine, "answer", None)):
@@ -106,6 +122,9 @@ class GraphStrataQueryEngine(BaseQueryEngine):
         self._similarity_top_k = request.k
         self._filters = None if request.filters is None else dict(request.filters)
         self._options = options
+        if not isinstance(streaming, bool):
+            raise ValueError(f"streaming must be a bool, got {streaming!r}")
+        self._streaming = streaming
         super().__init__(callback_manager=callback_manager)
 
     @property
@@ -117,6 +136,11 @@ class GraphStrataQueryEngine(BaseQueryEngine):
     def method(self) -> str:
         """The method whose generation answers."""
         return self._method
+
+    @property
+    def streaming(self) -> bool:
+        """Whether queries return a streaming response."""
+        return self._streaming
 
     @property
     def llm(self) -> LLMInput | None:
@@ -132,20 +156,57 @@ class GraphStrataQueryEngine(BaseQueryEngine):
             kwargs["filters"] = self._filters
         return {**kwargs, **self._options}
 
-    def _response(self, answer: Any) -> Response:
+    def _metadata(self, answer: Answer) -> dict[str, Any]:
+        return {
+            "usage": dict(answer.usage or {}),
+            # the LLM steps that fell back (graphstrata's Answer.fallbacks; [] when none did)
+            "fallbacks": list(getattr(answer, "fallbacks", []) or []),
+            "citations": [c.to_dict() for c in getattr(answer, "citations", []) or []],
+        }
+
+    def _nodes(self, hits: list[Any], method: str) -> list[Any]:
+        return [hit_to_node(h, method, self._engine) for h in hits]
+
+    def _response(self, answer: Answer) -> Response:
         method = getattr(answer, "method", None) or self._method
         return Response(
             response=answer.text,
-            source_nodes=[hit_to_node(h, method, self._engine) for h in answer.hits],
-            # the LLM steps that fell back (graphstrata's Answer.fallbacks; [] when none did)
-            metadata={"method": method, "usage": dict(answer.usage or {}),
-                      "fallbacks": list(getattr(answer, "fallbacks", []) or [])},
+            source_nodes=self._nodes(answer.hits, method),
+            metadata={"method": method, **self._metadata(answer)},
         )
 
-    def _query(self, query_bundle: QueryBundle) -> Response:
+    def _streaming_response(self, stream: StreamingAnswer) -> StreamingResponse:
+        metadata: dict[str, Any] = {"method": stream.method}
+
+        def pieces() -> Iterator[str]:
+            yield from stream
+            metadata.update(self._metadata(stream.answer))  # known once the answer is written
+
+        return StreamingResponse(
+            response_gen=pieces(), source_nodes=self._nodes(stream.hits, stream.method), metadata=metadata
+        )
+
+    def _async_streaming_response(self, stream: AsyncStreamingAnswer) -> AsyncStreamingResponse:
+        metadata: dict[str, Any] = {"method": stream.method}
+
+        async def pieces() -> AsyncIterator[str]:
+            async for piece in stream:
+                yield piece
+            metadata.update(self._metadata(stream.answer))
+
+        return AsyncStreamingResponse(
+            response_gen=pieces(), source_nodes=self._nodes(stream.hits, stream.method), metadata=metadata
+        )
+
+    def _query(self, query_bundle: QueryBundle) -> Response | StreamingResponse:
+        if self._streaming:
+            return self._streaming_response(self._engine.answer(query_bundle.query_str, stream=True, **self._kwargs()))
         return self._response(self._engine.answer(query_bundle.query_str, **self._kwargs()))
 
-    async def _aquery(self, query_bundle: QueryBundle) -> Response:
+    async def _aquery(self, query_bundle: QueryBundle) -> Response | AsyncStreamingResponse:
+        if self._streaming:
+            stream = await self._engine.aanswer(query_bundle.query_str, stream=True, **self._kwargs())
+            return self._async_streaming_response(stream)
         answer = await self._engine.aanswer(query_bundle.query_str, **self._kwargs())
         return self._response(answer)
 

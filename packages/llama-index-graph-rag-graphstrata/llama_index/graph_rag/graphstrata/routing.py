@@ -30,7 +30,7 @@ RETRIEVER_ONLY_ARGUMENTS: tuple[str, ...] = tuple(
 
 #: Arguments of ``as_query_engine(response_mode="method")`` besides ``llm`` / ``response_mode``.
 METHOD_ENGINE_ARGUMENTS: tuple[str, ...] = (
-    "method", "similarity_top_k", "filters", "method_options", "callback_manager",
+    "method", "similarity_top_k", "filters", "method_options", "streaming", "callback_manager",
 )
 
 #: The chat engine class of each chat mode ``as_chat_engine`` offers.

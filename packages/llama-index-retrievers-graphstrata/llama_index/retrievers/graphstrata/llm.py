@@ -11,10 +11,16 @@ here without a dependency cycle; ``llama_index.graph_rag.graphstrata`` re-export
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from graphstrata.llm import LLMResponse, Usage, estimate_tokens, settings_from_attributes
+from graphstrata.llm import (
+    LLMResponse,
+    Usage,
+    estimate_tokens,
+    settings_from_attributes,
+    stream_in_thread,
+)
 
 if TYPE_CHECKING:
     from llama_index.core.llms import LLM
@@ -101,6 +107,12 @@ class LlamaIndexLLM:
       ``graphstrata.llm.estimate_tokens`` and labelled ``estimated=True``.
     * Async: ``acomplete`` awaits ``llm.achat`` / ``llm.acomplete``; an LLM without async
       support (``NotImplementedError``) runs in a worker thread instead.
+    * Streaming (what ``GraphStrata.answer(..., stream=True)`` uses for its last call):
+      ``stream`` gives the deltas of ``llm.stream_chat`` (chat models) or
+      ``llm.stream_complete``, then the call's usage; ``astream`` those of ``astream_chat`` /
+      ``astream_complete``. An LLM that cannot stream (``NotImplementedError``) answers in one
+      piece through ``complete``; one without an async stream has its blocking stream read in
+      a worker thread.
 
     Args:
         llm: any ``llama_index.core.llms.LLM``.
@@ -239,6 +251,59 @@ class LlamaIndexLLM:
             return await asyncio.to_thread(self.complete, prompt, system=system, json_mode=json_mode)
         return self._response(text, response, prompt, system)
 
+    def stream(self, prompt: str, *, system: str | None = None, json_mode: bool = False) -> Iterator[str | Usage]:
+        """Stream the completion of ``prompt``: its text deltas in order, then its
+        ``graphstrata.llm.Usage`` (the counts the last response reports, else estimated as
+        :meth:`complete` does); see the class docstring."""
+        llm, kwargs = self._target(json_mode)
+        try:
+            if self.is_chat_model:
+                responses = iter(llm.stream_chat(self._messages(prompt, system), **kwargs))
+            else:
+                responses = iter(llm.stream_complete(_join(prompt, system), **kwargs))
+            response = next(responses, None)
+        except NotImplementedError:  # the LLM cannot stream: one piece
+            out = self.complete(prompt, system=system, json_mode=json_mode)
+            yield out.text
+            yield out.usage
+            return
+        text, last = "", None
+        while response is not None:
+            delta = _delta(response, text)
+            if delta:
+                text += delta
+                yield delta
+            last = response
+            response = next(responses, None)
+        yield self._response(text, last, prompt, system).usage
+
+    async def astream(
+        self, prompt: str, *, system: str | None = None, json_mode: bool = False
+    ) -> AsyncIterator[str | Usage]:
+        """:meth:`stream` with the LLM's async stream (``astream_chat`` /
+        ``astream_complete``); without one (``NotImplementedError``), :meth:`stream` read in a
+        worker thread."""
+        llm, kwargs = self._target(json_mode)
+        try:
+            if self.is_chat_model:
+                responses = aiter(await llm.astream_chat(self._messages(prompt, system), **kwargs))
+            else:
+                responses = aiter(await llm.astream_complete(_join(prompt, system), **kwargs))
+            response = await anext(responses, None)
+        except NotImplementedError:
+            async for item in stream_in_thread(lambda: self.stream(prompt, system=system, json_mode=json_mode)):
+                yield item
+            return
+        text, last = "", None
+        while response is not None:
+            delta = _delta(response, text)
+            if delta:
+                text += delta
+                yield delta
+            last = response
+            response = await anext(responses, None)
+        yield self._response(text, last, prompt, system).usage
+
     def _response(self, text: Any, response: Any, prompt: str, system: str | None) -> LLMResponse:
         text = "" if text is None else str(text)
         counts = usage_counts(
@@ -249,6 +314,20 @@ class LlamaIndexLLM:
         if counts is not None:
             return LLMResponse(text, Usage(counts[0], counts[1], estimated=False))
         return LLMResponse(text, Usage(estimate_tokens(_join(prompt, system)), estimate_tokens(text), estimated=True))
+
+
+def _delta(response: Any, so_far: str) -> str:
+    """The new text of one streamed LlamaIndex response (``ChatResponse`` /
+    ``CompletionResponse``): its ``delta``, else what its full text (``message.content`` /
+    ``text``) adds to ``so_far``."""
+    delta = getattr(response, "delta", None)
+    if isinstance(delta, str):
+        return delta
+    message = getattr(response, "message", None)
+    full = getattr(message, "content", None) if message is not None else getattr(response, "text", None)
+    if not isinstance(full, str) or not full.startswith(so_far):
+        return ""
+    return full[len(so_far):]
 
 
 def model_name(llm: LLM) -> str:
