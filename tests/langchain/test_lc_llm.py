@@ -1,7 +1,7 @@
 """Bring your own LLM, LangChain side: ``ChatModelLLM`` (any chat model behind graphstrata's
 protocol), ``GraphStrataRetriever.from_documents(llm=...)`` / ``(index_dir=..., llm=...)``,
-the answer Runnable (``GraphStrataAnswerer`` / ``retriever.as_answer_chain()``) and
-``GraphStrataTransformer(llm=...)``.
+the answer Runnable (``GraphStrataAnswerer`` / ``retriever.as_answer_chain()``, streamed with
+``.stream()`` / ``.astream()``) and ``GraphStrataTransformer(llm=...)``.
 
 Outputs are scripted in graphstrata's record formats, keyed on each step's system prompt, so
 the assertions are about wiring: what reaches the model, what comes back, what is counted.
@@ -91,10 +91,13 @@ class ScriptedChatModel(BaseChatModel):
     def calls(self) -> list[tuple[str, list[BaseMessage], dict]]:
         return self._calls
 
-    def _result(self, messages: list[BaseMessage]) -> ChatResult:
+    def _output(self, messages: list[BaseMessage]) -> str:
         system = next((m.content for m in messages if isinstance(m, SystemMessage)), None)
         user = [m.content for m in messages if isinstance(m, HumanMessage)][-1]
-        text = scripted_output(user, system)
+        return scripted_output(user, system)
+
+    def _result(self, messages: list[BaseMessage]) -> ChatResult:
+        text = self._output(messages)
         usage = None
         if self.report_usage:
             usage = {"input_tokens": 21, "output_tokens": len(text.split()), "total_tokens": 21 + len(text.split())}
@@ -111,6 +114,33 @@ class ScriptedChatModel(BaseChatModel):
         with self._lock:
             self._calls.append(("agenerate", list(messages), dict(kwargs)))
         return self._result(messages)
+
+
+CITED = "Charles Babbage designed the Analytical Engine [1] and worked in London [2]."
+
+
+class StreamingChatModel(ScriptedChatModel):
+    """:class:`ScriptedChatModel` answering :data:`CITED` (other steps as scripted), which
+    ``_stream`` gives word by word, the last chunk with ``usage_metadata`` when
+    ``report_usage``."""
+
+    def _output(self, messages: list[BaseMessage]) -> str:
+        text = super()._output(messages)
+        return CITED if text == ANSWER else text
+
+    def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        from graphstrata.testing import word_pieces
+        from langchain_core.messages import AIMessageChunk
+        from langchain_core.outputs import ChatGenerationChunk
+
+        with self._lock:
+            self._calls.append(("stream", list(messages), dict(kwargs)))
+        text = self._output(messages)
+        for piece in word_pieces(text):
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+        if self.report_usage:
+            usage = {"input_tokens": 21, "output_tokens": len(text.split()), "total_tokens": 21 + len(text.split())}
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=usage))
 
 
 DOCS = [
@@ -276,7 +306,7 @@ def test_index_dir_with_llm_attaches_it(embeddings, tmp_path):
 def test_answer_chain_answers_with_each_method(llm_retriever, method):
     retriever, _ = llm_retriever
     out = retriever.as_answer_chain().invoke({"question": "Who designed the Analytical Engine?"}, method=method)
-    assert set(out) == {"question", "answer", "context", "usage", "method", "fallbacks"}
+    assert set(out) == {"question", "answer", "context", "usage", "method", "fallbacks", "citations"}
     assert out["answer"] == ANSWER and out["method"] == method
     assert out["context"] and all(isinstance(d, Document) for d in out["context"])
     assert all(d.metadata["method"] == method for d in out["context"])
@@ -385,3 +415,90 @@ def test_answerer_passes_the_core_fallbacks_through(llm_retriever, monkeypatch):
     monkeypatch.setattr(core, "answer", answer_with_fallbacks(core.answer, ["keywords: offline fallback, unreadable answer"]))
     out = retriever.as_answer_chain().invoke("Who designed the Analytical Engine?")
     assert out["fallbacks"] == ["keywords: offline fallback, unreadable answer"] and out["answer"] == ANSWER
+
+
+# ---------------------------------------------------------------------------- streaming (issue 29)
+def test_adapter_streams_the_chunks_then_the_usage_they_report():
+    from graphstrata.llm import Usage as CoreUsage
+
+    adapter = ChatModelLLM(StreamingChatModel(report_usage=True))
+    items = list(adapter.stream("Who designed it?", system="Answer briefly."))
+    assert "".join(i for i in items if isinstance(i, str)) == CITED and len(items) > 3
+    assert items[-1] == CoreUsage(21, len(CITED.split()), estimated=False) == adapter.complete("Who?").usage
+
+
+def test_adapter_of_a_model_without_streaming_gives_one_piece():
+    items = list(ChatModelLLM(ScriptedChatModel()).stream("Who?", system="S"))
+    assert items[0] == ANSWER and len(items) == 2 and items[1].estimated
+
+
+def test_adapter_astream_falls_back_to_a_thread_without_async_support():
+    class NoAsync(StreamingChatModel):
+        async def _agenerate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+        async def _astream(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+            raise NotImplementedError
+            yield  # an async generator
+
+    async def main(model: Any) -> list[Any]:
+        return [i async for i in ChatModelLLM(model).astream("Who?")]
+
+    for model in (StreamingChatModel(), NoAsync()):
+        items = asyncio.run(main(model))
+        assert "".join(i for i in items if isinstance(i, str)) == CITED and len(items) > 3
+        assert [api for api, _, _ in model.calls] == ["stream"]
+
+
+@pytest.fixture()
+def streaming_chain(llm_retriever):
+    retriever, _ = llm_retriever
+
+    def chain(label: str) -> GraphStrataAnswerer:
+        return GraphStrataAnswerer(retriever=retriever, llm=StreamingChatModel(model_name=label))
+
+    return chain
+
+
+def test_answer_chain_stream_yields_the_answer_in_pieces(streaming_chain):
+    from langchain_core.runnables.utils import AddableDict
+
+    expected = streaming_chain("plain").invoke("Who designed the Analytical Engine?")
+    chunks = list(streaming_chain("streamed").stream("Who designed the Analytical Engine?"))
+    assert all(isinstance(c, AddableDict) for c in chunks)
+    pieces = [c["answer"] for c in chunks if "answer" in c]
+    assert len(pieces) > 3 and "".join(pieces) == expected["answer"] == CITED
+    assert set(chunks[0]) == {"question", "method", "context"}  # the sources come first
+    merged = chunks[0]
+    for c in chunks[1:]:
+        merged = merged + c
+    assert set(merged) == set(expected)
+    assert merged["usage"] == expected["usage"] and merged["citations"] == expected["citations"]
+    assert [d.id for d in merged["context"]] == [d.id for d in expected["context"]]
+    assert [c["number"] for c in expected["citations"]] == [1, 2]
+    chunks_shown = [d for d in expected["context"] if d.metadata["kind"] == "chunk"]
+    assert expected["citations"][1]["chunk_ids"] == [chunks_shown[1].metadata["chunk_id"]]
+
+
+def test_answer_chain_pick_streams_the_text_alone(streaming_chain):
+    pieces = list(streaming_chain("picked").pick("answer").stream("Who designed the Analytical Engine?"))
+    assert len(pieces) > 3 and "".join(pieces) == CITED and all(isinstance(p, str) for p in pieces)
+
+
+def test_answer_chain_astream(streaming_chain):
+    chain = streaming_chain("async")
+
+    async def main() -> list[dict[str, Any]]:
+        return [c async for c in chain.astream({"question": "Who designed the Analytical Engine?"}, method="dense")]
+
+    chunks = asyncio.run(main())
+    pieces = [c["answer"] for c in chunks if "answer" in c]
+    assert len(pieces) > 3 and "".join(pieces) == CITED
+    assert chunks[0]["method"] == "dense" and [c["number"] for c in chunks[-1]["citations"]] == [1, 2]
+
+
+def test_answer_chain_stream_of_a_model_without_streaming_is_one_piece(llm_retriever):
+    retriever, _ = llm_retriever
+    chunks = list(GraphStrataAnswerer(retriever=retriever, llm=ScriptedChatModel(model_name="one")).stream("Who?"))
+    assert [c["answer"] for c in chunks if "answer" in c] == [ANSWER]
+    assert chunks[-1]["citations"] == []  # the scripted answer cites nothing

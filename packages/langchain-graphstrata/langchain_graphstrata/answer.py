@@ -10,14 +10,13 @@ a plain RAG prompt for the dense / BM25 / hybrid baselines.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, Field
-
 from graphstrata.retrieval import RetrieveRequest
+from langchain_core.runnables import RunnableConfig, RunnableSerializable
+from langchain_core.runnables.utils import AddableDict
+from pydantic import ConfigDict, Field
 
 from langchain_graphstrata.conversion import hits_to_documents
 from langchain_graphstrata.llms import to_graphstrata_llm
@@ -87,9 +86,19 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
     * ``"fallbacks"``: the LLM steps of this question that fell back, one note each
       (``"keywords: offline fallback, unreadable answer"``; ``[]`` when every step used the
       model's answer: graphstrata's ``Answer.fallbacks``);
+    * ``"citations"``: the sources the answer cites as ``[n]``, each ``{"number",
+      "chunk_ids", "document_ids"}`` (``[n]`` is the n-th passage of the answer prompt:
+      graphstrata's ``Answer.citations``; ``[]`` when it cites none);
     * ``"question"`` and ``"method"``.
 
     Take the text alone with ``answerer.pick("answer")`` (or ``| itemgetter("answer")``).
+
+    ``stream`` / ``astream`` yield the answer as the model writes it (only the last LLM call
+    streams; a model that cannot stream gives one piece), as ``AddableDict`` chunks that add
+    up to the :meth:`invoke` output: first ``{"question", "method", "context"}`` (the hits are
+    known before the answer), then one ``{"answer": piece}`` per piece, then ``{"usage",
+    "fallbacks", "citations"}``. ``answerer.pick("answer").stream(q)`` yields the text pieces
+    alone.
 
     The method, ``k`` (chunks retrieved for the method's context), ``filter`` and method
     options are the retriever's; ``invoke(question, method=..., k=..., filter=...,
@@ -151,15 +160,50 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
 
     def _output(self, question: str, answer: Any, method: str) -> dict[str, Any]:
         method = getattr(answer, "method", None) or method
-        context = hits_to_documents(answer.hits, method=method, engine=self.retriever.graphstrata)
         return {
             "question": question,
             "answer": answer.text,
-            "context": context,
-            "usage": dict(answer.usage or {}),
-            "method": method,
-            "fallbacks": list(getattr(answer, "fallbacks", []) or []),
+            **self._head(question, answer.hits, method),
+            **self._tail(answer),
         }
+
+    def _head(self, question: str, hits: Any, method: str) -> dict[str, Any]:
+        """What is known before the answer is written: the question, method and context."""
+        context = hits_to_documents(hits, method=method, engine=self.retriever.graphstrata)
+        return {"question": question, "context": context, "method": method}
+
+    @staticmethod
+    def _tail(answer: Any) -> dict[str, Any]:
+        """What is known once the answer is written: its usage, fallbacks and citations."""
+        return {
+            "usage": dict(answer.usage or {}),
+            "fallbacks": list(getattr(answer, "fallbacks", []) or []),
+            "citations": [c.to_dict() for c in getattr(answer, "citations", []) or []],
+        }
+
+    def _stream_answer(self, value: Any, kwargs: dict[str, Any]) -> Iterator[AddableDict]:
+        question, core = self._arguments(value, dict(kwargs))
+        stream = self.retriever.graphstrata.answer(question, stream=True, **core)
+        yield AddableDict(self._head(question, stream.hits, stream.method))
+        given = False
+        for piece in stream:
+            given = True
+            yield AddableDict(answer=piece)
+        if not given:  # an empty answer: the key still comes
+            yield AddableDict(answer="")
+        yield AddableDict(self._tail(stream.answer))
+
+    async def _astream_answer(self, value: Any, kwargs: dict[str, Any]) -> AsyncIterator[AddableDict]:
+        question, core = self._arguments(value, dict(kwargs))
+        stream = await self.retriever.graphstrata.aanswer(question, stream=True, **core)
+        yield AddableDict(self._head(question, stream.hits, stream.method))
+        given = False
+        async for piece in stream:
+            given = True
+            yield AddableDict(answer=piece)
+        if not given:
+            yield AddableDict(answer="")
+        yield AddableDict(self._tail(stream.answer))
 
     def _answer(self, value: Any, **kwargs: Any) -> dict[str, Any]:
         question, core = self._arguments(value, dict(kwargs))
@@ -183,6 +227,35 @@ class GraphStrataAnswerer(RunnableSerializable[Any, dict[str, Any]]):
         return await self._acall_with_config(
             lambda value: self._aanswer(value, **kwargs), input, config, run_type="chain"
         )
+
+    def stream(
+        self, input: str | Mapping[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[dict[str, Any]]:
+        """Answer one question as the model writes it: ``AddableDict`` chunks that add up to
+        the :meth:`invoke` output, the answer one ``{"answer": piece}`` chunk per piece (see
+        the class docstring). Raises as :meth:`invoke`, while iterating."""
+
+        def answer(inputs: Iterator[Any]) -> Iterator[AddableDict]:
+            yield from self._stream_answer(next(iter(inputs)), kwargs)
+
+        yield from self._transform_stream_with_config(iter([input]), answer, config, run_type="chain")
+
+    async def astream(
+        self, input: str | Mapping[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        """:meth:`stream` on this event loop (the core's ``aanswer(..., stream=True)``; no
+        ``asyncio.run``)."""
+
+        async def one() -> AsyncIterator[Any]:
+            yield input
+
+        async def answer(inputs: AsyncIterator[Any]) -> AsyncIterator[AddableDict]:
+            value = await anext(aiter(inputs))
+            async for chunk in self._astream_answer(value, kwargs):
+                yield chunk
+
+        async for chunk in self._atransform_stream_with_config(one(), answer, config, run_type="chain"):
+            yield chunk
 
 
 def _generation_options(method: str) -> tuple[str, ...]:

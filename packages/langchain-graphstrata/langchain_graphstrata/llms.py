@@ -11,10 +11,16 @@ module adapts a LangChain ``BaseChatModel`` (or a plain text ``BaseLLM``) to it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-from graphstrata.llm import LLMResponse, Usage, estimate_tokens, settings_from_attributes
+from graphstrata.llm import (
+    LLMResponse,
+    Usage,
+    estimate_tokens,
+    settings_from_attributes,
+    stream_in_thread,
+)
 from langchain_core.language_models import BaseChatModel, BaseLanguageModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
@@ -103,6 +109,12 @@ class ChatModelLLM:
     * Async: ``acomplete`` awaits ``model.ainvoke``; a model without async support (its
       ``_agenerate`` raises ``NotImplementedError``, e.g. ``ChatHuggingFace`` over a local
       pipeline) runs ``invoke`` in a worker thread instead.
+    * Streaming (what ``GraphStrata.answer(..., stream=True)`` uses for its last call):
+      ``stream`` gives the text of each chunk of ``model.stream``, then the call's usage (the
+      chunks' ``usage_metadata`` added up, else estimated); ``astream`` those of
+      ``model.astream``, or of ``model.stream`` in a worker thread when the model has no async
+      support. A model without streaming gives one chunk (LangChain's own fallback), so one
+      piece.
 
     Args:
         model: a LangChain ``BaseChatModel`` (or ``BaseLLM``).
@@ -206,13 +218,64 @@ class ChatModelLLM:
             return await asyncio.to_thread(self.complete, prompt, system=system, json_mode=json_mode)
         return self._response(out, prompt, system)
 
-    def _response(self, out: Any, prompt: str, system: str | None) -> LLMResponse:
-        text = _text(out)
+    def stream(self, prompt: str, *, system: str | None = None, json_mode: bool = False) -> Iterator[str | Usage]:
+        """Stream the completion of ``prompt`` with ``model.stream``: the text of each chunk,
+        then the call's ``graphstrata.llm.Usage`` (see the class docstring)."""
+        merged, text = None, ""
+        for chunk in self._runnable(json_mode).stream(self._input(prompt, system)):
+            piece = _text(chunk)
+            if piece:
+                text += piece
+                yield piece
+            merged = _merge(merged, chunk)
+        yield self._usage(merged, text, prompt, system)
+
+    async def astream(
+        self, prompt: str, *, system: str | None = None, json_mode: bool = False
+    ) -> AsyncIterator[str | Usage]:
+        """:meth:`stream` with ``model.astream``; a model without async support
+        (``NotImplementedError`` before the first chunk) has :meth:`stream` read in a worker
+        thread."""
+        chunks = aiter(self._runnable(json_mode).astream(self._input(prompt, system)))
+        try:
+            chunk = await anext(chunks, None)
+        except NotImplementedError:
+            async for item in stream_in_thread(lambda: self.stream(prompt, system=system, json_mode=json_mode)):
+                yield item
+            return
+        merged, text = None, ""
+        while chunk is not None:
+            piece = _text(chunk)
+            if piece:
+                text += piece
+                yield piece
+            merged = _merge(merged, chunk)
+            chunk = await anext(chunks, None)
+        yield self._usage(merged, text, prompt, system)
+
+    def _usage(self, out: Any, text: str, prompt: str, system: str | None) -> Usage:
         counts = usage_from_message(out)
         if counts is not None:
-            return LLMResponse(text, Usage(counts[0], counts[1], estimated=False))
+            return Usage(counts[0], counts[1], estimated=False)
         sent = f"{system}\n\n{prompt}" if system else prompt
-        return LLMResponse(text, Usage(estimate_tokens(sent), estimate_tokens(text), estimated=True))
+        return Usage(estimate_tokens(sent), estimate_tokens(text), estimated=True)
+
+    def _response(self, out: Any, prompt: str, system: str | None) -> LLMResponse:
+        text = _text(out)
+        return LLMResponse(text, self._usage(out, text, prompt, system))
+
+
+def _merge(merged: Any, chunk: Any) -> Any:
+    """The message chunks streamed so far added up (their ``usage_metadata`` too); text
+    chunks (a text LLM's strings) are not kept."""
+    if isinstance(chunk, str):
+        return merged
+    if merged is None:
+        return chunk
+    try:
+        return merged + chunk
+    except TypeError:  # not addable chunks: keep the last, which may carry the usage
+        return chunk
 
 
 def to_graphstrata_llm(llm: Any) -> Any:
