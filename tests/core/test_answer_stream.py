@@ -15,6 +15,7 @@ import pytest
 from graphstrata import GraphStrata
 from graphstrata.answers import AsyncStreamingAnswer, StreamingAnswer
 from graphstrata.generation import NO_ANSWER
+from graphstrata.llm import LLMError, TransientLLMError
 from graphstrata.methods import METHODS
 from graphstrata.testing import HashEmbedder, ScriptedLLM, StreamingScriptedLLM
 from graphstrata.testing.contract import contract_documents
@@ -142,3 +143,40 @@ def test_answer_to_dict_has_its_citations(gs):
     hit_chunks = [h.id for h in ans.hits if h.kind == "chunk"]
     assert d["citations"][0]["chunk_ids"] == [hit_chunks[1]]  # [2]: the second passage shown
     json.dumps(d)
+
+
+class BreaksMidway(StreamingScriptedLLM):
+    """Streams its answer up to its second word, then loses the connection (after a piece:
+    no retry)."""
+
+    def stream(self, prompt, *, system=None, json_mode=False):
+        words = 0
+        for piece in super().stream(prompt, system=system, json_mode=json_mode):
+            yield piece
+            words += bool(piece.strip())
+            if words == 2:
+                raise TransientLLMError("connection dropped")
+
+    async def astream(self, prompt, *, system=None, json_mode=False):
+        for item in self.stream(prompt, system=system, json_mode=json_mode):
+            yield item
+
+
+def test_a_stream_that_fails_midway_raises_and_keeps_raising(gs):
+    stream = gs.answer(Q, method="dense", llm=BreaksMidway(script), k=3, stream=True)
+    assert next(stream) + next(stream) == "Charles Babbage"
+    with pytest.raises(LLMError, match="connection dropped"):
+        next(stream)
+    with pytest.raises(LLMError, match="connection dropped"):
+        _ = stream.answer  # no half answer passes for a whole one
+    assert not stream.done
+
+
+async def test_an_async_stream_that_fails_midway_raises_and_keeps_raising(gs):
+    stream = await gs.aanswer(Q, method="dense", llm=BreaksMidway(script, native_async=True), k=3, stream=True)
+    with pytest.raises(LLMError, match="connection dropped"):
+        _ = [p async for p in stream]
+    with pytest.raises(LLMError, match="connection dropped"):
+        _ = stream.answer
+    with pytest.raises(LLMError, match="connection dropped"):
+        await stream.get_answer()

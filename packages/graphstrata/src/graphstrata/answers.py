@@ -125,7 +125,7 @@ class StreamingAnswer:
         hits: the hits the answer is generated from, known before the first piece (show the
             sources while the text streams).
 
-    Raises (while iterating):
+    Raises (while iterating, and again on every later read of the stream or :attr:`answer`):
         graphstrata.llm.LLMError: the last call failed (transient errors before the first
             piece are retried; after it, the stream ends with the error).
     """
@@ -135,6 +135,7 @@ class StreamingAnswer:
         self._stream = AnswerStream(pending.step, pending.client)
         self._pieces: Iterator[str] | None = None
         self._answer: Answer | None = None
+        self._error: Exception | None = None
         self.query, self.method = pending.query, pending.method
         self.hits = pending.hits
 
@@ -148,10 +149,16 @@ class StreamingAnswer:
     def __next__(self) -> str:
         if self._answer is not None:
             raise StopIteration
+        if self._error is not None:
+            raise self._error
         if self._pieces is None:
             self._pieces = iter(self._stream)
-        with usage_scope(self._pending.ledger):  # the last call counts in this query's usage
-            piece = next(self._pieces, None)
+        try:
+            with usage_scope(self._pending.ledger):  # the last call counts in this query's usage
+                piece = next(self._pieces, None)
+        except Exception as exc:
+            self._error = exc  # raised again on the next read: the answer will not come
+            raise
         if piece is None:
             assert self._stream.result is not None
             self._answer = self._pending.answer(self._stream.result)
@@ -190,6 +197,7 @@ class AsyncStreamingAnswer:
         self._stream = AnswerStream(pending.step, pending.client)
         self._pieces: AsyncIterator[str] | None = None
         self._answer: Answer | None = None
+        self._error: Exception | None = None
         self.query, self.method = pending.query, pending.method
         self.hits = pending.hits
 
@@ -203,10 +211,16 @@ class AsyncStreamingAnswer:
     async def __anext__(self) -> str:
         if self._answer is not None:
             raise StopAsyncIteration
+        if self._error is not None:
+            raise self._error
         if self._pieces is None:
             self._pieces = aiter(self._stream)
-        with usage_scope(self._pending.ledger):
-            piece = await anext(self._pieces, None)
+        try:
+            with usage_scope(self._pending.ledger):
+                piece = await anext(self._pieces, None)
+        except Exception as exc:
+            self._error = exc
+            raise
         if piece is None:
             assert self._stream.result is not None
             self._answer = self._pending.answer(self._stream.result)
@@ -225,7 +239,10 @@ class AsyncStreamingAnswer:
         Raises:
             RuntimeError: the stream has not ended yet (``async for`` it, or ``await``
                 :meth:`get_answer`).
+            graphstrata.llm.LLMError: the stream ended with that error.
         """
+        if self._error is not None:
+            raise self._error
         if self._answer is None:
             raise RuntimeError("the answer is still streaming: iterate it to the end, or await get_answer()")
         return self._answer
