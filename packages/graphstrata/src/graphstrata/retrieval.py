@@ -195,7 +195,8 @@ def retrieve(state: EngineState, query: str, request: RetrieveRequest) -> list[H
     allowed = None if request.filters is None else AllowedDocuments(state, request.filters)
     result = _run_method(state, method, query, qvec, request.k, request.options, allowed)
     chunk_hits = [
-        _chunk_hit(state, row, score, request.method, result.raw_scores.get(row, score), result.explain.get(row))
+        _chunk_hit(state, row, score, request.method, result.raw_scores.get(row, score), result.explain.get(row),
+                   result.chunk_metadata.get(row))
         for row, score in result.chunks[: request.k]
     ]
     context: list[Hit] = []
@@ -368,13 +369,26 @@ def _chunk_hit(
     method: str,
     raw_score: float | None = None,
     explain: dict[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> Hit:
     """The hit of chunk ``row``: ``score`` clipped to [0, 1] (methods already return [0, 1],
-    :mod:`graphstrata.scores`), the method's own score in ``metadata["raw_score"]``, and
+    :mod:`graphstrata.scores`), the method's own score in ``metadata["raw_score"]``,
     ``explain``, the row's explanation from :attr:`Retrieval.explain` (``None`` unless the
-    method ran with ``explain=True``)."""
+    method ran with ``explain=True``), and the method's ``extra`` metadata of the row
+    (:attr:`Retrieval.chunk_metadata`; it never replaces a key set here)."""
     c = state.chunks[row]
     doc = state.documents.get(c.document_id)
+    metadata = {
+        "document_id": c.document_id,
+        "chunk_index": c.index,
+        "start": c.start,
+        "end": c.end,
+        "document_metadata": dict(doc.metadata) if doc else {},
+        "method": method,
+        "raw_score": float(score if raw_score is None else raw_score),
+    }
+    if extra:
+        metadata = {**extra, **metadata}
     return Hit(
         id=c.id,
         text=c.text,
@@ -383,14 +397,6 @@ def _chunk_hit(
         layer=None,
         chunk_ids=[c.id],
         document_ids=[c.document_id],
-        metadata={
-            "document_id": c.document_id,
-            "chunk_index": c.index,
-            "start": c.start,
-            "end": c.end,
-            "document_metadata": dict(doc.metadata) if doc else {},
-            "method": method,
-            "raw_score": float(score if raw_score is None else raw_score),
-        },
+        metadata=metadata,
         explain=explain,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -42,12 +42,17 @@ class Retrieval:
             with ``explain=True`` (empty otherwise); an explanation is a JSON-serialisable dict
             (:mod:`graphstrata.methods.explain`), the value of the chunk hit's
             :attr:`~graphstrata.types.Hit.explain`. Context hits carry theirs on the hit.
+        chunk_metadata: ``{chunk_row: {key: value}}``: what the method adds to the metadata of
+            a row's chunk hit (e.g. LightRAG's ``mode="mix"``: ``retrieved_by``); plain str /
+            int / float values, never the keys the core sets (``document_id``, ``raw_score``,
+            ...). Empty for most methods.
     """
 
     chunks: list[tuple[int, float]]
     context: list[Hit] = field(default_factory=list)
     raw_scores: dict[int, float] = field(default_factory=dict)
     explain: dict[int, dict[str, Any]] = field(default_factory=dict)
+    chunk_metadata: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 def scored(
@@ -682,6 +687,37 @@ def rank_arrays(rows: np.ndarray, values: np.ndarray, limit: int) -> list[tuple[
         cand = np.arange(len(vals))
     order = cand[np.lexsort((rows[cand], -vals[cand]))][:limit]
     return list(zip(rows[order].tolist(), vals[order].tolist(), strict=True))
+
+
+def round_robin(rankings: Sequence[Sequence[tuple[int, float]]], limit: int) -> list[tuple[int, int, int]]:
+    """Merge ranked chunk lists by taking turns, without repeats (LightRAG's merge of its
+    vector, entity and relation chunks in ``mode="mix"``: HKUDS/LightRAG ``operate.py``,
+    ``_merge_all_chunks``, v1.4; ``seed-lightrag.md`` §2.4 names only the older modes).
+
+    Round ``i`` takes the ``i``-th row of each list in list order; a row already taken is
+    skipped. The result is therefore the rows sorted by their best (lowest) rank in any list,
+    ties in list order.
+
+    Args:
+        rankings: lists of ``(row, score)``, each best first (scores are not read).
+        limit: most rows returned (≥ 0).
+
+    Returns:
+        ``[(row, round, list index), ...]`` in merged order, at most ``limit``: ``round`` the
+        0-based rank at which the row was taken, ``list index`` the list it was taken from
+        (the first list holding it at that rank).
+    """
+    out: list[tuple[int, int, int]] = []
+    seen: set[int] = set()
+    limit = max(int(limit), 0)
+    for i in range(max((len(r) for r in rankings), default=0)):
+        for j, ranking in enumerate(rankings):
+            if len(out) >= limit:
+                return out
+            if i < len(ranking) and ranking[i][0] not in seen:
+                seen.add(ranking[i][0])
+                out.append((int(ranking[i][0]), i, j))
+    return out
 
 
 def entity_hit(state: EngineState, row: int, similarity: float, max_chunks: int | None = None) -> Hit:
