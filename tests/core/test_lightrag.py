@@ -1,8 +1,11 @@
-"""LightRAG (spec seed-lightrag.md §2): keywords, dual-level paths, one-hop expansion, budgets."""
+"""LightRAG (spec seed-lightrag.md §2): keywords, dual-level paths, one-hop expansion, budgets;
+the reference code's mix mode (hybrid context + a dense search's chunks, merged by turns)."""
 
 import pytest
-from graphstrata import GraphStrata
+from graphstrata import Document, GraphStrata
+from graphstrata.methods.base import round_robin
 from graphstrata.methods.lightrag import LightRAG, count_tokens, offline_keywords
+from graphstrata.testing import HashEmbedder
 
 QUERY = "Where was Edmund Hillary born?"
 
@@ -113,7 +116,135 @@ def test_chunks_ranked_deterministic_and_fused(gs):
 
 
 def test_unknown_mode_and_option_raise(gs):
-    with pytest.raises(ValueError, match="mode"):
-        gs.retrieve(QUERY, method="lightrag", mode="naive")
+    # the message names the option and every mode it accepts (naive is the `dense` method here)
+    allowed = "'local', 'global', 'hybrid', 'mix'"
+    for bad in ("naive", "MIX", "hybrid "):
+        with pytest.raises(ValueError, match=f"option 'mode' of method 'lightrag' must be one of {allowed}, got"):
+            gs.retrieve(QUERY, method="lightrag", mode=bad)
     with pytest.raises(ValueError, match="unknown option"):
         gs.retrieve(QUERY, method="lightrag", top_n=3)
+
+
+# -- mix mode: the hybrid context plus a dense search's chunks (LightRAG's reference code) --------
+
+#: a paraphrase of QUERY that only the dense search sees: the embedder reads "apiarist" as the
+#: query's words, BM25 and the graph see one unknown word
+PARAPHRASE = "where was edmund hillary born"
+
+
+class ParaphraseEmbedder(HashEmbedder):
+    """:class:`HashEmbedder` that embeds "apiarist" as :data:`PARAPHRASE`."""
+
+    def embed(self, texts):
+        return super().embed([t.replace("apiarist", PARAPHRASE) for t in texts])
+
+
+@pytest.fixture()
+def mixed(corpus, small_config):
+    """The core corpus, two more pages on Edmund Hillary (graph and BM25 evidence for the
+    query) and one page only the dense search finds: "the apiarist"."""
+    docs = corpus + [
+        Document("note", "the apiarist", {"title": "Note"}),
+        Document("tuakau", "Tuakau\nEdmund Hillary grew up in Tuakau. Edmund Hillary was born before his "
+                 "family moved to Tuakau.", {"title": "Tuakau"}),
+        Document("antarctica", "Antarctica\nEdmund Hillary reached the South Pole in 1958. Edmund Hillary was "
+                 "born to a family of beekeepers.", {"title": "Antarctica"}),
+    ]
+    return GraphStrata.build(docs, config=small_config, embedder=ParaphraseEmbedder())
+
+
+def chunk_hits(gs, k, **options):
+    return [h for h in gs.retrieve(QUERY, k=k, kinds=["chunk"], **options)]
+
+
+def test_mix_adds_the_dense_chunks_the_hybrid_ranking_misses(mixed):
+    k = 3
+    dense = chunk_hits(mixed, k, method="dense")
+    hybrid = chunk_hits(mixed, k, method="lightrag", mode="hybrid")
+    mix = chunk_hits(mixed, k, method="lightrag", mode="mix")
+    # the construction: dense ranks the paraphrase first (cosine above the 0.2 floor), the
+    # hybrid mode's graph + BM25 ranking leaves it out of its k
+    assert dense[0].id == "note#0" and dense[0].score >= 0.2
+    assert "note#0" not in [h.id for h in hybrid]
+    # mix takes turns, dense first: dense #1, hybrid #1, then round two
+    assert [h.id for h in mix][:2] == ["note#0", hybrid[0].id]
+    assert mix[0].metadata["retrieved_by"] == "vector"
+    assert {h.id for h in mix} <= {h.id for h in dense} | {h.id for h in hybrid}
+    assert len({h.id for h in mix}) == len(mix) == k
+    for h in mix:  # which merged list holds each chunk
+        in_dense, in_hybrid = h.id in {x.id for x in dense}, h.id in {x.id for x in hybrid}
+        expected = "both" if in_dense and in_hybrid else "vector" if in_dense else "graph"
+        assert h.metadata["retrieved_by"] == expected, h.id
+    # the other modes' chunk hits say nothing of the kind
+    assert all("retrieved_by" not in h.metadata for h in hybrid)
+
+
+def test_mix_context_hits_are_the_hybrid_modes(mixed):
+    def context(mode):
+        hits = mixed.retrieve(QUERY, method="lightrag", k=3, mode=mode, kinds=["entity", "relation"], context_k=500)
+        return [(h.kind, h.id, h.score, h.text, h.metadata) for h in hits]
+
+    hybrid = context("hybrid")
+    assert hybrid and {kind for kind, *_ in hybrid} == {"entity", "relation"}
+    assert context("mix") == hybrid
+    qvec = mixed.embedder.embed([QUERY])[0]
+    a, b = (LightRAG().context(mixed.state, QUERY, qvec, mode=m) for m in ("hybrid", "mix"))
+    assert (a.entities, a.relations, a.sources) == (b.entities, b.relations, b.sources)
+
+
+def test_mix_returns_at_most_k_chunks_with_round_robin_scores(mixed):
+    n = len(mixed.chunks)
+    for k in (1, 2, 3, 5, n, n + 3):
+        dense = [h.id for h in chunk_hits(mixed, k, method="dense") if h.score >= 0.2]
+        graph = [h.id for h in chunk_hits(mixed, k, method="lightrag")]
+        mix = chunk_hits(mixed, k, method="lightrag", mode="mix")
+        assert len(mix) == min(k, n), k
+        for h in mix:
+            # round = the best 0-based rank in either list; score = raw score = 1 / (1 + round)
+            rounds = [lst.index(h.id) for lst in (dense, graph) if h.id in lst]
+            assert 0.0 < h.score <= 1.0
+            assert h.score == pytest.approx(1.0 / (1 + min(rounds))), (k, h.id)
+            assert h.metadata["raw_score"] == pytest.approx(h.score)
+        assert [h.score for h in mix] == sorted((h.score for h in mix), reverse=True)
+
+
+def test_mix_keeps_the_cosine_floor_of_the_vector_search(mixed):
+    # no chunk is within cosine 0.999 of the query: no dense chunk joins, mix = the hybrid ranking
+    mix = chunk_hits(mixed, 4, method="lightrag", mode="mix", min_similarity=0.999)
+    hybrid = chunk_hits(mixed, 4, method="lightrag", min_similarity=0.999)
+    assert [h.id for h in mix] == [h.id for h in hybrid]
+    assert {h.metadata["retrieved_by"] for h in mix} == {"graph"}
+
+
+def test_mix_with_a_filter_pages_and_keeps_the_labels(mixed):
+    hits = chunk_hits(mixed, 2, method="lightrag", mode="mix", filters={"title": {"$in": ["Note", "Auckland"]}})
+    assert [h.id for h in hits] == ["note#0", "auckland#0"]
+    # the filter asked the method for more chunks (both lists deeper): the labels came along
+    assert hits[0].metadata["retrieved_by"] in ("vector", "both")
+    assert hits[1].metadata["retrieved_by"] == "graph"  # cosine below the floor
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_mix_explains_each_chunk_by_its_ranks_in_the_two_lists(mixed):
+    plain = chunk_hits(mixed, 3, method="lightrag", mode="mix")
+    explained = chunk_hits(mixed, 3, method="lightrag", mode="mix", explain=True)
+    assert [(h.id, h.score) for h in explained] == [(h.id, h.score) for h in plain]
+    dense = [h.id for h in chunk_hits(mixed, 3, method="dense") if h.score >= 0.2]
+    graph = [h.id for h in chunk_hits(mixed, 3, method="lightrag")]
+    for h in explained:
+        e = h.explain
+        expected = {f"{name}_rank": lst.index(h.id) + 1 for name, lst in (("vector", dense), ("graph", graph))
+                    if h.id in lst}
+        assert e["mix"] == expected
+        assert e["reason"].startswith("mix: ")
+        assert "score_parts" not in e  # the graph terms do not add up to a round-robin score
+    assert explained[0].explain["reason"].startswith("mix: rank 1 of the dense search")
+
+
+def test_round_robin_takes_turns_without_repeats():
+    a = [(5, 0.9), (1, 0.8), (2, 0.1)]
+    b = [(1, 3.0), (7, 2.0), (5, 1.0), (8, 0.5)]
+    assert round_robin((a, b), 10) == [(5, 0, 0), (1, 0, 1), (7, 1, 1), (2, 2, 0), (8, 3, 1)]
+    assert round_robin((a, b), 3) == [(5, 0, 0), (1, 0, 1), (7, 1, 1)]
+    assert round_robin((a, b), 0) == []
+    assert round_robin(([], b), 2) == [(1, 0, 1), (7, 1, 1)]

@@ -78,6 +78,11 @@ key but ``reason`` is optional: a key that does not apply to the method or the h
     AGRAG: the passage is one of the reference passages of the MCMI subgraph.
 ``in_sources`` (bool)
     LightRAG: the chunk is in the Sources section of the context (within its token budget).
+``mix`` (dict)
+    LightRAG ``mode="mix"``: the chunk's 1-based rank in the two lists merged by turns,
+    ``{"vector_rank": n, "graph_rank": m}`` (the dense search; the hybrid mode's chunk
+    ranking), a key only where that list holds the chunk. Such a chunk has no
+    ``score_parts``: its score is its round in the merge, not a sum of terms.
 ``path`` (str)
     LightRAG context hits: ``"local"`` or ``"global"``, the path that retrieved the hit.
 """

@@ -24,6 +24,17 @@
    the retrieved entities and relations and their one-hop expansion) and cut at
    ``max_source_tokens``; the returned chunk ranking fuses that evidence with the hybrid
    (dense + BM25) score, as ArchRAG does, so every mode returns ``k`` ranked chunks.
+6. **Mix** (``mode="mix"``; LightRAG's reference code after the paper, HKUDS/LightRAG
+   ``operate.py``, v1.1 ``mix_kg_vector_query`` and v1.4 ``_merge_all_chunks``; not in the
+   paper or ``seed-lightrag.md``, whose §2.7 lists local / global / hybrid / naive): the hybrid
+   context as it is, plus the chunks of a plain dense search of the query (the ``dense``
+   method's chunk C-HNSW search, :func:`~.base.dense_candidates`, cut at ``min_similarity`` as
+   the reference's chunk vector store is, spec §1.8). The chunk ranking merges the dense
+   top ``k`` and the hybrid mode's own chunk ranking (top ``k``) the reference's way: taking
+   turns, dense first, without repeats (:func:`~.base.round_robin`), cut at ``k``. Each chunk
+   hit says which list brought it (``metadata["retrieved_by"]``), so the answer prompt shows
+   the graph's chunks as Sources and the dense search's as Document Chunks
+   (:mod:`graphstrata.generation.lightrag`).
 
 Relation vectors (spec §1.8: keywords + endpoints + description, one vector per relation) are
 never embedded: a relation's vector is the normalised combination
@@ -61,7 +72,7 @@ from ..index import english_stop_words
 from ..indexing.hirag import lossless_float32
 from ..llm.client import LLMClient
 from ..llm.prompts.lightrag_query import keywords_request, parse_keywords
-from ..scores import bounded, relative
+from ..scores import bounded, relative, unit
 from ..types import Hit
 from . import explain as ex
 from .base import (
@@ -71,9 +82,11 @@ from .base import (
     Method,
     OptionSpec,
     Retrieval,
+    dense_candidates,
     hybrid_scores,
     query_llm,
     rank,
+    round_robin,
     rows_dot,
     scored,
 )
@@ -84,7 +97,11 @@ KEYWORDS_STAGE = "query:keywords"
 KeywordsFn = Callable[[str], tuple[Sequence[str], Sequence[str]]]
 """``keywords_fn(query) -> (high_level_keywords, low_level_keywords)``: the LLM seam."""
 
-MODES = ("local", "global", "hybrid")
+MODES = ("local", "global", "hybrid", "mix")
+"""The ``mode`` values: the paper's three (spec §2.4) and the reference code's ``mix``."""
+
+#: ``metadata["retrieved_by"]`` of a mix chunk hit: which of the two merged lists hold it
+RETRIEVED_BY = ("graph", "vector", "both")
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _WORD_RE = re.compile(r"[\w][\w'’\-.&]*[\w]|\w", re.UNICODE)
@@ -768,8 +785,11 @@ class LightRAG(Method):
 
     Options:
         mode: ``"local"`` (low-level keywords → entities → incident relations),
-            ``"global"`` (high-level keywords → relations → endpoint entities) or
-            ``"hybrid"`` (both, the default; spec §2.4, the paper's "LightRAG").
+            ``"global"`` (high-level keywords → relations → endpoint entities),
+            ``"hybrid"`` (both, the default; spec §2.4, the paper's "LightRAG") or ``"mix"``
+            (the hybrid context plus the chunks of a dense search of the query, merged into
+            the chunk ranking by turns; LightRAG's reference code, see the module docstring
+            and "Chunk scores" below). Another value raises ``ValueError`` naming these four.
         keywords_fn: ``None`` (the LLM keyword prompt when the query has an LLM, else
             offline vocabulary matching, :func:`offline_keywords`) or
             ``fn(query) -> (high_level, low_level)`` (or the spec's JSON dict), which wins
@@ -826,6 +846,16 @@ class LightRAG(Method):
     Chunk scores: ``(hybrid + Σ weight · normalised evidence) / (1 + entity_weight +
     relation_weight + hop_weight + second_hop_weight)``, a weighted mean of parts in [0, 1];
     raw score: the weighted sum.
+
+    Mix chunk scores: at most ``k`` chunks, the dense top ``k`` (cosine ≥ ``min_similarity``)
+    and the hybrid mode's top ``k`` taken in turns, dense first, without repeats
+    (:func:`~.base.round_robin`); a chunk taken in round ``i`` (its best 0-based rank in
+    either list) scores ``1 / (1 + i)`` (in (0, 1], non-increasing; raw score the same), a
+    rank statistic: the two lists' own scores (cosine, weighted graph sum) are on different
+    scales. ``metadata["retrieved_by"]``: ``"vector"`` (only in the dense list), ``"graph"``
+    (only in the hybrid ranking) or ``"both"``. The context hits are the hybrid mode's.
+    With ``explain=True`` a chunk's explanation has ``mix`` (its rank in each list) and no
+    ``score_parts``.
     """
 
     name = "lightrag"
@@ -882,7 +912,7 @@ class LightRAG(Method):
         kg = state.kg
         client = query_llm(state, o) if o["keywords_fn"] is None else None
         kw = _keywords(state, query, o["keywords_fn"], client)
-        mode = o["mode"]
+        mode = "hybrid" if o["mode"] == "mix" else o["mode"]  # mix adds chunks, not context
         top_k = int(o["top_k"])
         floor = float(o["min_similarity"])
         ents_vec = state.vectors.get("entities")
@@ -1026,9 +1056,14 @@ class LightRAG(Method):
             float(o[w])
             for w in ("entity_weight", "relation_weight", "hop_weight", "second_hop_weight")
         )
-        out = scored(rank(scores, k), lambda v: bounded(v, bound), self._hits(state, ctx))
+        graph = rank(scores, k)
+        mix = None
+        if o["mode"] == "mix":
+            out, mix = _mix(state, qvec, k, graph, float(o["min_similarity"]), self._hits(state, ctx))
+        else:
+            out = scored(graph, lambda v: bounded(v, bound), self._hits(state, ctx))
         if o["explain"]:
-            _explain(state, query, qvec, out, ctx, base, evidence, hop, o)
+            _explain(state, query, qvec, out, ctx, base, evidence, hop, o, mix)
         return out
 
     @staticmethod
@@ -1082,6 +1117,50 @@ class LightRAG(Method):
         return hits
 
 
+def _mix(state, qvec: np.ndarray, k: int, graph: list[tuple[int, float]], floor: float,
+         context: list[Hit]) -> tuple[Retrieval, dict[int, dict[str, int]]]:
+    """Mix mode's chunk ranking (see :class:`LightRAG`, "Mix chunk scores"): the dense top
+    ``k`` at cosine ≥ ``floor`` (the ``dense`` method's search) and ``graph`` (the hybrid
+    mode's ranking, best first) merged by :func:`~.base.round_robin`, cut at ``k``.
+
+    Returns:
+        The :class:`Retrieval` (scores ``1 / (1 + round)``, ``chunk_metadata`` with each row's
+        ``retrieved_by``, ``context``), and :func:`_mix_ranks` of the two lists."""
+    vector = [(r, s) for r, s in rank(dense_candidates(state, qvec, k), k) if s >= floor]
+    merged = round_robin((vector, graph), k)
+    out = scored([(r, 1.0 / (1 + i)) for r, i, _ in merged], unit, context)
+    ranks = _mix_ranks(vector, graph)
+    out.chunk_metadata = {r: {"retrieved_by": _retrieved_by(ranks[r])} for r, _, _ in merged}
+    return out, ranks
+
+
+def _mix_ranks(vector: list[tuple[int, float]], graph: list[tuple[int, float]]) -> dict[int, dict[str, int]]:
+    """``{row: {"vector_rank": n, "graph_rank": m}}``: the 1-based rank of each row in the
+    dense list and in the hybrid mode's chunk ranking (a key only where the list holds it)."""
+    out: dict[int, dict[str, int]] = {}
+    for key, ranking in (("vector_rank", vector), ("graph_rank", graph)):
+        for n, (r, _) in enumerate(ranking, 1):
+            out.setdefault(r, {})[key] = n
+    return out
+
+
+def _retrieved_by(ranks: Mapping[str, int]) -> str:
+    """``"both"``, ``"vector"`` or ``"graph"`` (:data:`RETRIEVED_BY`) for a row's
+    :func:`_mix_ranks` entry."""
+    if "vector_rank" in ranks:
+        return "both" if "graph_rank" in ranks else "vector"
+    return "graph"
+
+
+def _mix_lead(ranks: Mapping[str, int]) -> str:
+    where = []
+    if "vector_rank" in ranks:
+        where.append(f"rank {ranks['vector_rank']} of the dense search")
+    if "graph_rank" in ranks:
+        where.append(f"rank {ranks['graph_rank']} of the graph ranking")
+    return "mix: " + " and ".join(where)
+
+
 def _documents(state, g: LightGraph, rel: int | None, chunk_ids: list[str]) -> list[str]:
     """Distinct document ids of relation ``rel``'s chunks (``state.document_ids_of(chunk_ids)``
     when its index is unknown)."""
@@ -1100,11 +1179,14 @@ _RELATION_PATHS = {
 }
 
 
-def _explain(state, query: str, qvec, out: Retrieval, ctx: LightRAGContext, base, evidence, hop, o) -> None:
+def _explain(state, query: str, qvec, out: Retrieval, ctx: LightRAGContext, base, evidence, hop, o,
+             mix: Mapping[int, Mapping[str, int]] | None = None) -> None:
     """Fill ``out.explain`` and the context hits' ``explain`` (:mod:`.explain`): a chunk's seed
     signals and the query's keywords (the entities a keyword names exactly are its entity
     seeds), the context entities and relations that come from it, whether it made the Sources
-    section, its second hop and score terms; entity / relation hits their path and cosine."""
+    section, its second hop and score terms; entity / relation hits their path and cosine.
+    ``mix`` (mode ``"mix"``: :func:`_mix_ranks`): a chunk's ranks in the two merged lists
+    replace its score terms, which do not add up to its mix score."""
     name = LightRAG.name
     kg = state.kg
     kw = ctx.keywords
@@ -1126,13 +1208,15 @@ def _explain(state, query: str, qvec, out: Retrieval, ctx: LightRAGContext, base
         ][: ex.MAX_LISTED]
         out.explain[r] = ex.explanation(
             name,
-            None,
+            None if mix is None else _mix_lead(mix[r]),
             **ex.chunk_base(signals[r], hybrid=base.get(r), entities=seeds, keywords=keywords),
             matched_entities=ex.matched_in_chunk(state, r, sims, path=paths),
             matched_relations=rels,
             in_sources=r in evidence,
             second_hop=ex.second_hop(state, r, hop_seeds, int(o["second_hop_max_df"])) if r in hop else None,
-            score_parts=ex.parts(hybrid=base.get(r), graph=evidence.get(r), second_hop=hop.get(r)),
+            mix=None if mix is None else dict(mix[r]),
+            score_parts=None if mix is not None else ex.parts(
+                hybrid=base.get(r), graph=evidence.get(r), second_hop=hop.get(r)),
         )
     for h in out.context:
         path = h.metadata.get("path", "")
