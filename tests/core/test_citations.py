@@ -123,6 +123,17 @@ def test_lightrag_cites_the_sources_table_not_the_entities_table():
     assert out.citations == [Citation(2, ["d2#0"], ["d2"])]
 
 
+def test_lightrag_mix_cites_sources_and_document_chunks_by_one_numbering():
+    # mix: Sources rows 1-2 (the graph's chunks), Document Chunks row 3 (only the dense search's)
+    def label(h, by):
+        return Hit(h.id, h.text, h.score, h.kind, h.layer, h.chunk_ids, h.document_ids, {"retrieved_by": by})
+
+    hits = [label(P3, "vector"), ent("Babbage"), label(P1, "both"), label(P2, "graph")]
+    out = generate("lightrag", Q, hits, LLMClient(ScriptedLLM(default="London [3], notes [2], design [1]; [4].")))
+    assert out.citations == [Citation(3, ["d3#0"], ["d3"]), Citation(2, ["d2#0"], ["d2"]),
+                             Citation(1, ["d1#0"], ["d1"])]
+
+
 def test_agrag_numbers_passages_after_its_paths():
     path = Hit("path-1", "(Babbage [SEP] designed [SEP] engine)", 1.0, "path", None, ["d1#0"], ["d1"],
                {"path_passages": ["d1#0"]})

@@ -156,6 +156,55 @@ def test_context_budget_is_shared_and_respected():
         assert (f'"{h.text.strip()}"' in system) == (h.id in used)
 
 
+def mixed(hit, retrieved_by):
+    """``hit`` as LightRAG's mix mode returns it (``metadata["retrieved_by"]``)."""
+    return Hit(hit.id, hit.text, hit.score, hit.kind, hit.layer, hit.chunk_ids, hit.document_ids,
+               {**hit.metadata, "retrieved_by": retrieved_by})
+
+
+C3 = chunk("c3", "Hillary kept bees with his father.")
+
+
+def test_lightrag_mix_prompt_adds_document_chunks_numbered_after_the_sources():
+    client, llm = client_of()
+    hits = [mixed(C3, "vector"), mixed(C1, "both"), mixed(C2, "graph"), HILLARY, AUCKLAND, BORN]
+    out = generate("lightrag", Q, hits, client)
+    [(prompt, system, _)] = llm.calls
+    assert prompt == Q
+    titles = ("Entities", "Relationships", "Sources", "Document Chunks")
+    pos = [system.index(f"-----{t}-----") for t in titles]
+    assert pos == sorted(pos)
+    # the KG tables as in the hybrid prompt, numbered from 1 each
+    assert '1,\t"Edmund Hillary",\t"person",\t"A mountaineer from New Zealand.",\t"5"' in system
+    assert '1,\t"Edmund Hillary",\t"Auckland",\t"Edmund Hillary was born in Auckland.",' in system
+    # graph chunks (graph or both) are the Sources, the dense search's own the Document Chunks,
+    # whose ids go on from the last Sources id
+    sources = between(system, "-----Sources-----", "-----Document Chunks-----")
+    assert '1,\t"Edmund Hillary was born in Auckland."' in sources
+    assert '2,\t"Auckland lies on the North Island."' in sources
+    assert "bees" not in sources
+    assert '3,\t"Hillary kept bees with his father."' in system.split("-----Document Chunks-----")[1]
+    assert "Sources or Document Chunks row" in system  # the mix instructions
+    assert {h.id for h in out.used_hits} == {h.id for h in hits}
+    # without the label (every other mode) the prompt and its tables are the three of spec §2.5
+    client, llm = client_of()
+    generate("lightrag", Q, [C3, C1, C2, HILLARY], client)
+    assert "Document Chunks" not in llm.calls[0][1] and "-----Sources-----" in llm.calls[0][1]
+
+
+def test_lightrag_mix_tables_share_the_budget_and_keep_their_numbering():
+    chunks = [mixed(chunk(f"g{i}", f"graph chunk {i} " + "text " * 40), "graph") for i in range(10)]
+    chunks += [mixed(chunk(f"v{i}", f"vector chunk {i} " + "text " * 40), "vector") for i in range(10)]
+    ents = [ent(f"Entity {i}", "word " * 40) for i in range(10)]
+    tables = fit(lightrag_tables(ents + chunks), 600)
+    assert estimate_tokens(render(tables)) <= 600
+    kept = {t.title: len(t.rows) for t in tables}
+    assert kept["Entities"] >= 1 and kept["Sources"] >= 1 and kept["Document Chunks"] >= 1
+    text = render(tables)
+    first_vector = kept["Sources"] + 1
+    assert f'{first_vector},\t"vector chunk 0 ' in text.split("-----Document Chunks-----")[1]
+
+
 def test_hirag_prompt_has_its_four_sections_in_order():
     client, llm = client_of()
     bridge = rel("Edmund Hillary", "Auckland", "Edmund Hillary was born in Auckland.", weight=1.0, rank=9)

@@ -5,7 +5,7 @@ import pytest
 from graphstrata import Document, GraphStrata
 from graphstrata.methods.base import round_robin
 from graphstrata.methods.lightrag import LightRAG, count_tokens, offline_keywords
-from graphstrata.testing import HashEmbedder
+from graphstrata.testing import HashEmbedder, ScriptedLLM, answer_every_prompt
 
 QUERY = "Where was Edmund Hillary born?"
 
@@ -239,6 +239,29 @@ def test_mix_explains_each_chunk_by_its_ranks_in_the_two_lists(mixed):
         assert e["reason"].startswith("mix: ")
         assert "score_parts" not in e  # the graph terms do not add up to a round-robin score
     assert explained[0].explain["reason"].startswith("mix: rank 1 of the dense search")
+
+
+def test_mix_answer_prompt_shows_the_kg_context_and_the_dense_chunks_and_cites_them(mixed):
+    llm = ScriptedLLM(default="Born at home [3]; see also [1].")
+    answer = mixed.answer(QUERY, method="lightrag", llm=llm, k=3, mode="mix")
+    system = llm.calls[-1][1]
+    hits = answer.hits
+    sources = [h for h in hits if h.kind == "chunk" and h.metadata["retrieved_by"] != "vector"]
+    vector = [h for h in hits if h.kind == "chunk" and h.metadata["retrieved_by"] == "vector"]
+    assert [h.id for h in vector] == ["note#0"] and len(sources) == 2
+    # the KG context (entities, relations of the hybrid mode) and the dense chunk's text
+    assert '"Edmund Hillary"' in system.split("-----Relationships-----")[0].split("-----Entities-----")[1]
+    assert "-----Relationships-----" in system
+    assert any(h.kind == "relation" for h in hits)
+    kg_sources, dense_chunks = system.split("-----Sources-----")[1].split("-----Document Chunks-----")
+    for i, h in enumerate(sources, 1):
+        assert f'{i},\t"{" ".join(h.text.split())}"' in kg_sources
+    assert '3,\t"the apiarist"' in dense_chunks
+    # [3] is the Document Chunks row: the dense search's chunk; [1] the first Sources row
+    assert [(c.number, c.chunk_ids) for c in answer.citations] == [(3, ["note#0"]), (1, [sources[0].id])]
+    # the prompt helper of the other tests answers the mix prompt too
+    toy = mixed.answer(QUERY, method="lightrag", llm=ScriptedLLM(answer_every_prompt), k=3, mode="mix")
+    assert toy.text == "Toy answer."
 
 
 def test_round_robin_takes_turns_without_repeats():

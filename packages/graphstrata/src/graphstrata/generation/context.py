@@ -47,12 +47,16 @@ class Table:
             tables have one column.
         rows: the rows, in the order shown.
         style: ``"csv"`` or ``"list"`` (see the module docstring).
+        continues: number the rows on from the table before (its first id follows that
+            table's last) even where the tables are numbered each from 1 — so two passage
+            tables share one numbering (LightRAG's Sources and Document Chunks in mix mode).
     """
 
     title: str
     columns: tuple[str, ...]
     rows: tuple[Row, ...] = field(default_factory=tuple)
     style: str = "csv"
+    continues: bool = False
 
 
 def _cell(text: str) -> str:
@@ -115,7 +119,7 @@ def fit(tables: Sequence[Table], limit: int | None, continuous: bool = False) ->
     for i, t in enumerate(tables):
         share = max(0, left) // (len(tables) - i)
         kept, used = [], 0
-        rid = rid if continuous else 0
+        rid = rid if continuous or t.continues else 0
         for row in t.rows:
             cost = _cost([_row_line(t, rid + 1, row)])
             if used + cost > share:
@@ -180,7 +184,7 @@ def numbered(tables: Sequence[Table], continuous: bool = False) -> list[tuple[in
     out = []
     rid = 0
     for t in tables:
-        if not continuous:
+        if not (continuous or t.continues):
             rid = 0
         for row in t.rows:
             rid += 1
@@ -193,12 +197,13 @@ def render(tables: Sequence[Table], continuous: bool = False) -> str:
 
     Args:
         continuous: number rows across all tables (1..n) instead of from 1 in each — so a
-            row id names one row of the whole context (ArchRAG's cited ids).
+            row id names one row of the whole context (ArchRAG's cited ids); without it a
+            table that :attr:`Table.continues` still numbers on from the one before.
     """
     blocks = []
     rid = 0
     for t in tables:
-        if not continuous:
+        if not (continuous or t.continues):
             rid = 0
         lines = _head(t)
         for row in t.rows:

@@ -260,7 +260,9 @@ def answer_every_prompt(prompt: str, system: str | None) -> str:
         return json.dumps({"fact": []})
     if system == agrag_triples.TRIPLES_SYSTEM:
         return "[]"
-    if any(_family(system, p.ANSWER_SYSTEM) for p in (lightrag_query, hirag_answer, naive)):
+    answer_systems = (lightrag_query.ANSWER_SYSTEM, lightrag_query.MIX_ANSWER_SYSTEM,
+                      hirag_answer.ANSWER_SYSTEM, naive.ANSWER_SYSTEM)
+    if any(_family(system, t) for t in answer_systems):
         return "Toy answer."
     if _family(system, agrag_query.ANSWER_SYSTEM):
         return "Thought: the path says so.\nAnswer: Toy answer."

@@ -1,5 +1,8 @@
 """LightRAG's query-time prompts: dual-level keyword extraction and the answer over the
-Entities / Relationships / Sources tables (``seed-lightrag.md`` §2.3, §2.5, §2.6).
+Entities / Relationships / Sources tables (``seed-lightrag.md`` §2.3, §2.5, §2.6), or, in
+``mode="mix"``, over those tables and the Document Chunks a dense search found (LightRAG's
+reference code: ``mix_rag_response`` puts the knowledge-graph context and the document chunks
+side by side).
 
 Our wording; the output formats are the spec's: the keywords come back as one JSON object
 ``{"high_level_keywords": [...], "low_level_keywords": [...]}``, the answer as free text in
@@ -46,6 +49,25 @@ relationship).
 Target response length and format: {response_type}
 
 Data tables:
+
+{context}
+
+Add sections and commentary as the length and format call for. Write in markdown."""
+
+
+MIX_ANSWER_SYSTEM = """You answer questions from two sources of data: tables drawn from a knowledge graph \
+(its entities, the relationships between them, and Sources: excerpts of the texts the graph points to) and \
+Document Chunks: passages a plain search for the question found, which may hold what the graph missed.
+
+Write a response to the user's question in the target length and format, bringing together what both sources \
+hold that bears on it. General knowledge may link the facts, but every claim must rest on the data. If the data \
+do not contain the answer, say that you don't know; never make anything up. Cite the passages each claim rests \
+on by their id in square brackets, such as [1] or [2][3] (the id of a Sources or Document Chunks row, not of an \
+entity or a relationship).
+
+Target response length and format: {response_type}
+
+Data:
 
 {context}
 
@@ -104,3 +126,10 @@ def answer_request(query: str, context: str, response_type: str = DEFAULT_RESPON
     """The answer request (§2.6): the data tables in the system message, the question as the
     user message."""
     return LLMRequest(query.strip(), ANSWER_SYSTEM.format(response_type=response_type, context=context))
+
+
+def mix_answer_request(query: str, context: str, response_type: str = DEFAULT_RESPONSE_TYPE) -> LLMRequest:
+    """The answer request of ``mode="mix"``: as :func:`answer_request` (the data in the system
+    message, the question as the user message), with a system prompt that names both sources,
+    the knowledge-graph tables and the Document Chunks, and asks for citations of either's rows."""
+    return LLMRequest(query.strip(), MIX_ANSWER_SYSTEM.format(response_type=response_type, context=context))
