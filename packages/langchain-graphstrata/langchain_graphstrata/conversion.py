@@ -32,9 +32,11 @@ RESERVED_METADATA_KEYS: tuple[str, ...] = (
     "document_ids",
 )
 
-#: The reserved keys that depend on the query, not on the chunk: left out of the retriever's
-#: Documents unless ``include_scores=True``.
-QUERY_METADATA_KEYS: tuple[str, ...] = ("score", "raw_score", "rank")
+#: The keys that depend on the query, not on the chunk: left out of the retriever's Documents
+#: unless ``include_scores=True``. The reserved ``score``, ``raw_score``, ``rank``, and
+#: ``retrieved_by``, which LightRAG's ``mode="mix"`` sets on its chunk hits (the merged list
+#: that brought the chunk for this query: ``"graph"``, ``"vector"`` or ``"both"``).
+QUERY_METADATA_KEYS: tuple[str, ...] = ("score", "raw_score", "rank", "retrieved_by")
 
 
 def embedder_from_langchain(embeddings: Embeddings, *, id: str | None = None) -> Embedder:
@@ -106,7 +108,7 @@ def hit_to_document(
       ``document_ids`` joined by ``", "`` (what LangChain prompts conventionally cite).
 
     With ``include_scores=False`` the per-query keys (:data:`QUERY_METADATA_KEYS`: ``score``,
-    ``raw_score``, ``rank``) are left out, so the same chunk is the same ``Document`` (equal,
+    ``raw_score``, ``rank``, LightRAG mix's ``retrieved_by``) are left out, so the same chunk is the same ``Document`` (equal,
     same ``id``, same metadata) whatever the query — what LangChain's combinators
     (``MultiQueryRetriever``, ``EnsembleRetriever``) deduplicate on.
     """

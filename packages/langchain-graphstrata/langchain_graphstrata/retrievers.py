@@ -130,9 +130,10 @@ class GraphStrataRetriever(BaseRetriever):
         search_type: ``"similarity"`` or ``"similarity_score_threshold"``.
         search_kwargs: ``k``, ``filter``, ``score_threshold`` (see above).
         method_options: keyword options for the method (see the graphstrata method docs).
-        include_scores: put the per-query ``score`` / ``raw_score`` / ``rank`` into each
-            Document's metadata (default ``False``: per-query numbers in metadata make the same
-            chunk two different Documents for LangChain's deduplicating combinators).
+        include_scores: put the per-query ``score`` / ``raw_score`` / ``rank`` (and LightRAG
+            mix's ``retrieved_by``) into each Document's metadata (default ``False``: per-query
+            values in metadata make the same chunk two different Documents for LangChain's
+            deduplicating combinators).
         embeddings: a LangChain ``Embeddings`` to embed queries with when loading
             ``index_dir``; the index must have been built with the same embeddings (same id and
             dimension). ``None`` uses the embedder the index was built with (the offline
