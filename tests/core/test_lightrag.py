@@ -123,6 +123,10 @@ def test_unknown_mode_and_option_raise(gs):
             gs.retrieve(QUERY, method="lightrag", mode=bad)
     with pytest.raises(ValueError, match="unknown option"):
         gs.retrieve(QUERY, method="lightrag", top_n=3)
+    llm = ScriptedLLM(default="x")  # answer() refuses it too, before any LLM call
+    with pytest.raises(ValueError, match=f"must be one of {allowed}, got 'naive'"):
+        gs.answer(QUERY, method="lightrag", llm=llm, mode="naive")
+    assert llm.calls == []
 
 
 # -- mix mode: the hybrid context plus a dense search's chunks (LightRAG's reference code) --------

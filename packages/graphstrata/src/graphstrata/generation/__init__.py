@@ -6,8 +6,8 @@
 * ``archrag`` — adaptive filtering (``seed-archrag.md`` §3.2): one filter call per layer
   (stage ``"answer:filter"``, through ``client.map``), scored points sorted and cut to the
   budget, one merge call (``"answer:merge"``); :mod:`.archrag`;
-* ``lightrag`` — Entities / Relationships / Sources tables (``seed-lightrag.md`` §2.5–2.6);
-  :mod:`.lightrag`;
+* ``lightrag`` — Entities / Relationships / Sources tables (``seed-lightrag.md`` §2.5–2.6),
+  plus Document Chunks (the dense search's chunks) for ``mode="mix"``; :mod:`.lightrag`;
 * ``hirag`` — Backgrounds / Reasoning Path / Detail Entity Information / Source Documents
   (``seed-hirag.md`` §3.3); :mod:`.hirag`;
 * ``agrag`` — reasoning-path strings and passages, ``Thought:`` / ``Answer:``

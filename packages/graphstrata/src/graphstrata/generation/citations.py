@@ -2,10 +2,11 @@
 
 Every answer prompt numbers what the model may cite and asks for ``[n]`` markers: the chunk
 passages for the one-call methods (the ``Documents`` / ``Sources`` / ``Source Documents``
-rows, AGRAG's passages), the analyst reports for ArchRAG's merge call. A marker is ``[n]`` or
-a list ``[n, m]`` / ``[n; m]``; a number the prompt did not give a source (a row of another
-table, a year in brackets, a number past the last passage) is ignored, and an answer that
-cites nothing has no citations.
+rows, LightRAG mix's ``Document Chunks`` numbered on from its ``Sources``, AGRAG's
+passages), the analyst reports for ArchRAG's merge call. A marker is ``[n]`` or a list
+``[n, m]`` / ``[n; m]``; a number the prompt did not give a source (a row of another table, a
+year in brackets, a number past the last passage) is ignored, and an answer that cites
+nothing has no citations.
 """
 
 from __future__ import annotations
