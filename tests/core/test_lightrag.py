@@ -4,7 +4,7 @@ the reference code's mix mode (hybrid context + a dense search's chunks, merged 
 import pytest
 from graphstrata import Document, GraphStrata
 from graphstrata.methods.base import round_robin
-from graphstrata.methods.lightrag import LightRAG, count_tokens, offline_keywords
+from graphstrata.methods.lightrag import RETRIEVED_BY, LightRAG, count_tokens, offline_keywords
 from graphstrata.testing import HashEmbedder, ScriptedLLM, answer_every_prompt
 
 QUERY = "Where was Edmund Hillary born?"
@@ -203,7 +203,9 @@ def test_mix_returns_at_most_k_chunks_with_round_robin_scores(mixed):
         graph = [h.id for h in chunk_hits(mixed, k, method="lightrag")]
         mix = chunk_hits(mixed, k, method="lightrag", mode="mix")
         assert len(mix) == min(k, n), k
+        assert len({h.id for h in mix}) == len(mix)
         for h in mix:
+            assert h.metadata["retrieved_by"] in RETRIEVED_BY
             # round = the best 0-based rank in either list; score = raw score = 1 / (1 + round)
             rounds = [lst.index(h.id) for lst in (dense, graph) if h.id in lst]
             assert 0.0 < h.score <= 1.0
@@ -271,7 +273,9 @@ def test_mix_answer_prompt_shows_the_kg_context_and_the_dense_chunks_and_cites_t
 def test_round_robin_takes_turns_without_repeats():
     a = [(5, 0.9), (1, 0.8), (2, 0.1)]
     b = [(1, 3.0), (7, 2.0), (5, 1.0), (8, 0.5)]
-    assert round_robin((a, b), 10) == [(5, 0, 0), (1, 0, 1), (7, 1, 1), (2, 2, 0), (8, 3, 1)]
-    assert round_robin((a, b), 3) == [(5, 0, 0), (1, 0, 1), (7, 1, 1)]
+    # round 0: 5 (a), 1 (b); round 1: 1 taken, 7 (b); round 2: 2 (a), 5 taken; round 3: 8 (b)
+    assert round_robin((a, b), 10) == [(5, 0), (1, 0), (7, 1), (2, 2), (8, 3)]
+    assert round_robin((a, b), 3) == [(5, 0), (1, 0), (7, 1)]
+    assert round_robin((b, a), 3) == [(1, 0), (5, 0), (7, 1)]  # ties in list order
     assert round_robin((a, b), 0) == []
-    assert round_robin(([], b), 2) == [(1, 0, 1), (7, 1, 1)]
+    assert round_robin(([], b), 2) == [(1, 0), (7, 1)]

@@ -42,17 +42,15 @@ def lightrag_tables(hits: Sequence[Hit]) -> list[Table]:
     from the last Sources id (:attr:`~.context.Table.continues`), so that each passage has
     its own number."""
     chunks = of_kind(hits, "chunk")
-    mix = is_mix(hits)
-    graph = [h for h in chunks if not mix or h.metadata.get("retrieved_by") != "vector"]
+    graph = [h for h in chunks if h.metadata.get("retrieved_by") != "vector"]  # all, but in mix
     tables = [
         Table("Entities", ENTITY_COLUMNS, tuple(entity_row(h) for h in of_kind(hits, "entity"))),
         Table("Relationships", RELATION_COLUMNS, tuple(relation_row(h) for h in of_kind(hits, "relation"))),
         Table("Sources", CONTENT_COLUMNS, tuple(content_row(h) for h in graph)),
     ]
-    if mix:
+    if is_mix(chunks):
         vector = [h for h in chunks if h.metadata.get("retrieved_by") == "vector"]
-        rows = tuple(content_row(h) for h in vector)
-        tables.append(Table("Document Chunks", CONTENT_COLUMNS, rows, continues=True))
+        tables.append(Table("Document Chunks", CONTENT_COLUMNS, tuple(content_row(h) for h in vector), continues=True))
     return tables
 
 
@@ -79,6 +77,5 @@ class LightRAGGenerator(Generator):
     def prepare(
         self, query: str, hits: Sequence[Hit], client: LLMClient, o: Mapping[str, Any]
     ) -> GeneratedAnswer | FinalCall:
-        mix = is_mix(hits)
-        request = mix_answer_request if mix else answer_request
+        request = mix_answer_request if is_mix(hits) else answer_request
         return answer_from_tables(query, lightrag_tables(hits), o, request)

@@ -689,7 +689,7 @@ def rank_arrays(rows: np.ndarray, values: np.ndarray, limit: int) -> list[tuple[
     return list(zip(rows[order].tolist(), vals[order].tolist(), strict=True))
 
 
-def round_robin(rankings: Sequence[Sequence[tuple[int, float]]], limit: int) -> list[tuple[int, int, int]]:
+def round_robin(rankings: Sequence[Sequence[tuple[int, float]]], limit: int) -> list[tuple[int, int]]:
     """Merge ranked chunk lists by taking turns, without repeats (LightRAG's merge of its
     vector, entity and relation chunks in ``mode="mix"``: HKUDS/LightRAG ``operate.py``,
     ``_merge_all_chunks``, v1.4; ``seed-lightrag.md`` §2.4 names only the older modes).
@@ -703,20 +703,19 @@ def round_robin(rankings: Sequence[Sequence[tuple[int, float]]], limit: int) -> 
         limit: most rows returned (≥ 0).
 
     Returns:
-        ``[(row, round, list index), ...]`` in merged order, at most ``limit``: ``round`` the
-        0-based rank at which the row was taken, ``list index`` the list it was taken from
-        (the first list holding it at that rank).
+        ``[(row, round), ...]`` in merged order, at most ``limit``: ``round`` the 0-based rank
+        at which the row was taken (its best rank in any list).
     """
-    out: list[tuple[int, int, int]] = []
+    out: list[tuple[int, int]] = []
     seen: set[int] = set()
     limit = max(int(limit), 0)
     for i in range(max((len(r) for r in rankings), default=0)):
-        for j, ranking in enumerate(rankings):
+        for ranking in rankings:
             if len(out) >= limit:
                 return out
             if i < len(ranking) and ranking[i][0] not in seen:
                 seen.add(ranking[i][0])
-                out.append((int(ranking[i][0]), i, j))
+                out.append((int(ranking[i][0]), i))
     return out
 
 

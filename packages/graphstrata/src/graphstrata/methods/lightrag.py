@@ -1128,9 +1128,9 @@ def _mix(state, qvec: np.ndarray, k: int, graph: list[tuple[int, float]], floor:
         ``retrieved_by``, ``context``), and :func:`_mix_ranks` of the two lists."""
     vector = [(r, s) for r, s in rank(dense_candidates(state, qvec, k), k) if s >= floor]
     merged = round_robin((vector, graph), k)
-    out = scored([(r, 1.0 / (1 + i)) for r, i, _ in merged], unit, context)
+    out = scored([(r, 1.0 / (1 + i)) for r, i in merged], unit, context)
     ranks = _mix_ranks(vector, graph)
-    out.chunk_metadata = {r: {"retrieved_by": _retrieved_by(ranks[r])} for r, _, _ in merged}
+    out.chunk_metadata = {r: {"retrieved_by": _retrieved_by(ranks[r])} for r, _ in merged}
     return out, ranks
 
 
