@@ -24,7 +24,7 @@ import numpy as np
 
 from . import derived, retrieval, store
 from .answers import Answer, AsyncStreamingAnswer, PendingAnswer, StreamingAnswer
-from .config import GraphStrataConfig, as_config
+from .config import GraphStrataConfig, as_config, stored_config
 from .indexing import build_state
 from .llm import run_in_worker_thread
 from .loaders import load_documents
@@ -390,7 +390,7 @@ class GraphStrata:
                 )
             return emb
 
-        state = store.load_state(path, embedder_for, as_config)
+        state = store.load_state(path, embedder_for, stored_config)
         if llm is not None:  # only once it is known to be an index: the cache lives in it
             state = dataclasses.replace(
                 state, llm=_llm_client(llm, state.config, path), derived_seed=_registered_derived(state)
@@ -460,7 +460,7 @@ class GraphStrata:
             return old.embedder
 
         assert self.persist_dir is not None
-        state = store.load_state(self.persist_dir, same_embedder, as_config)
+        state = store.load_state(self.persist_dir, same_embedder, stored_config)
         if old.llm is not None:
             state = dataclasses.replace(state, llm=old.llm, derived_seed=_registered_derived(state))
         derived.prepare(state)

@@ -127,6 +127,15 @@ class GraphStrataConfig(BaseModel):
         description="LLM community reports (ArchRAG §1.4-1.5) embedded as the community vectors;"
         " False keeps the extractive summaries",
     )
+    llm_description_vectors: bool = Field(
+        True,
+        description="in an LLM build, embed what the LLM wrote (LightRAG §3.1): with lightrag extraction"
+        " each entity vector embeds its name and description; with lightrag or agrag extraction each"
+        " relation vector its keywords, endpoint names and description, and each AGRAG fact its text"
+        " (AGRAG §3.3) for the query-to-fact match. False keeps the offline vectors (name + chunk"
+        " centroid, relations composed from their endpoints, facts scored without vectors); offline"
+        " and statistical builds never change. Indexes persisted before this field load with False",
+    )
     llm_concurrency: int = Field(4, ge=1, le=256, description="LLM calls in flight at once")
     llm_context_window: int | None = Field(
         None,
@@ -190,6 +199,30 @@ def as_config(config: GraphStrataConfig | dict[str, Any] | None) -> GraphStrataC
         except Exception as exc:  # pydantic.ValidationError → one clear ValueError
             raise ValueError(f"invalid config: {exc}") from exc
     raise ValueError(f"config must be a GraphStrataConfig or dict, got {type(config).__name__}")
+
+
+STORED_DEFAULTS: dict[str, Any] = {"llm_description_vectors": False}
+"""Fields that change what a build makes, with the value that reproduces an index persisted
+before the field existed: :func:`stored_config` fills them in when a stored config lacks them
+(the class default would apply otherwise, and an update would mix old and new vectors)."""
+
+
+def stored_config(data: dict[str, Any] | None) -> GraphStrataConfig:
+    """The :class:`GraphStrataConfig` of a persisted index from its stored config dict:
+    :func:`as_config`, with each field of :data:`STORED_DEFAULTS` the dict lacks set to the value
+    that reproduces an index persisted before the field existed (``llm_description_vectors``:
+    ``False``, the name + chunk-centroid entity vectors such an index holds).
+
+    Args:
+        data: the stored dict (``None``: an index that stored no config, read as ``{}``).
+
+    Raises:
+        ValueError: as :func:`as_config` (an unknown field or an invalid value).
+    """
+    data = dict(data) if isinstance(data, dict) else ({} if data is None else data)
+    if isinstance(data, dict):
+        data = {**STORED_DEFAULTS, **data}
+    return as_config(data)
 
 
 def _limit(config: Any, name: str, default: int) -> int:

@@ -20,6 +20,8 @@ Modules, one per stage (data flows one way: nothing here imports a retrieval met
 * :mod:`.extract` — the extraction stage (statistical, or an LLM extractor);
 * :mod:`.llm_extract` — LightRAG / HiRAG and AGRAG LLM extraction;
 * :mod:`.entities` — entity vectors;
+* :mod:`.descriptions` — an LLM build's descriptions embedded (entity, relation and fact
+  vectors, LightRAG §3.1, AGRAG §III-C);
 * :mod:`.communities` — community layers with extractive summaries or LLM reports;
 * :mod:`.reports` — LLM community reports and HiRAG summary entities;
 * :mod:`.hirag` — HiRAG's hierarchical index (summary-entity layers, Leiden over G_k);
@@ -32,6 +34,12 @@ from .build import build_state
 from .chunks import chunk_stage, chunk_vectors
 from .communities import cluster_communities, fit_summary_tfidf, hierarchy_config
 from .cost import estimate_llm_cost
+from .descriptions import (
+    TextVectors,
+    described_entity_vectors,
+    describes_entities,
+    describes_relations,
+)
 from .entities import entity_vectors
 from .extract import extract_stage, extractor
 from .llm_extract import AgragLLMExtractor, LLMExtractor
@@ -43,10 +51,14 @@ __all__ = [
     "AgragLLMExtractor",
     "LLMExtractor",
     "Progress",
+    "TextVectors",
     "build_state",
     "chunk_stage",
     "chunk_vectors",
     "cluster_communities",
+    "described_entity_vectors",
+    "describes_entities",
+    "describes_relations",
     "drift_report",
     "entity_vectors",
     "estimate_llm_cost",

@@ -1,8 +1,8 @@
 """The full build: every indexing stage over a corpus, then one immutable state.
 
 Stages, in order (each timed in ``build_seconds`` under its name): chunking → chunk vectors →
-BM25 → extraction → entity vectors → entity C-HNSW → clustering (with summaries or LLM
-reports) → community layers in the C-HNSW → chunk C-HNSW (built on a worker thread beside BM25,
+BM25 → extraction → entity vectors (name + chunk centroid; in an LLM build name + description,
+:mod:`.descriptions`) → entity C-HNSW → clustering (with summaries or LLM reports) → community layers in the C-HNSW → chunk C-HNSW (built on a worker thread beside BM25,
 extraction and clustering); with an LLM, HiRAG's summary entities last
 (:func:`~.hirag.summary_entity_stage`).
 """
@@ -31,6 +31,7 @@ from ..state import EngineState, new_drift
 from ..types import Community, Document, DocumentChunk
 from .chunks import chunk_stage, chunk_vectors
 from .communities import cluster_communities
+from .descriptions import described_entity_vectors, describes_entities
 from .entities import entity_vectors
 from ..resolution import resolution_stage
 from .extract import extract_stage, extractor
@@ -53,7 +54,8 @@ def build_state(
     Args:
         docs: the whole corpus of the new state (ids unique).
         config: build configuration.
-        embedder: embeds chunks, entity names and (optionally) community summaries.
+        embedder: embeds chunks, entity names (an LLM build: names and descriptions,
+            :mod:`.descriptions`) and (optionally) community summaries.
         show_progress: a progress bar per stage (stderr).
         cached_chunk_vectors: ``{(chunk_id, chunk_text): float32 (dim,)}`` of chunks already
             embedded (insert / delete reuse them; only other chunks are embedded).
@@ -273,7 +275,10 @@ def _graph_stages(
     layer_vecs: list[np.ndarray] = []
     layered = None
     summary_tfidf = frozen.get("summary")
-    if len(kg):
+    if len(kg) and describes_entities(config, llm.id if llm is not None else None):
+        # an LLM build embeds what the model wrote (LightRAG §3.1): name + description
+        entity_vecs = described_entity_vectors(kg, embedder, prog)
+    elif len(kg):
         entity_vecs = entity_vectors(kg, chunk_row, chunk_vecs, config, embedder, prog)
     del chunk_vecs  # the chunk index keeps what it needs
     _stop_own_pool()

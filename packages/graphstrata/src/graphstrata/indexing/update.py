@@ -17,6 +17,9 @@
 3. **Entity vectors.** New entities are embedded; an existing entity gets a new vector only
    when its chunk set changed by more than :data:`ENTITY_VECTOR_DRIFT` (Jaccard distance of
    old and new chunk sets) or its name changed, so hubs such as a year do not churn the index.
+   In an LLM build whose entity vectors embed name + description
+   (:func:`~.descriptions.describes_entities`), an entity is embedded again exactly when its
+   name or description changed; every other entity keeps its vector.
 4. **Communities**, bottom-up, layer by layer (ArchRAG's hierarchy, ``seed-archrag.md`` §1):
    members that disappeared leave their community; a new entity joins the layer-1 community it
    has the most relation weight to (its nearest community vector when it has no linked,
@@ -39,7 +42,9 @@
 
 Method-specific derived structures (ArchRAG/AGRAG passage graphs, LightRAG relation index,
 HiRAG GMM layers, PPR graphs) live in the state's derived cache, which the next state starts
-empty: each is rebuilt from the new records on its first query (HiRAG's LLM summary entities
+empty (except those an update hook carries over, such as an LLM build's embedded relation and
+fact descriptions, :mod:`.descriptions`, re-embedded only where their text changed): each is
+rebuilt from the new records on its first query (HiRAG's LLM summary entities
 eagerly, through the response cache: :func:`~.hirag.summary_entity_stage`, handed to the next
 state's constructor).
 
@@ -70,6 +75,7 @@ from ..types import Chunk, Community, Document, Entity, Relation
 from .build import build_state
 from .chunks import chunk_stage
 from .communities import fit_summary_tfidf
+from .descriptions import described_entity_vectors, describes_entities, entity_text
 from .entities import entity_vectors
 from .extract import extractor
 from .hirag import summary_entity_stage
@@ -259,17 +265,22 @@ def _update(
         if isinstance(relations, dict)
         else KnowledgeGraph([kg_entities[e] for e in entity_ids], relations)
     )
+    described = describes_entities(config, state.llm_id)  # name + description vectors (LLM build)
+    needs_vector = _needs_described_vector if described else _needs_vector
     ent_old_rows = np.full(len(entity_ids), -1, np.int64)
     for i, eid in enumerate(entity_ids):
         row = old_kg.row.get(eid)
-        if row is not None and not (eid in affected and _needs_vector(old_kg.entities[eid], kg_entities[eid])):
+        if row is not None and not (eid in affected and needs_vector(old_kg.entities[eid], kg_entities[eid])):
             ent_old_rows[i] = row
     fresh = np.flatnonzero(ent_old_rows < 0)
     entity_vecs = np.zeros((len(entity_ids), embedder.dim), np.float32)
     entity_vecs[ent_old_rows >= 0] = old_ent_vecs[ent_old_rows[ent_old_rows >= 0]]
     if len(fresh):
-        entity_vecs[fresh] = entity_vectors(
-            kg, chunk_row, chunk_vecs, config, embedder, prog, ids=[entity_ids[i] for i in fresh]
+        fresh_ids = [entity_ids[i] for i in fresh]
+        entity_vecs[fresh] = (
+            described_entity_vectors(kg, embedder, prog, ids=fresh_ids)
+            if described
+            else entity_vectors(kg, chunk_row, chunk_vecs, config, embedder, prog, ids=fresh_ids)
         )
     vec_of = {eid: entity_vecs[i] for i, eid in enumerate(entity_ids)}
 
@@ -487,10 +498,18 @@ def _diff(
 
 
 def _needs_vector(old: Entity, new: Entity) -> bool:
+    """An offline (name + chunk centroid) entity vector is made again: the name changed, or
+    the chunk set moved by more than :data:`ENTITY_VECTOR_DRIFT` (Jaccard distance)."""
     if old.name != new.name:
         return True
     a, b = set(old.chunk_ids), set(new.chunk_ids)
     return len(a ^ b) > ENTITY_VECTOR_DRIFT * len(a | b)
+
+
+def _needs_described_vector(old: Entity, new: Entity) -> bool:
+    """An LLM build's (name + description) entity vector is made again exactly when the text
+    it embeds changed (:func:`~.descriptions.entity_text`)."""
+    return entity_text(old) != entity_text(new)
 
 
 def drift_report(drift: Mapping[str, Any], documents: int, chunks: int) -> dict[str, Any]:

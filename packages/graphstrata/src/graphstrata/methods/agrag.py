@@ -27,12 +27,17 @@ with the push graph of the default PPR walk, :data:`DEFAULT_PUSH_SPEC`):
    :func:`~.base.hybrid_scores` from the C-HNSW and the query terms' BM25 postings only).
    The paper averages the two (``alpha=0.5``); we default to 0.65, which measured better on
    MuSiQue and no worse on HotpotQA with MiniLM.
-2. Fact scores without embedding any relation text (§2.1, our composition):
+2. Fact scores. In an LLM build (:func:`~graphstrata.indexing.descriptions.describes_relations`)
+   every fact's text is embedded at index time (:data:`FACT_VECTORS`, :func:`fact_text`: the
+   triple ``"s p o"``, §1.7 paper mode; a fact without an LLM predicate: its sentence, §6.3
+   item 1) and ``MS(q, f) = cos(q, f)`` (§2.1, Eq. 7–8; option ``fact_vectors="auto"``). An
+   offline index has no fact text worth embedding (its facts are co-occurrences), so its facts
+   are scored from the vectors it has (our composition):
    ``MS(q, f) = w·(cos(q, e_s) + cos(q, e_o))/2 + (1 − w)·max_{t ∈ chunks(f)} HS(t)`` with
    ``w = fact_entity_weight``. Top-``top_facts`` facts (k_F = 5) among the candidates: the
    facts of the HS candidate chunks and the facts joining two of the ``entity_candidates``
-   entities nearest the query (C-HNSW layer 0) — a fact outside both has MS ≤ w, far below
-   the facts of the best chunks (the same facts as scoring every fact on the dev sets).
+   entities nearest the query (C-HNSW layer 0) — offline, a fact outside both has MS ≤ w, far
+   below the facts of the best chunks (the same facts as scoring every fact on the dev sets).
 3. Fact filter (§2.2). With an LLM (the ``llm`` option, else the state's ``llm``):
    one call, stage ``"query:fact_filter"`` (:mod:`graphstrata.llm.prompts.agrag_query`), the
    returned facts snapped to the candidates; output the parser cannot read falls back to the
@@ -50,7 +55,8 @@ with the push graph of the default PPR walk, :data:`DEFAULT_PUSH_SPEC`):
    seeds the anchors only (``passage_seed_weight=0`` reproduces that). Passage edges to
    document-title entities get ``title_edge_weight`` extra PPR weight.
 6. Node influence ``s_v`` = PPR, passage nodes × ``passage_score_factor`` (paper 0.05, §6.2 #6).
-7. Edge costs (§2.5, paper scale /2): fact ``(1 − MS)/2``, passage ``(1 − HS)/2``, synonym
+7. Edge costs (§2.5, paper scale /2): fact ``(1 − MS)/2`` (with fact vectors the pair's best
+   fact, §6.2 #17), passage ``(1 − HS)/2``, synonym
    ``(1 − max(cos(q,e_u), cos(q,e_v)))/2``, pseudo 10, clamped ≥ 1e-6.
 8. Steiner tree (Mehlhorn) over the anchors and greedy MCMI expansion (§2.7), both on a
    bounded subgraph: the top-``subgraph_nodes`` nodes by PPR (among the nodes the push
@@ -90,6 +96,12 @@ import scipy.sparse as sp
 
 from ..derived import DerivedSpec, register_derived
 from ..extraction import canonical, split_sentences
+from ..indexing.descriptions import (
+    TextVectors,
+    optional_arrays,
+    optional_from_arrays,
+    state_describes_relations,
+)
 from ..llm.client import LLMClient
 from ..llm.prompts.agrag_query import filter_request, parse_fact_filter
 from ..scores import bounded, relative, unit
@@ -561,6 +573,74 @@ GRAPH_SPEC = register_derived(DerivedSpec(key=GRAPH_KEY, build=build_graph, to_a
                                           from_arrays=_graph_from_arrays))
 
 
+def fact_text(subject: str, predicate: str, obj: str, sentence: str) -> str:
+    """The text a fact vector embeds (spec §1.7, decision #14 paper mode): ``"s p o"`` for
+    an LLM triple; for a fact without an LLM predicate (``"co-occurs with"``, e.g. a LightRAG
+    relation whose description states no triple) its sentence (§6.3 item 1: the fact text),
+    ``"s o"`` when it has none."""
+    if predicate != PREDICATE:
+        return f"{subject} {predicate} {obj}"
+    return sentence.strip() or f"{subject} {obj}"
+
+
+#: the derived-cache key of an LLM build's fact vectors (:func:`fact_vectors`)
+FACT_VECTORS_KEY = "agrag:facts"
+
+
+def build_fact_vectors(state, previous: TextVectors | None = None) -> TextVectors | None:
+    """The fact vectors of an LLM build (spec §1.7: the fact store; §2.1: query → facts):
+    relation ``i`` (``state.kg.relations`` order, the AGRAG graph's relation rows) owns one
+    text per fact of :func:`fact_triples` (parallel facts stay distinct), in that order,
+    embedded as :func:`fact_text`.
+
+    Args:
+        state: the state (its KG and embedder).
+        previous: the structure of the state ``state`` was updated from: the vectors of texts
+            it holds are reused, only new or changed fact texts are embedded.
+
+    Returns:
+        A :class:`~graphstrata.indexing.descriptions.TextVectors` (float32 ``(n_facts, dim)``,
+        L2-normalised), or ``None`` when the state's relations are not the LLM's
+        (:func:`~graphstrata.indexing.descriptions.describes_relations` is false: offline,
+        statistical extraction, ``llm_description_vectors=False``).
+
+    Raises:
+        ValueError: the embedder returned another shape.
+    """
+    if not state_describes_relations(state):
+        return None
+    groups = [[fact_text(*f) for f in fact_triples(state, a, b)] for a, b in state.kg.relations]
+    return TextVectors.embedded(groups, state.embedder, previous, "embedding facts")
+
+
+def fact_vectors(state) -> TextVectors | None:
+    """The state's fact vectors (:func:`build_fact_vectors`; built at index time, persisted
+    and carried over by updates: :data:`FACT_VECTORS`), or ``None`` for an index without them.
+
+    Raises:
+        ValueError: persisted vectors that do not fit the state."""
+    fv = state.derived(FACT_VECTORS_KEY, lambda: build_fact_vectors(state))
+    if fv is not None and fv.n_owners != len(state.kg.relations):
+        raise ValueError("AGRAG's persisted fact vectors do not fit this index (rebuild it)")
+    return fv
+
+
+def _update_fact_vectors(old: TextVectors | None, old_state, new_state) -> TextVectors | None:
+    """:data:`FACT_VECTORS`' update hook: the new state's facts, embedding only the texts
+    ``old`` lacks (``None`` when ``old`` is ``None``: :func:`build_fact_vectors` decides)."""
+    if old is None:
+        return None
+    return build_fact_vectors(new_state, old)
+
+
+#: an LLM build's fact vectors, built at index time, persisted (an index without them persists
+#: a marker) and updated incrementally
+FACT_VECTORS = register_derived(DerivedSpec(
+    key=FACT_VECTORS_KEY, build=build_fact_vectors, to_arrays=optional_arrays,
+    from_arrays=optional_from_arrays, update=_update_fact_vectors,
+))
+
+
 class _EntitySims:
     """Cosine of the query to entity rows, computed on demand (a few thousand rows a query,
     never the whole entity matrix) and kept for the query, so each row has one value."""
@@ -656,6 +736,32 @@ class _FactScores:
         return float(self.of([rel])[0])
 
 
+@dataclass
+class _FactVectorScores:
+    """``MS(q, f) = cos(q, f)`` over an LLM build's fact vectors (module doc step 2; spec §2.1):
+    a relation's is its best fact's."""
+
+    vectors: TextVectors
+    q: np.ndarray
+
+    def of(self, rels) -> np.ndarray:
+        """float64 best fact cosine of each relation row of ``rels``."""
+        return self.vectors.best(np.asarray(rels, np.int64).ravel(), self.q)
+
+    def __getitem__(self, rel: int) -> float:
+        return float(self.of([rel])[0])
+
+    def facts(self, rel: int, n: int) -> list[float]:
+        """The cosine of each of relation ``rel``'s facts (``n`` of them, :func:`fact_triples`' order).
+
+        Raises:
+            ValueError: the vectors hold another number of facts for ``rel``."""
+        rows = self.vectors.rows(rel)
+        if len(rows) != n:
+            raise ValueError(f"AGRAG's fact vectors hold {len(rows)} facts of relation {rel}, not {n} (rebuild it)")
+        return np.einsum("ij,j->i", self.vectors.vectors[rows], self.q).astype(np.float64).tolist()
+
+
 def hybrid_candidates(state, query: str, qvec: np.ndarray, n: int, alpha: float) -> dict[int, float]:
     """AGRAG's hybrid chunk scores HS (module doc step 1; spec §2.10, §6.4): the same fusion
     as :func:`~.base.hybrid_scores`, ``alpha · minmax(cosine) + (1 − alpha) · minmax(BM25)``
@@ -707,8 +813,11 @@ class AGRAG(Method):
         top_facts: k_F, candidate facts by MS (spec: 5).
         max_facts: facts kept after the filter (spec: ≤ 4).
         fact_delta: offline filter margin: keep facts with MS ≥ max − delta (spec §6.3: 0.1).
-        fact_entity_weight: weight ``w`` of the endpoint-entity cosine in MS (0–1); the rest
-            is the fact's best chunk HS.
+        fact_vectors: ``"auto"`` (default): MS = cosine to the fact vectors where the index
+            has them (an LLM build, :func:`fact_vectors`); ``"off"``: always the offline MS
+            (``fact_entity_weight``).
+        fact_entity_weight: weight ``w`` of the endpoint-entity cosine in the offline MS
+            (0–1); the rest is the fact's best chunk HS.
         fact_filter: ``None`` (the LLM filter when the query has an LLM, else the offline
             rule) or a :class:`FactFilter` callable, which wins over both.
         llm: the :class:`~graphstrata.llm.LLMClient` of the fact filter (``None``: the
@@ -749,6 +858,7 @@ class AGRAG(Method):
         "top_facts": 5,
         "max_facts": 4,
         "fact_delta": 0.1,
+        "fact_vectors": "auto",
         "fact_entity_weight": 0.5,
         "fact_filter": None,
         "damping": 0.5,
@@ -773,6 +883,7 @@ class AGRAG(Method):
     option_specs = {
         "compat": OptionSpec(choices=MCMI_MODES),
         "alpha": UNIT,
+        "fact_vectors": OptionSpec(choices=("auto", "off")),
         "fact_entity_weight": UNIT,
         "fact_filter": OptionSpec("callable"),
         "damping": DAMPING,
@@ -908,9 +1019,11 @@ class AGRAG(Method):
         the best chunks in practice (same kept facts as scoring every fact on the dev sets).
 
         Returns:
-            ``(scores, candidate relation rows sorted)``: a :class:`_FactScores` (any fact's
-            MS) and the candidates.
+            ``(scores, candidate relation rows sorted)``: a :class:`_FactVectorScores` (an
+            LLM build's fact vectors) or :class:`_FactScores` (any fact's MS), and the
+            candidates.
         """
+        fv = fact_vectors(state) if o["fact_vectors"] == "auto" else None
         w = float(o["fact_entity_weight"])
         rows = np.asarray(sorted(r for r, s in hs_map.items() if s > 0), np.int64)
         rels = np.zeros(0, np.int64)
@@ -922,7 +1035,8 @@ class AGRAG(Method):
             rels, inverse = np.unique(sub.indices.astype(np.int64), return_inverse=True)
             part = np.zeros(len(rels))
             np.maximum.at(part, inverse, vals)
-        scores = _FactScores(g, sims, w, rels, part)
+        scores = _FactVectorScores(fv, np.asarray(qvec, np.float32)) if fv is not None else \
+            _FactScores(g, sims, w, rels, part)
         kk = int(o["entity_candidates"])
         near = np.zeros(0, np.int64)
         if kk > 0 and state.layered is not None and g.entity_facts.nnz and sims.vecs is not None:
@@ -938,14 +1052,17 @@ class AGRAG(Method):
             cands = rels
         return scores, cands
 
-    def _select_facts(self, state, g: AgragGraph, query: str, ms: _FactScores, cands: np.ndarray, o) -> list[Fact]:
+    def _select_facts(self, state, g: AgragGraph, query: str, ms, cands: np.ndarray, o) -> list[Fact]:
         kf = min(int(o["top_facts"]), len(cands))
         if kf <= 0:
             return []
         vals = ms.of(cands)
         top = np.lexsort((cands, -vals))[:kf]
-        # the k_F best facts: parallel facts of one entity pair are distinct candidates
-        cands_f = [f for i in top for f in self._facts(state, g, int(cands[i]), float(vals[i]))][:kf]
+        # the k_F best facts: parallel facts of one entity pair are distinct candidates, each
+        # with its own score where it has a vector (a row's score is its best fact's, so the
+        # k_F best facts are among the k_F best rows' facts); stable: ties keep row order
+        cands_f = [f for i in top for f in self._facts(state, g, int(cands[i]), float(vals[i]), ms)]
+        cands_f = sorted(cands_f, key=lambda f: -f.score)[:kf]
         picked = None
         if o["fact_filter"] is not None:
             picked = o["fact_filter"](query, list(cands_f)) or []
@@ -969,12 +1086,16 @@ class AGRAG(Method):
         return kept[: int(o["max_facts"])]
 
     @staticmethod
-    def _facts(state, g: AgragGraph, i: int, score: float) -> list[Fact]:
+    def _facts(state, g: AgragGraph, i: int, score: float, ms=None) -> list[Fact]:
         """The facts of relation row ``i`` (:func:`fact_triples`: one per distinct LLM triple,
-        else the one co-occurrence fact), each scored ``score``."""
+        else the one co-occurrence fact), each scored by its own fact vector when ``ms`` is a
+        :class:`_FactVectorScores`, else ``score`` (the row's MS)."""
         a, b = g.rel_key(state, i)
         chunks = tuple(state.kg.relations[(a, b)].chunk_ids)
-        return [Fact(i, a, b, s, p, o, sentence, score, chunks) for s, p, o, sentence in fact_triples(state, a, b)]
+        triples = fact_triples(state, a, b)
+        scores = ms.facts(i, len(triples)) if isinstance(ms, _FactVectorScores) else [score] * len(triples)
+        return [Fact(i, a, b, s, p, o, sentence, float(score), chunks)
+                for (s, p, o, sentence), score in zip(triples, scores, strict=True)]
 
     @staticmethod
     def _best_passage(g: AgragGraph, entity: int, ppr: _Mass) -> int | None:
@@ -998,7 +1119,7 @@ class AGRAG(Method):
             return int(ec.indices[lo])
         return int(chunks[np.lexsort((chunks, -mass))[0]])
 
-    def _subgraph(self, g, anchors, ppr: _Mass, ms: _FactScores, hs_map, sims: _EntitySims, scale, o) -> nx.Graph:
+    def _subgraph(self, g, anchors, ppr: _Mass, ms, hs_map, sims: _EntitySims, scale, o) -> nx.Graph:
         """Bounded Steiner/MCMI graph: top PPR nodes ∪ anchors ∪ anchors' best passages,
         with query-dependent costs (module doc step 7) and the pseudo connector. Its edges are
         looked up among its own nodes (:func:`~.graph_ops.csr_find`), never read from a whole

@@ -36,11 +36,15 @@
    the graph's chunks as Sources and the dense search's as Document Chunks
    (:mod:`graphstrata.generation.lightrag`).
 
-Relation vectors (spec §1.8: keywords + endpoints + description, one vector per relation) are
-never embedded: a relation's vector is the normalised combination
+Relation vectors (spec §1.8: keywords + endpoints + description, one vector per relation). In
+an LLM build (:func:`~graphstrata.indexing.descriptions.describes_relations`) each relation's
+keywords, endpoint names and description are embedded, as the spec says
+(:data:`RELATION_TEXT_VECTORS`, :func:`relation_text_vectors`; option
+``relation_vectors="auto"``). Offline the descriptions are extractive sentences and are not
+embedded: a relation's vector is the normalised combination
 ``(1 − w)·mean(endpoint entity vectors) + w·mean(source chunk vectors)`` (``w`` =
-``relation_chunk_weight``; :class:`RelationVectors` keeps only the norms), and a query scores
-only its *candidates* (issue 33: no step reads every relation, entity or chunk): the relations
+``relation_chunk_weight``; :class:`RelationVectors` keeps only the norms). Either way a query
+scores only its *candidates* (issue 33: no step reads every relation, entity or chunk): the relations
 sourced from the ``relation_seed_chunks`` chunks nearest the query (chunk C-HNSW) and those
 incident to the ``top_k`` nearest entities (at most ``relation_seed_cap`` each). On the dev
 sets that candidate set holds 99.9–100 % of the exact top 60 (recall unchanged).
@@ -69,6 +73,13 @@ import scipy.sparse as sp
 from ..derived import DerivedSpec, pack_strings, register_derived, unpack_strings
 from ..extraction import canonical, capitalised_spans
 from ..index import english_stop_words
+from ..indexing.descriptions import (
+    TextVectors,
+    optional_arrays,
+    optional_from_arrays,
+    relation_text,
+    state_describes_relations,
+)
 from ..indexing.hirag import lossless_float32
 from ..llm.client import LLMClient
 from ..llm.prompts.lightrag_query import keywords_request, parse_keywords
@@ -555,6 +566,72 @@ def _relation_vectors_from_arrays(arrays: Mapping[str, np.ndarray]) -> RelationV
 #: default chunk weight of a relation vector (the ``relation_chunk_weight`` option)
 DEFAULT_RELATION_CHUNK_WEIGHT = 0.5
 
+#: the derived-cache key of an LLM build's embedded relation texts (:func:`relation_text_vectors`)
+RELATION_TEXT_KEY = "lightrag:relation_text"
+
+
+def build_relation_text_vectors(state, previous: TextVectors | None = None) -> TextVectors | None:
+    """The embedded relation texts of an LLM build (spec §1.8, LightRAG §3.1: one vector per
+    relation over its keywords, source and target names and description,
+    :func:`~graphstrata.indexing.descriptions.relation_text`), relation ``i`` (in
+    ``state.kg.relations`` order, :class:`LightGraph`'s) at row ``i``.
+
+    Args:
+        state: the state (its KG and embedder).
+        previous: the structure of the state ``state`` was updated from: the vectors of texts
+            it holds are reused, only new or changed texts are embedded.
+
+    Returns:
+        A :class:`~graphstrata.indexing.descriptions.TextVectors` with one text per relation
+        (float32 ``(n_relations, dim)`` vectors, L2-normalised), or ``None`` when the state's
+        descriptions are not the LLM's
+        (:func:`~graphstrata.indexing.descriptions.describes_relations` is false: offline,
+        statistical extraction, ``llm_description_vectors=False``).
+
+    Raises:
+        ValueError: the embedder returned another shape.
+    """
+    if not state_describes_relations(state):
+        return None
+    kg = state.kg
+    groups = [[relation_text(kg, key)] for key in kg.relations]
+    return TextVectors.embedded(groups, state.embedder, previous, "embedding relations")
+
+
+def relation_text_vectors(state) -> TextVectors | None:
+    """The state's embedded relation texts (:func:`build_relation_text_vectors`; built at
+    index time, persisted with the index and carried over by updates:
+    :data:`RELATION_TEXT_VECTORS`), or ``None`` for an index without them.
+
+    Raises:
+        ValueError: persisted vectors that do not fit the state."""
+    tv = state.derived(RELATION_TEXT_KEY, lambda: build_relation_text_vectors(state))
+    if tv is not None and (tv.n_owners != len(state.kg.relations) or len(tv.texts) != tv.n_owners):
+        raise ValueError("LightRAG's persisted relation text vectors do not fit this index (rebuild it)")
+    return tv
+
+
+def _update_relation_text_vectors(old: TextVectors | None, old_state, new_state) -> TextVectors | None:
+    """:data:`RELATION_TEXT_VECTORS`' update hook: the new state's relation texts, embedding
+    only those ``old`` lacks (an unchanged relation keeps its vector; ``None`` when ``old`` is
+    ``None``: :func:`build_relation_text_vectors` decides)."""
+    if old is None:
+        return None
+    return build_relation_text_vectors(new_state, old)
+
+
+#: an LLM build's embedded relation texts, built at index time, persisted (an index without
+#: them persists a marker) and updated incrementally
+RELATION_TEXT_VECTORS = register_derived(
+    DerivedSpec(
+        key=RELATION_TEXT_KEY,
+        build=build_relation_text_vectors,
+        to_arrays=optional_arrays,
+        from_arrays=optional_from_arrays,
+        update=_update_relation_text_vectors,
+    )
+)
+
 #: the relation vectors of the default chunk weight, built at index time and persisted
 RELATION_VECTORS = register_derived(
     DerivedSpec(
@@ -805,8 +882,12 @@ class LightRAG(Method):
             when the keywords come from the LLM or a ``keywords_fn``, else ``"query"``
             (offline keywords are pieces of the query: embedding them measured no better on
             musique, 100 questions, and cost two embedder calls).
-        relation_chunk_weight: weight of the source-chunk centroid in a relation's vector
-            (the rest is the endpoint-entity centroid).
+        relation_vectors: ``"auto"`` (default): the embedded relation texts (keywords,
+            endpoint names, description; spec §1.8) where the index has them (an LLM build,
+            :func:`relation_text_vectors`), else the composed vectors; ``"composed"``: always
+            the composed vectors (``relation_chunk_weight``).
+        relation_chunk_weight: weight of the source-chunk centroid in a composed relation
+            vector (the rest is the endpoint-entity centroid).
         max_entity_tokens, max_relation_tokens, max_source_tokens: per-section budgets in
             tokens (spec 4000 each; ``None`` = no limit), counted by :func:`count_tokens`
             (words and punctuation marks). Entities and relations count their hit text
@@ -834,8 +915,8 @@ class LightRAG(Method):
             recall@2 ~2 points (150 questions each). Read from :class:`LightGraph`
             (:func:`add_second_hop`).
 
-    Ambiguities (spec §8) taken: 1/2 single vector per entity / relation (composed, not
-    embedded); 4 one-hop expansion as in the code (local: incident edges, global: endpoints);
+    Ambiguities (spec §8) taken: 1/2 single vector per entity / relation (embedded name +
+    description and keywords + names + description in an LLM build, composed offline); 4 one-hop expansion as in the code (local: incident edges, global: endpoints);
     5 ``top_k`` 60 and 4000-token budgets; 6 the entity list is truncated too; 8 hybrid
     order is deterministic: each kind sorted by its rank (degree), ties by weight then id —
     not "high-level rows first", so that context hits stay ordered by score as the core API
@@ -865,6 +946,7 @@ class LightRAG(Method):
         "top_k": 60,
         "min_similarity": 0.2,
         "keyword_vectors": "auto",
+        "relation_vectors": "auto",
         "relation_chunk_weight": DEFAULT_RELATION_CHUNK_WEIGHT,
         "max_entity_tokens": 4000,
         "max_relation_tokens": 4000,
@@ -891,6 +973,7 @@ class LightRAG(Method):
         "keywords_fn": OptionSpec("callable"),
         "min_similarity": COSINE,
         "keyword_vectors": OptionSpec(choices=("auto", "keywords", "query")),
+        "relation_vectors": OptionSpec(choices=("auto", "composed")),
         "relation_chunk_weight": UNIT,
         "max_entity_tokens": TOKEN_BUDGET,
         "max_relation_tokens": TOKEN_BUDGET,
@@ -972,11 +1055,15 @@ class LightRAG(Method):
 
         if mode in ("global", "hybrid"):
             hvec = vec(kw.high_level or [query])
-            rv = relation_vectors(state, float(o["relation_chunk_weight"]))
             seeds = _relation_candidates(
                 state, g, hvec, entity_top(hvec)[0], int(o["relation_seed_chunks"]), o["relation_seed_cap"]
             )
-            rsim = rv.similarity(g, state, seeds, hvec)
+            tv = relation_text_vectors(state) if o["relation_vectors"] == "auto" else None
+            if tv is not None:  # an LLM build: the embedded keywords + names + description (spec §1.8)
+                rsim = rows_dot(tv.vectors[seeds], np.asarray(hvec, np.float32))
+            else:
+                rv = relation_vectors(state, float(o["relation_chunk_weight"]))
+                rsim = rv.similarity(g, state, seeds, hvec)
             found = []
             for i, s in top(seeds, rsim):
                 found.append((g.key(kg, i), s, "global"))
