@@ -344,7 +344,7 @@ def test_concurrent_requests_per_token_are_bounded(serve_indexes):
 
 async def test_answer_tool_only_with_llm_returns_answer_sources_and_usage(serve_indexes, tmp_path):
     (tmp_path / "scripted_llm.py").write_text(
-        "def make():\n    return lambda prompt: 'F.I.R. is a Taiwanese band.'\n")
+        "def make():\n    return lambda prompt: 'F.I.R. is a Taiwanese band [1].'\n")
     cmd = serve_command(str(serve_indexes["hotpot"]), "--llm", "scripted_llm:make")
     params = StdioServerParameters(command=cmd[0], args=cmd[1:], cwd=str(tmp_path))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -354,9 +354,12 @@ async def test_answer_tool_only_with_llm_returns_answer_sources_and_usage(serve_
         result = await session.call_tool("answer", {"query": QUESTION, "method": "hybrid", "k": 3})
         assert not result.isError, result.content[0].text
         out = result.structuredContent
-        assert out["answer"] == "F.I.R. is a Taiwanese band."
+        assert out["answer"] == "F.I.R. is a Taiwanese band [1]."
         expected = _expected(serve_indexes["hotpot"], method="hybrid", k=3, kinds=("chunk",))
         assert [h["id"] for h in out["sources"] if h["kind"] == "chunk"] == [h["id"] for h in expected]
+        # [1] is the first passage of the prompt: the best chunk
+        assert out["citations"] == [{"number": 1, "chunk_ids": [expected[0]["id"]],
+                                     "document_ids": expected[0]["document_ids"]}]
         assert out["usage"]["total"]["calls"] + out["usage"]["total"]["cached"] >= 1
         assert out["fallbacks"] == []  # hybrid answers in one step, which read the model's answer
         assert (await session.call_tool("list_indexes", {})).structuredContent["answer"] is True

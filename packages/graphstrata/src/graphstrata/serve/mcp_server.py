@@ -71,6 +71,12 @@ class RetrieveOut(BaseModel):
     hits: list[HitOut]
 
 
+class CitationOut(BaseModel):
+    number: int = Field(description="the n of an [n] marker in the answer")
+    chunk_ids: list[str] = Field(description="the chunks behind source n")
+    document_ids: list[str] = Field(description="the documents of those chunks")
+
+
 class AnswerOut(BaseModel):
     index: str
     version: str
@@ -83,6 +89,11 @@ class AnswerOut(BaseModel):
         default_factory=list,
         description="the LLM steps of this query that fell back, one note each (empty when every step used "
         "the model's answer)",
+    )
+    citations: list[CitationOut] = Field(
+        default_factory=list,
+        description="the [n] markers the answer cites, each mapped to the chunk and document ids of "
+        "source n of the answer prompt (empty when the answer cites nothing)",
     )
 
 

@@ -207,9 +207,11 @@ class GraphService:
         Returns:
             ``{"index", "version", "method", "query", "answer", "sources": [Hit.to_dict()],
             "usage": {"stages": ..., "total": {"calls", "cached", "prompt_tokens",
-            "completion_tokens", ...}}, "fallbacks": [note, ...]}``: ``fallbacks`` names the
-            LLM steps of this query that fell back (:attr:`graphstrata.api.Answer.fallbacks`;
-            empty when every step used the model's answer).
+            "completion_tokens", ...}}, "fallbacks": [note, ...], "citations": [{"number",
+            "chunk_ids", "document_ids"}]}``: ``fallbacks`` names the LLM steps of this query
+            that fell back (:attr:`graphstrata.api.Answer.fallbacks`; empty when every step used
+            the model's answer); ``citations`` maps the answer's ``[n]`` markers to the sources
+            of its prompt (:attr:`graphstrata.api.Answer.citations`).
 
         Raises:
             ServeError: as :meth:`retrieve`; 400 when the server has no LLM; 502 when the LLM
@@ -229,7 +231,7 @@ class GraphService:
                 raise ServeError(502, "llm_error", str(exc)) from None
             return {"index": name, "version": version, "method": method, "query": query,
                     "answer": ans.text, "sources": [h.to_dict() for h in ans.hits], "usage": ans.usage,
-                    "fallbacks": list(ans.fallbacks)}
+                    "fallbacks": list(ans.fallbacks), "citations": [c.to_dict() for c in ans.citations]}
 
     def list_indexes(self, principal: Principal) -> dict[str, Any]:
         """The caller's readable indexes: ``{"indexes": [{"name", "version", "documents",
