@@ -110,7 +110,26 @@ class PendingAnswer:
         return self.answer(out)
 
 
-class StreamingAnswer:
+class _StreamState:
+    """What both streamed answers hold: the pending answer, its last call's stream, the pieces
+    read so far (an iterator, sync or async), the final :class:`Answer` once the stream ended,
+    the error it ended with, and the question, method and hits known before the first piece."""
+
+    def __init__(self, pending: PendingAnswer) -> None:
+        self._pending = pending
+        self._stream = AnswerStream(pending.step, pending.client)
+        self._pieces: Any = None
+        self._answer: Answer | None = None
+        self._error: Exception | None = None
+        self.query, self.method = pending.query, pending.method
+        self.hits = pending.hits
+
+    def __repr__(self) -> str:
+        state = "done" if self._answer is not None else "streaming"
+        return f"{type(self).__name__}({self.query!r}, method={self.method!r}, {state})"
+
+
+class StreamingAnswer(_StreamState):
     """An answer given as it is written: iterate it (once) for its text pieces, then read
     :attr:`answer`.
 
@@ -130,18 +149,6 @@ class StreamingAnswer:
             piece are retried; after it, the stream ends with the error).
     """
 
-    def __init__(self, pending: PendingAnswer) -> None:
-        self._pending = pending
-        self._stream = AnswerStream(pending.step, pending.client)
-        self._pieces: Iterator[str] | None = None
-        self._answer: Answer | None = None
-        self._error: Exception | None = None
-        self.query, self.method = pending.query, pending.method
-        self.hits = pending.hits
-
-    def __repr__(self) -> str:
-        state = "done" if self._answer is not None else "streaming"
-        return f"StreamingAnswer({self.query!r}, method={self.method!r}, {state})"
 
     def __iter__(self) -> Iterator[str]:
         return self
@@ -180,7 +187,7 @@ class StreamingAnswer:
         return self._answer
 
 
-class AsyncStreamingAnswer:
+class AsyncStreamingAnswer(_StreamState):
     """:class:`StreamingAnswer` for ``async for`` (what ``await GraphStrata.aanswer(...,
     stream=True)`` returns): the last call streams on the running event loop when the LLM has
     an async stream, else its blocking stream is read in a worker thread.
@@ -192,18 +199,6 @@ class AsyncStreamingAnswer:
         graphstrata.llm.LLMError: as :class:`StreamingAnswer`.
     """
 
-    def __init__(self, pending: PendingAnswer) -> None:
-        self._pending = pending
-        self._stream = AnswerStream(pending.step, pending.client)
-        self._pieces: AsyncIterator[str] | None = None
-        self._answer: Answer | None = None
-        self._error: Exception | None = None
-        self.query, self.method = pending.query, pending.method
-        self.hits = pending.hits
-
-    def __repr__(self) -> str:
-        state = "done" if self._answer is not None else "streaming"
-        return f"AsyncStreamingAnswer({self.query!r}, method={self.method!r}, {state})"
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self
