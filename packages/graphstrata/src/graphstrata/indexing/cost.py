@@ -45,8 +45,10 @@ HIRAG_CALLS_PER_SQRT_ENTITY = 0.62
 #: Report prompt tokens per member-description token (entity rows, relation rows, table
 #: headers); same measurement as :data:`COMPLETION_RATIOS`.
 REPORT_MEMBER_TOKENS_PER_DESC_TOKEN = 2.0
-#: Tokens a HiRAG summary prompt spends per member besides its description (name, markup).
-SUMMARY_MEMBER_OVERHEAD_TOKENS = 8
+#: HiRAG summary prompt tokens per member-description token of the offline graph (the
+#: prompt lists each member's name and its LLM description, shorter than the offline one's
+#: sentences); same measurement as :data:`COMPLETION_RATIOS`.
+SUMMARY_MEMBER_TOKENS_PER_DESC_TOKEN = 0.7
 
 
 def family_of(stage: str) -> str:
@@ -143,7 +145,7 @@ def estimate_llm_cost(
     summary_template = count(SUMMARY_ENTITY_SYSTEM + SUMMARY_ENTITY_PROMPT)
     summaries = int(round(HIRAG_CALLS_PER_SQRT_ENTITY * np.sqrt(n_entities))) if n_entities > 2 else 0
     size = n_entities / max(summaries, 1)  # members per cluster
-    summary_prompts = summaries * (summary_template + size * (desc_tokens + SUMMARY_MEMBER_OVERHEAD_TOKENS))
+    summary_prompts = summaries * (summary_template + size * desc_tokens * SUMMARY_MEMBER_TOKENS_PER_DESC_TOKEN)
     if summaries:
         stages["hirag_summaries (projected)"] = {
             "calls": summaries, "prompt_tokens": int(summary_prompts),
