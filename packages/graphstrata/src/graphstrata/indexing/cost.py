@@ -14,7 +14,6 @@ from ..models import Embedder
 from ..types import Document
 from .extract import extractor
 
-
 #: Completion tokens a call of each prompt family answers with, per token of its basis: the
 #: chunk text's tokens for ``extract`` and ``extract:gleaning`` (the answer restates the
 #: chunk's entities and relations; the ~1,000-token instructions and examples around it do
