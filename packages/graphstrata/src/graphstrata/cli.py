@@ -570,7 +570,8 @@ def _dry_run(args, config: dict[str, Any] | None, documents: list[Any]) -> int:
     from .models import default_embedder
 
     cfg = as_config(config)
-    est = estimate_llm_cost(documents, cfg, default_embedder())
+    llm = _load_llm(args.llm)  # never called: its tokenizer counts the prompts when it has one
+    est = estimate_llm_cost(documents, cfg, default_embedder(), llm=llm)
     print(f"dry run: no LLM called; {est['chunks']} chunks")
     for line in _usage_lines({"stages": est["stages"], "total": est["total"]}, "  estimated LLM calls and tokens"):
         print(line)

@@ -9,31 +9,89 @@ import numpy as np
 
 from ..chunking import chunk_documents
 from ..config import GraphStrataConfig
-from ..llm import DryRunLLM, LLMClient, estimate_tokens
+from ..llm import DryRunLLM, LLMClient
 from ..models import Embedder
 from ..types import Document
 from .extract import extractor
 
+#: Completion tokens a call of each prompt family answers with, per token of its basis: the
+#: chunk text's tokens for ``extract`` and ``extract:gleaning`` (the answer restates the
+#: chunk's entities and relations; the ~1,000-token instructions and examples around it do
+#: not grow it), the prompt's tokens for the other families. Measured with
+#: ``bench/dry_run_calibration.py``: a scripted build of the first 40 HotpotQA documents
+#: (``../shared/data/hotpotqa``) answered by ``graphstrata.testing.answer_at_realistic_length``
+#: (answers sized as gpt-4o-mini answers these prompts), tokens counted by one tokenizer on
+#: both sides; ``build_usage`` completion tokens over the basis, per family. Replaces a flat
+#: 300 tokens a call, which was 2–5× off.
+COMPLETION_RATIOS: dict[str, float] = {
+    "extract": 6.0,  # 5.8 (40 docs) and 6.5 (12 docs) completion tokens a chunk token
+    "extract:gleaning": 0.93,  # 0.89 and 1.0
+    "extract:summaries": 0.1,  # not met in the measured run: a short summary of a long prompt
+    "community_reports": 0.63,  # 0.61 and 0.66 of the prompt
+}
+#: Completion tokens per call where the answer's size does not follow its prompt: HiRAG
+#: summary entities answer ~138 tokens whatever the cluster size (138 and 138 measured).
+COMPLETION_PER_CALL: dict[str, int] = {"hirag_summaries": 138}
+#: Entities the LLM extracts per chunk token (0.091 on 12 documents, 0.077 on 40): the graph
+#: that community reports and HiRAG summaries are projected from. The offline extractor's
+#: count overshot it by 20-50 %.
+LLM_ENTITIES_PER_CHUNK_TOKEN = 0.08
+#: HiRAG summary calls per ``sqrt(entities)`` (0.65 and 0.60 measured: one GMM layer of
+#: ``~sqrt(n)`` clusters, most of which the build keeps).
+HIRAG_CALLS_PER_SQRT_ENTITY = 0.62
 
-def estimate_llm_cost(docs: Sequence[Document], config: GraphStrataConfig, embedder: Embedder) -> dict[str, Any]:
+
+#: Report prompt tokens per member-description token (entity rows, relation rows, table
+#: headers); same measurement as :data:`COMPLETION_RATIOS`.
+REPORT_MEMBER_TOKENS_PER_DESC_TOKEN = 2.0
+#: HiRAG summary prompt tokens per member-description token of the offline graph (the
+#: prompt lists each member's name and its LLM description, shorter than the offline one's
+#: sentences); same measurement as :data:`COMPLETION_RATIOS`.
+SUMMARY_MEMBER_TOKENS_PER_DESC_TOKEN = 0.7
+
+
+def family_of(stage: str) -> str:
+    """The prompt family of a ledger stage name: ``"community_reports:layer_2"`` and
+    ``"community_reports (projected)"`` → ``"community_reports"``; ``"extract:gleaning"`` stays."""
+    stage = stage.removesuffix(" (projected)")
+    return stage.split(":layer_")[0]
+
+
+def estimate_llm_cost(
+    docs: Sequence[Document], config: GraphStrataConfig, embedder: Embedder, llm: Any = None
+) -> dict[str, Any]:
     """What a build with an LLM would spend, without calling one (``graphstrata index --dry-run``).
 
-    Extraction is counted exactly: the real prompts of every chunk go to a
-    :class:`~graphstrata.llm.DryRunLLM` that answers nothing and counts their tokens
-    (gleaning passes included; completion tokens are a flat estimate per call). Community
-    reports and HiRAG summary entities depend on the graph the LLM will extract, so they are
-    projected from the offline graph of the same chunks: ``n / (max_community_size / 2)``
-    communities per layer while at least ``min_communities`` remain, and ``sqrt(n)`` GMM
-    clusters per HiRAG layer — rough, and labelled so.
+    Extraction calls are counted exactly: the real prompts of every chunk go to a
+    :class:`~graphstrata.llm.DryRunLLM` that answers nothing and counts their tokens with
+    ``llm``'s tokenizer when it has one (``count_tokens``: the LlamaIndex and LangChain
+    adapters expose the model's), else ``ceil(chars / 3)``
+    (:func:`~graphstrata.llm.base.count_prompt_tokens`). Gleaning prompts get the estimated
+    extraction answer they repeat. Completion tokens are :data:`COMPLETION_RATIOS` (measured
+    per prompt family) times each family's basis. Community reports and HiRAG summary
+    entities depend on the graph the LLM will extract, so they are projected from the offline
+    graph sized from the chunks (:data:`LLM_ENTITIES_PER_CHUNK_TOKEN`): ``n / (max_community_size / 2)`` communities per layer while at
+    least ``min_communities`` remain, and ``sqrt(n)`` GMM clusters per HiRAG layer, their
+    prompts sized from the real templates — projections, labelled so.
+
+    Args:
+        docs: the documents the build would index.
+        config: the build's configuration (chunking, gleaning, reports, layers).
+        embedder: the embedder whose tokenizer chunks the documents.
+        llm: the LLM the build would use (never called), or ``None``: only its tokenizer
+            is read.
 
     Returns:
         ``{"chunks": n, "stages": {stage: {"calls", "prompt_tokens", "completion_tokens",
-        "estimated": True, "exact_calls": bool}}, "total": {...}}``; tokens are
-        ``chars / 4`` estimates.
+        "estimated": True, "exact_calls": bool}}, "total": {...}}``; tokens as above.
 
     Raises:
         ValueError: an empty corpus, or a document over ``config.max_document_chars``.
     """
+    from ..llm.base import count_prompt_tokens
+    from ..llm.prompts.archrag import COMMUNITY_REPORT_PROMPT, COMMUNITY_REPORT_SYSTEM
+    from ..llm.prompts.hirag import SUMMARY_ENTITY_PROMPT, SUMMARY_ENTITY_SYSTEM
+
     if not docs:
         raise ValueError("empty corpus: no documents given")
     chunks = chunk_documents(
@@ -41,8 +99,12 @@ def estimate_llm_cost(docs: Sequence[Document], config: GraphStrataConfig, embed
     )
     if not chunks:
         raise ValueError("empty corpus: the documents contain no text")
+
+    def count(text: str) -> int:
+        return count_prompt_tokens(llm, text)
+
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
-    dry = DryRunLLM()
+    dry = DryRunLLM(tokenizer=llm)
     client = LLMClient(dry, concurrency=1, max_failure_share=1.0)  # empty answers are no model failure
     try:
         extractor(config, client, False).extract(chunks, titles)
@@ -52,28 +114,42 @@ def estimate_llm_cost(docs: Sequence[Document], config: GraphStrataConfig, embed
         name: {**{k: v for k, v in u.to_dict().items() if k not in ("checked", "failures")}, "exact_calls": True}
         for name, u in client.ledger.stages.items()
     }
-    entities, _ = extractor(config, None, False).extract(chunks, titles)
-    desc_tokens = np.mean([estimate_tokens(e.description) for e in entities]) if entities else 0.0
-    per_report = int(min(desc_tokens * config.max_community_size / 2 + 400, 8000))
-    n, reports = len(entities), 0
+    chunk_tokens = sum(count(c.text) for c in chunks)
+    per_chunk = chunk_tokens / len(chunks)
+    extract_answer = COMPLETION_RATIOS["extract"] * per_chunk  # one chunk's extraction answer
+    for name, s in stages.items():
+        family = family_of(name)
+        if family == "extract:gleaning":
+            s["prompt_tokens"] = int(s["prompt_tokens"] + s["calls"] * extract_answer)
+        basis = s["calls"] * per_chunk if family in ("extract", "extract:gleaning") else s["prompt_tokens"]
+        s["completion_tokens"] = int(round(COMPLETION_RATIOS.get(family, 0.0) * basis))
+    offline, _ = extractor(config, None, False).extract(chunks, titles)
+    desc_tokens = float(np.mean([count(e.description) for e in offline])) if offline else 0.0
+    n_entities = int(round(LLM_ENTITIES_PER_CHUNK_TOKEN * chunk_tokens))
+    members = config.max_community_size / 2
+    report_prompt = count(COMMUNITY_REPORT_SYSTEM + COMMUNITY_REPORT_PROMPT.format(context=""))
+    per_report = int(min(report_prompt + REPORT_MEMBER_TOKENS_PER_DESC_TOKEN * desc_tokens * members, 8000))
+    n, reports = n_entities, 0
     for _ in range(config.max_layers):
-        n = int(n // max(config.max_community_size / 2, 1))
+        n = int(n // max(members, 1))
         if n < config.min_communities:
             break
         reports += n
     if config.llm_community_reports and reports:
         stages["community_reports (projected)"] = {
             "calls": reports, "prompt_tokens": reports * per_report,
-            "completion_tokens": reports * dry.completion_estimate, "estimated": True, "exact_calls": False,
+            "completion_tokens": int(round(reports * per_report * COMPLETION_RATIOS["community_reports"])),
+            "estimated": True, "exact_calls": False,
         }
-    n, summaries = len(entities), 0
-    while n > 2:
-        n = int(np.sqrt(n))
-        summaries += n
+    summary_template = count(SUMMARY_ENTITY_SYSTEM + SUMMARY_ENTITY_PROMPT)
+    summaries = int(round(HIRAG_CALLS_PER_SQRT_ENTITY * np.sqrt(n_entities))) if n_entities > 2 else 0
+    size = n_entities / max(summaries, 1)  # members per cluster
+    summary_prompts = summaries * (summary_template + size * desc_tokens * SUMMARY_MEMBER_TOKENS_PER_DESC_TOKEN)
     if summaries:
         stages["hirag_summaries (projected)"] = {
-            "calls": summaries, "prompt_tokens": summaries * 600,
-            "completion_tokens": summaries * dry.completion_estimate, "estimated": True, "exact_calls": False,
+            "calls": summaries, "prompt_tokens": int(summary_prompts),
+            "completion_tokens": summaries * COMPLETION_PER_CALL["hirag_summaries"],
+            "estimated": True, "exact_calls": False,
         }
     total = {
         key: int(sum(s[key] for s in stages.values())) for key in ("calls", "prompt_tokens", "completion_tokens")

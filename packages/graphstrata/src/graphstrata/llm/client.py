@@ -775,8 +775,16 @@ async def stream_in_thread(open_stream: Callable[[], Iterable[Any]]) -> AsyncIte
 
 
 class DryRunLLM:
-    """An :class:`LLM` that spends nothing: every call returns ``""`` and its prompt is counted
-    with :func:`estimate_tokens` (completion tokens estimated as ``completion_estimate``).
+    """An :class:`LLM` that spends nothing: every call returns ``""``; its prompt (system
+    prompt included) is counted with ``tokenizer``'s ``count_tokens`` when it has one, else
+    ``ceil(chars / 3)`` (:func:`~graphstrata.llm.base.count_prompt_tokens`), and its
+    completion as ``completion_estimate`` tokens (the per-family estimate is
+    :func:`graphstrata.indexing.estimate_llm_cost`'s, from the prompt counts).
+
+    Args:
+        completion_estimate: completion tokens recorded per call.
+        tokenizer: the LLM the build would use (never called; only ``count_tokens`` is read),
+            or ``None``.
 
     Used by ``graphstrata index --dry-run`` to print the calls and tokens a build would make.
     """
@@ -784,13 +792,13 @@ class DryRunLLM:
     id = "dry-run"
     native_async = False
 
-    def __init__(self, completion_estimate: int = 300) -> None:
+    def __init__(self, completion_estimate: int = 0, tokenizer: Any = None) -> None:
         self.completion_estimate = int(completion_estimate)
+        self.tokenizer = tokenizer
 
     def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False) -> LLMResponse:
-        return LLMResponse(
-            "", Usage(estimate_tokens((system or "") + prompt), self.completion_estimate, True)
-        )
+        sent = (system or "") + prompt
+        return LLMResponse("", Usage(count_prompt_tokens(self.tokenizer, sent), self.completion_estimate, True))
 
     async def acomplete(
         self, prompt: str, *, system: str | None = None, json_mode: bool = False

@@ -270,6 +270,95 @@ def answer_every_prompt(prompt: str, system: str | None) -> str:
 
 
 
+_SENTENCE = re.compile(r"[^.!?]+[.!?]")
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of ``text`` by a stand-in tokenizer: every word and every punctuation mark is
+    one token (about ``chars / 4.3`` on English prose, near BPE tokenizers). Give it to a
+    scripted model as its ``count_tokens`` to test the tokenizer path of cost accounting."""
+    return len(_TOKEN.findall(text))
+
+
+def answer_at_realistic_length(prompt: str, system: str | None) -> str:
+    """:func:`answer_every_prompt`'s formats at the lengths a real model answers with, for
+    cost estimates (``graphstrata index --dry-run``): per chunk up to 8 entities and 6
+    relationships whose descriptions are whole sentences of the chunk (about 6 completion
+    tokens a chunk token, about as long as the prompt), a gleaning pass adding two records, community reports with a three-sentence summary and four findings (about 450
+    tokens), HiRAG summary entities of three records. Deterministic; tests cost
+    accounting and control flow, never quality.
+
+    Raises:
+        AssertionError: a prompt of a family it does not know (as :func:`answer_every_prompt`).
+    """
+    from ..llm.prompts import archrag, hirag
+    from ..llm.prompts import lightrag_extract as lx
+
+    if system in (lx.EXTRACT_SYSTEM, getattr(lx, "EXTRACT_SYSTEM_SHORT", None)):
+        tail = prompt.rstrip()
+        text = prompt.rsplit("Text: ", 1)[-1].rsplit("Output:", 1)[0]
+        sentences = [s.strip() for s in _SENTENCE.findall(text)] or [text.strip()]
+        names = list(dict.fromkeys(_CAPITALISED.findall(text))) or ["Passage"]
+        if tail.endswith(lx.CONTINUE_QUESTION):
+            return "NO"
+        if tail.endswith(lx.GLEANING_INSTRUCTION):
+            extra = names[-2:]
+            recs = [f'("entity"<|>{n}<|>organization<|>{sentences[-1]})' for n in extra]
+            return "##\n".join(recs) + "##\n" + lx.COMPLETION_DELIMITER
+        names = names[:8]
+        recs = [
+            f'("entity"<|>{n}<|>{("person", "geo", "organization", "event")[i % 4]}<|>'
+            f"{sentences[i % len(sentences)]})"
+            for i, n in enumerate(names)
+        ]
+        recs += [
+            f'("relationship"<|>{a}<|>{b}<|>{sentences[(i + 1) % len(sentences)]}<|>'
+            f"related, co-mention<|>{3 + i % 5})"
+            for i, (a, b) in enumerate(zip(names, names[1:6], strict=False))
+        ]
+        return "##\n".join(recs) + "##\n" + lx.COMPLETION_DELIMITER
+    if system == lx.SUMMARY_SYSTEM:
+        return "A merged description of the entity that keeps every fact the passages state about it."
+    if system == archrag.COMMUNITY_REPORT_SYSTEM:
+        names = list(dict.fromkeys(_CAPITALISED.findall(prompt)))[:6] or ["Member"]
+        who = ", ".join(names)
+        return "```json\n" + json.dumps(
+            {
+                "title": f"{names[0]} and related entities {_h(prompt)}",
+                "summary": (
+                    f"This community gathers {who}. The entities are linked through shared "
+                    "passages that describe their history, their roles and the places where they "
+                    "appear. Together they form a coherent topic of the corpus."
+                ),
+                "rating": 6,
+                "rating_explanation": "The community is of moderate importance to the corpus as a whole.",
+                "findings": [
+                    {
+                        "summary": f"{n} is a central member",
+                        "explanation": (
+                            f"{n} is connected to several other members of the community through "
+                            "relationships that the passages describe in some detail. These links "
+                            "explain why the entity belongs to this group and how it relates to "
+                            "the others [Data: Entities (1, 2); Relationships (3)]."
+                        ),
+                    }
+                    for n in (names * 4)[:4]
+                ],
+            },
+            indent=2,
+        ) + "\n```"
+    if system == hirag.SUMMARY_ENTITY_SYSTEM:
+        names = list(dict.fromkeys(_CAPITALISED.findall(prompt)))[:3] or ["Theme"]
+        recs = [
+            f'("entity"<|>Theme of {n} {_h(prompt)}<|>normal_entity<|>A theme shared by the listed '
+            f"entities, centred on {n} and the events, places and people the passages link to it.)"
+            for n in names
+        ]
+        return "##\n".join(recs) + "\n<|COMPLETE|>"
+    return answer_every_prompt(prompt, system)
+
+
 def answer_with_fallbacks(answer: Any, notes: Sequence[str]) -> Any:
     """``answer`` (a bound :meth:`GraphStrata.answer <graphstrata.GraphStrata.answer>`) whose
     :class:`~graphstrata.api.Answer` reports ``notes`` as its fallbacks: what the framework
