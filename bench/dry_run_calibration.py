@@ -17,36 +17,16 @@ from pathlib import Path
 from graphstrata import GraphStrata
 from graphstrata.config import as_config
 from graphstrata.indexing import estimate_llm_cost
-from graphstrata.indexing.cost import family_of
-from graphstrata.llm import LLMResponse, Usage
-from graphstrata.testing import HashEmbedder, ScriptedLLM, answer_at_realistic_length, count_tokens
+from graphstrata.indexing.cost import usage_by_family
+from graphstrata.testing import HashEmbedder, TokenizedLLM, answer_at_realistic_length, count_tokens
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa" / "corpus.jsonl"
 CONFIG = {"min_communities": 2, "max_community_size": 6}
 
 
-class TokenizedLLM(ScriptedLLM):
-    """A scripted model with a tokenizer, reporting usage by it."""
-
-    count_tokens = staticmethod(count_tokens)
-
-    def complete(self, prompt, *, system=None, json_mode=False):
-        out = super().complete(prompt, system=system, json_mode=json_mode)
-        return LLMResponse(out.text, Usage(count_tokens((system or "") + prompt), count_tokens(out.text), False))
-
-
 def docs(n: int, path: Path = DATA) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for _, line in zip(range(n), f, strict=False)]
-
-
-def by_family(stages: dict) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for name, s in stages.items():
-        f = out.setdefault(family_of(name), {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
-        for k in f:
-            f[k] += int(s[k])
-    return out
 
 
 def measure(n: int, path: Path = DATA, config: dict | None = None) -> tuple[dict, dict]:
@@ -61,7 +41,7 @@ def measure(n: int, path: Path = DATA, config: dict | None = None) -> tuple[dict
                             as_config(config), HashEmbedder(), llm=llm)
     print("entities: LLM graph", len(gs.kg.entities), " layers", [len(x) for x in gs.communities],
           " chunk tokens", sum(count_tokens(c.text) for c in gs.chunks))
-    return by_family(gs.build_usage["stages"]), by_family(est["stages"])
+    return usage_by_family(gs.build_usage["stages"]), usage_by_family(est["stages"])
 
 
 if __name__ == "__main__":

@@ -17,33 +17,14 @@ import pytest
 from graphstrata import GraphStrata
 from graphstrata.config import as_config
 from graphstrata.indexing import estimate_llm_cost
-from graphstrata.indexing.cost import family_of
-from graphstrata.llm import DryRunLLM, LLMResponse, Usage
-from graphstrata.testing import HashEmbedder, ScriptedLLM, answer_at_realistic_length, count_tokens
+from graphstrata.indexing.cost import usage_by_family
+from graphstrata.llm import DryRunLLM
+from graphstrata.testing import HashEmbedder, TokenizedLLM, answer_at_realistic_length
 from graphstrata.types import Document
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "hotpotqa" / "corpus.jsonl"
 CONFIG = {"min_communities": 2, "max_community_size": 6}
 FAMILIES = ("extract", "extract:gleaning", "community_reports", "hirag_summaries")
-
-
-class TokenizedLLM(ScriptedLLM):
-    """A scripted model with a tokenizer, reporting its usage by that tokenizer."""
-
-    count_tokens = staticmethod(count_tokens)
-
-    def complete(self, prompt, *, system=None, json_mode=False):
-        out = super().complete(prompt, system=system, json_mode=json_mode)
-        return LLMResponse(out.text, Usage(count_tokens((system or "") + prompt), count_tokens(out.text), False))
-
-
-def _by_family(stages) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for name, s in stages.items():
-        f = out.setdefault(family_of(name), {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
-        for k in f:
-            f[k] += int(s[k])
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -58,21 +39,21 @@ def measured():
         gs = GraphStrata.build(corpus, config=CONFIG, embedder=HashEmbedder(), llm=llm)
     docs = [Document(d["id"], d["text"], {"title": d["title"]}) for d in corpus]
     est = estimate_llm_cost(docs, as_config(CONFIG), HashEmbedder(), llm=llm)
-    return _by_family(gs.build_usage["stages"]), est, len(llm.calls)
+    return usage_by_family(gs.build_usage["stages"]), est, len(llm.calls)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("kind", ["prompt_tokens", "completion_tokens"])
 def test_dry_run_estimate_is_within_25_percent_of_the_scripted_build(measured, family, kind):
     actual, est, _ = measured
-    estimate = _by_family(est["stages"])
+    estimate = usage_by_family(est["stages"])
     assert actual[family][kind] > 0
     assert estimate[family][kind] == pytest.approx(actual[family][kind], rel=0.25), (family, kind)
 
 
 def test_dry_run_counts_extraction_calls_exactly_and_calls_no_model(measured):
     actual, est, calls = measured
-    estimate = _by_family(est["stages"])
+    estimate = usage_by_family(est["stages"])
     assert estimate["extract"]["calls"] == actual["extract"]["calls"]
     assert estimate["extract:gleaning"]["calls"] == actual["extract:gleaning"]["calls"]
     assert calls == sum(a["calls"] for a in actual.values())  # the dry run added no call

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,18 @@ def family_of(stage: str) -> str:
     ``"community_reports (projected)"`` → ``"community_reports"``; ``"extract:gleaning"`` stays."""
     stage = stage.removesuffix(" (projected)")
     return stage.split(":layer_")[0]
+
+
+def usage_by_family(stages: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """A ledger's or an estimate's per-stage ``{"calls", "prompt_tokens", "completion_tokens"}``
+    summed per prompt family (:func:`family_of`): the unit the dry run's estimate is compared
+    with a run's actual counts in."""
+    out: dict[str, dict[str, int]] = {}
+    for name, s in stages.items():
+        f = out.setdefault(family_of(name), {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+        for k in f:
+            f[k] += int(s[k])
+    return out
 
 
 def estimate_llm_cost(

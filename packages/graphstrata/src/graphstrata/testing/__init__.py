@@ -359,6 +359,21 @@ def answer_at_realistic_length(prompt: str, system: str | None) -> str:
     return answer_every_prompt(prompt, system)
 
 
+class TokenizedLLM(ScriptedLLM):
+    """A :class:`ScriptedLLM` with a tokenizer (:func:`count_tokens`, exposed as
+    ``count_tokens`` as the framework adapters expose theirs) that reports its usage in that
+    tokenizer's tokens: the dry run's estimate and a scripted build's ledger then count alike
+    (``tests/core/test_dry_run_estimate.py``, ``bench/dry_run_calibration.py``)."""
+
+    count_tokens = staticmethod(count_tokens)
+
+    def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False) -> Any:
+        from ..llm import LLMResponse, Usage
+
+        out = super().complete(prompt, system=system, json_mode=json_mode)
+        return LLMResponse(out.text, Usage(count_tokens((system or "") + prompt), count_tokens(out.text), False))
+
+
 def answer_with_fallbacks(answer: Any, notes: Sequence[str]) -> Any:
     """``answer`` (a bound :meth:`GraphStrata.answer <graphstrata.GraphStrata.answer>`) whose
     :class:`~graphstrata.api.Answer` reports ``notes`` as its fallbacks: what the framework
