@@ -128,6 +128,16 @@ class _StreamState:
         state = "done" if self._answer is not None else "streaming"
         return f"{type(self).__name__}({self.query!r}, method={self.method!r}, {state})"
 
+    @property
+    def done(self) -> bool:
+        """Whether the stream has ended (every piece given)."""
+        return self._answer is not None
+
+    def _finish(self) -> None:
+        """The stream gave its last piece: make the final :class:`Answer` from its result."""
+        assert self._stream.result is not None
+        self._answer = self._pending.answer(self._stream.result)
+
 
 class StreamingAnswer(_StreamState):
     """An answer given as it is written: iterate it (once) for its text pieces, then read
@@ -167,15 +177,9 @@ class StreamingAnswer(_StreamState):
             self._error = exc  # raised again on the next read: the answer will not come
             raise
         if piece is None:
-            assert self._stream.result is not None
-            self._answer = self._pending.answer(self._stream.result)
+            self._finish()
             raise StopIteration
         return piece
-
-    @property
-    def done(self) -> bool:
-        """Whether the stream has ended (every piece given)."""
-        return self._answer is not None
 
     @property
     def answer(self) -> Answer:
@@ -199,7 +203,6 @@ class AsyncStreamingAnswer(_StreamState):
         graphstrata.llm.LLMError: as :class:`StreamingAnswer`.
     """
 
-
     def __aiter__(self) -> AsyncIterator[str]:
         return self
 
@@ -217,15 +220,9 @@ class AsyncStreamingAnswer(_StreamState):
             self._error = exc
             raise
         if piece is None:
-            assert self._stream.result is not None
-            self._answer = self._pending.answer(self._stream.result)
+            self._finish()
             raise StopAsyncIteration
         return piece
-
-    @property
-    def done(self) -> bool:
-        """Whether the stream has ended (every piece given)."""
-        return self._answer is not None
 
     @property
     def answer(self) -> Answer:
