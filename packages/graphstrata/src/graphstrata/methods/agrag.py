@@ -113,9 +113,8 @@ from .base import (
     Method,
     OptionSpec,
     Retrieval,
-    bm25_scores_of,
     hit_scores,
-    minmax,
+    hybrid_arrays,
     query_llm,
     rank,
     scored,
@@ -765,9 +764,10 @@ class _FactVectorScores:
 def hybrid_candidates(state, query: str, qvec: np.ndarray, n: int, alpha: float) -> dict[int, float]:
     """AGRAG's hybrid chunk scores HS (module doc step 1; spec §2.10, §6.4): the same fusion
     as :func:`~.base.hybrid_scores`, ``alpha · minmax(cosine) + (1 − alpha) · minmax(BM25)``
-    over the dense top-``n`` (C-HNSW) ∪ BM25 top-``n`` (:meth:`~graphstrata.index.BM25Index.top`,
+    over the dense top-``n`` (C-HNSW) ∪ the exact BM25 top-``n`` (:meth:`~graphstrata.index.BM25Index.top`,
     ties by row), with exact cosines and BM25 scores of every candidate — but no array over the
-    corpus: the work is ``n`` and the query terms' postings.
+    corpus: the work is ``n`` and the query terms' postings (:func:`~.base.hybrid_arrays` with
+    ``exact_lexical=True``).
 
     Returns:
         ``{chunk_row: HS in [0, 1]}`` (empty for an empty index).
@@ -775,24 +775,7 @@ def hybrid_candidates(state, query: str, qvec: np.ndarray, n: int, alpha: float)
     n = max(int(n), 0)
     if n == 0 or not len(state.chunks):
         return {}
-    dense_rows, _ = state.chunk_index.search(qvec, n)
-    lex_rows, lex_scores = state.bm25.top(query, n)
-    dense_rows = np.asarray(dense_rows, np.int64)
-    rows = np.union1d(dense_rows[dense_rows >= 0], np.asarray(lex_rows, np.int64))
-    if not len(rows):
-        return {}
-    bm = np.zeros(len(rows), np.float32)
-    if len(lex_rows):
-        pos = np.searchsorted(rows, lex_rows)
-        bm[pos] = lex_scores
-        rest = np.ones(len(rows), bool)
-        rest[pos] = False
-    else:
-        rest = np.ones(len(rows), bool)
-    if rest.any():
-        bm[rest] = bm25_scores_of(state, query, rows[rest])
-    cos = state.chunk_index.similarity(qvec, rows)
-    fused = alpha * minmax(cos) + (1.0 - alpha) * minmax(bm)
+    rows, fused = hybrid_arrays(state, query, qvec, n, alpha, exact_lexical=True)
     return dict(zip(rows.tolist(), fused.astype(np.float64).tolist(), strict=True))
 
 

@@ -413,21 +413,23 @@ def hybrid_arrays(
     n: int,
     alpha: float,
     extra_rows: Iterable[int] | np.ndarray = (),
+    exact_lexical: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`hybrid_scores` as arrays: int64 candidate rows ascending and their float32 fused
     scores in [0, 1].
 
     The lexical candidates are BM25's top-``n`` over each query term's impact-ordered prefix
     (:meth:`~graphstrata.index.BM25Index.top_impact`: exact BM25 top-``n`` unless a term is
-    held by more than ``BM25_IMPACT_ROWS`` chunks); every candidate, whichever list brought it,
-    is then scored exactly.
+    held by more than ``BM25_IMPACT_ROWS`` chunks; ``exact_lexical=True``: the exact top-``n``,
+    :meth:`~graphstrata.index.BM25Index.top`, whatever the terms); every candidate, whichever
+    list brought it, is then scored exactly.
 
     Work: one C-HNSW search, at most ``BM25_IMPACT_ROWS`` postings per query term and one dot
     product and ``terms`` binary searches per candidate — bounded by ``n``, ``len(extra_rows)``
     and the query's terms, not by the number of chunks.
     """
     dense_rows, _ = state.chunk_index.search(qvec, n)
-    top_impact = getattr(state.bm25, "top_impact", None)  # a BM25 without prefixes: exact top
+    top_impact = None if exact_lexical else getattr(state.bm25, "top_impact", None)  # else exact top
     lex_rows, _ = (top_impact or state.bm25.top)(query, int(n))
     extra = np.fromiter(extra_rows, np.int64) if not isinstance(extra_rows, np.ndarray) else extra_rows
     rows = np.unique(np.concatenate([np.asarray(dense_rows, np.int64), np.asarray(lex_rows, np.int64),
