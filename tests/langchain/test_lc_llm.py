@@ -502,3 +502,59 @@ def test_answer_chain_stream_of_a_model_without_streaming_is_one_piece(llm_retri
     chunks = list(GraphStrataAnswerer(retriever=retriever, llm=ScriptedChatModel(model_name="one")).stream("Who?"))
     assert [c["answer"] for c in chunks if "answer" in c] == [ANSWER]
     assert chunks[-1]["citations"] == []  # the scripted answer cites nothing
+
+
+# ---------------------------------------------------------------------------- records and cache
+class ToyChatModel(ScriptedChatModel):
+    """:class:`ScriptedChatModel` answering every step with graphstrata's stand-in model
+    (:func:`graphstrata.testing.answer_every_prompt`: records of each chunk's own capitalised
+    words, so every chunk's answer is grounded in it)."""
+
+    model_name: str = "toy-chat"
+
+    def _output(self, messages: list[BaseMessage]) -> str:
+        from graphstrata.testing import answer_every_prompt
+
+        system = next((m.content for m in messages if isinstance(m, SystemMessage)), None)
+        user = [m.content for m in messages if isinstance(m, HumanMessage)][-1]
+        return answer_every_prompt(user, system)
+
+
+def _sample_documents(n: int) -> list[Document]:
+    import json
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[2] / "cookbook" / "sample_corpus" / "wiki_sample.jsonl"
+    with open(sample, encoding="utf-8") as f:
+        rows = [json.loads(line) for _, line in zip(range(n), f, strict=False)]
+    return [Document(id=r["id"], page_content=r["text"], metadata={"title": r.get("title", r["id"])}) for r in rows]
+
+
+def test_an_llm_index_persisted_later_keeps_its_cache_and_an_insert_pays_for_its_chunks(embeddings, tmp_path):
+    """Issue 29 on the LangChain side: an index built with a chat model and no persist_dir
+    writes its response cache beside the index when persisted; loaded with that cache
+    deleted, ``add_documents`` costs extraction calls for the new document's chunks only
+    (the per-chunk LLM answers are persisted with the index)."""
+    from graphstrata.llm import CACHE_FILE
+
+    config = {"min_communities": 2, "max_community_size": 6, "chunk_size": 120, "chunk_overlap": 16}
+    docs = _sample_documents(9)
+    built = GraphStrataRetriever.from_documents(docs[:8], llm=ToyChatModel(), embeddings=embeddings, config=config)
+    built.graphstrata.persist(tmp_path / "ix")
+    assert (tmp_path / "ix" / CACHE_FILE).is_file()
+    for p in (tmp_path / "ix").glob(CACHE_FILE + "*"):
+        p.unlink()
+
+    model = ToyChatModel()
+    loaded = GraphStrataRetriever(index_dir=tmp_path / "ix", embeddings=embeddings, llm=model, method="dense")
+    loaded.add_documents([docs[8]])
+    gs = loaded.graphstrata
+    new_chunks = [c for c in gs.chunks if c.document_id == docs[8].id]
+    stages = gs.state.drift["last_update_usage"]["stages"]
+    assert new_chunks and stages["extract"]["calls"] == len(new_chunks)
+    assert stages["extract:gleaning"]["calls"] == len(new_chunks)
+    from graphstrata.llm.prompts.lightrag_extract import EXTRACT_SYSTEM
+
+    asked = [m[-1].content for _, m, _ in model.calls if m[0].content == EXTRACT_SYSTEM]
+    assert len(asked) == 2 * len(new_chunks)  # each new chunk's question and its gleaning pass
+    assert set(gs.state.llm_answers.records) == set(gs.state.chunk_row)

@@ -581,3 +581,70 @@ def test_the_method_response_metadata_has_the_citations(llm_index):
     assert response.metadata["citations"] == []  # the scripted answer cites nothing
     with pytest.raises(ValueError, match="streaming"):
         GraphStrataQueryEngine(index.engine, streaming="yes")
+
+
+# ---------------------------------------------------------------------------- records and cache
+class ToyChatLLM(ScriptedChatLLM):
+    """:class:`ScriptedChatLLM` answering every step with graphstrata's stand-in model
+    (:func:`graphstrata.testing.answer_every_prompt`: records of each chunk's own capitalised
+    words, so every chunk's answer is grounded in it)."""
+
+    model_label: str = "toy"
+
+    def _output(self, messages: Any) -> str:
+        from graphstrata.testing import answer_every_prompt
+
+        system = next((m.content for m in messages if m.role == MessageRole.SYSTEM), None)
+        user = [m.content for m in messages if m.role == MessageRole.USER][-1]
+        return answer_every_prompt(user, system)
+
+
+def _sample_documents(n: int) -> list[Document]:
+    import json
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[2] / "cookbook" / "sample_corpus" / "wiki_sample.jsonl"
+    with open(sample, encoding="utf-8") as f:
+        rows = [json.loads(line) for _, line in zip(range(n), f, strict=False)]
+    return [Document(id_=r["id"], text=r["text"], metadata={"title": r.get("title", r["id"])}) for r in rows]
+
+
+def test_an_llm_index_loaded_without_its_cache_pays_only_for_an_inserted_documents_chunks(hash_embedding, tmp_path):
+    """Issue 29's must-show: a LlamaIndex-built LLM index persists its per-chunk LLM answers
+    (and its response cache, beside the engine); loaded with the cache deleted, inserting a
+    document costs extraction calls for that document's chunks only."""
+    from graphstrata.llm import CACHE_FILE
+    from graphstrata.llm.prompts.lightrag_extract import (
+        CONTINUE_QUESTION,
+        EXTRACT_SYSTEM,
+        GLEANING_INSTRUCTION,
+    )
+
+    config = {"min_communities": 2, "max_community_size": 6, "chunk_size": 120, "chunk_overlap": 16}
+    docs = _sample_documents(9)
+    index = GraphStrataIndex.from_documents(
+        docs[:8], llm=ToyChatLLM(), embed_model=hash_embedding(model_name="h"), config=config
+    )
+    index.storage_context.persist(persist_dir=str(tmp_path))
+    engine_dir = tmp_path / "graphstrata"
+    assert (engine_dir / CACHE_FILE).is_file()  # the in-memory cache went with the index
+    for p in engine_dir.glob(CACHE_FILE + "*"):
+        p.unlink()
+
+    llm = ToyChatLLM()
+    loaded = GraphStrataIndex.load(tmp_path, embed_model=hash_embedding(model_name="h"), llm=llm)
+    loaded.insert(docs[8])
+    engine = loaded.engine
+    new_chunks = [c for c in engine.chunks if c.document_id == docs[8].id_]
+    extraction = [
+        m[-1].content for api, m, _ in llm.calls
+        if api in ("chat", "achat") and m[0].role == MessageRole.SYSTEM and m[0].content == EXTRACT_SYSTEM
+    ]
+    first = [p for p in extraction if not p.rstrip().endswith((CONTINUE_QUESTION, GLEANING_INSTRUCTION))]
+    assert new_chunks and len(first) == len(new_chunks)
+    assert all(any(c.text in p for p in first) for c in new_chunks)
+    stages = engine.state.drift["last_update_usage"]["stages"]
+    assert stages["extract"]["calls"] == len(new_chunks)
+    assert stages["extract:gleaning"]["calls"] == len(new_chunks)  # one gleaning pass each
+    assert "extract:summaries" not in stages
+    assert set(engine.state.llm_answers.records) == set(engine.state.chunk_row)

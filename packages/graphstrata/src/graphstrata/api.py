@@ -301,6 +301,12 @@ class GraphStrata:
             graphstrata.store.ConcurrentWriteError: another writer held the directory's lock
                 past :attr:`write_timeout`.
 
+        An LLM client whose response cache is in memory (an index built without a
+        ``persist_dir``: the LlamaIndex and LangChain packages build so) has it moved into
+        ``persist_dir/llm-cache.sqlite`` (:meth:`~graphstrata.llm.ResponseCache.attach_file`),
+        where :meth:`load` finds it, and keeps writing there; a cache already in a file stays
+        where it is.
+
         A state persists whole: into a directory it was not read from, it replaces what is
         there (like a new build). Into its own :attr:`persist_dir`, where each write was
         already persisted as it happened, it writes nothing when another writer has persisted
@@ -323,6 +329,7 @@ class GraphStrata:
                 path = store.save_state(self.state, target)
                 self.persist_dir = path
                 self._base = store.current_version(path)
+                _keep_cache_with(self.state.llm, path)
             return path
 
     @classmethod
@@ -973,6 +980,16 @@ def _registered_derived(state: EngineState) -> dict[str, Any]:
 def _same_document(old: Document | None, new: Document) -> bool:
     """Whether re-inserting ``new`` changes nothing (same text and metadata)."""
     return old is not None and old.text == new.text and old.metadata == new.metadata
+
+
+def _keep_cache_with(client: Any, persist_dir: Path) -> None:
+    """Move ``client``'s in-memory response cache into ``persist_dir/llm-cache.sqlite`` (the
+    file :meth:`GraphStrata.load` opens); nothing for no client, or a cache in a file."""
+    from .llm import CACHE_FILE
+
+    cache = getattr(client, "cache", None)
+    if cache is not None and getattr(cache, "path", "") is None and hasattr(cache, "attach_file"):
+        cache.attach_file(persist_dir / CACHE_FILE)
 
 
 def _llm_client(llm: Any, config: GraphStrataConfig | None, persist_dir: str | Path | None) -> Any:

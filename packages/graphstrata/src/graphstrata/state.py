@@ -36,6 +36,7 @@ from .types import Chunk, Community, Document
 
 if TYPE_CHECKING:  # pragma: no cover
     from .index import BM25Index, ChunkIndex, LayeredIndex
+    from .llm.records import LLMAnswers
     from .models import Embedder
 
 
@@ -74,6 +75,13 @@ class EngineState:
             the deleted chunks touched. A published state holds them compressed
             (:class:`ChunkRecords`, decoded when read). ``None`` for LLM-extracted graphs and
             indexes persisted before schema 4 (the first update derives them).
+        llm_answers: what an LLM extraction (LightRAG / HiRAG or AGRAG) was made from
+            (:class:`~graphstrata.llm.records.LLMAnswers`): each chunk's raw LLM answers and
+            the summaries of merged descriptions, so an update asks the LLM only for chunks
+            (and summaries) they do not answer, with or without a response cache (issue 29);
+            persisted. ``None`` for statistical extraction, and for LLM indexes persisted
+            before issue 29 (their next update asks through the response cache, as before,
+            and keeps the answers from then on).
         frozen: the statistics fitted at the last full build and reused by incremental updates
             (issue 16): ``"extraction"`` and ``"summary"``
             :class:`~graphstrata.extraction.FrozenTfidf` models (a published state holds them
@@ -107,6 +115,7 @@ class EngineState:
     llm_id: str | None = None
     llm: Any = None
     records: Mapping[str, Any] | None = None
+    llm_answers: LLMAnswers | None = None
     frozen: Mapping[str, Any] = field(default_factory=dict)
     drift: Mapping[str, Any] = field(default_factory=dict)
     derived_seed: InitVar[Mapping[str, Any] | None] = None

@@ -6,7 +6,10 @@ Layout of a persisted index (schema 6; 1 to 5 still load)::
     DIR/v000007/             one complete version, never modified once CURRENT names it:
         graphstrata.sqlite   documents, chunks, entities, relations, communities, metadata;
                              per-chunk extraction records (zlib JSON) and the frozen TF-IDF statistics
-                             incremental updates reuse (schema 4), drift counters in metadata
+                             incremental updates reuse (schema 4), drift counters in metadata;
+                             an LLM-extracted index's per-chunk LLM answers and description
+                             summaries (tables llm_records, llm_summaries: optional in schema 6,
+                             an index without them updates through its response cache)
         labels.npz           int64 "labels:<name>" (n,) for chunks, entities, layer_<i>: each
                              row's node id in the C-HNSW files
         bm25.npz             the BM25 score matrix (schema 6; BM25Index.to_arrays): a load
@@ -65,6 +68,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .llm.cache import CACHE_FILE
+from .llm.records import LLMAnswers, LLMRecord
 from .state import ChunkRecords, FrozenStats
 from .types import Chunk, Community, Document, DocumentChunk, Entity, Relation
 
@@ -138,6 +142,8 @@ CREATE TABLE communities (pos INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, laye
                           rating REAL, findings TEXT NOT NULL DEFAULT '[]');
 CREATE TABLE chunk_records (chunk_id TEXT PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE frozen_stats (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE llm_records (chunk_id TEXT PRIMARY KEY, key TEXT NOT NULL, answers BLOB NOT NULL);
+CREATE TABLE llm_summaries (key TEXT PRIMARY KEY, summary TEXT NOT NULL);
 """
 
 
@@ -188,13 +194,15 @@ def write_sqlite(
     communities: list[Community],
     chunk_records: Any = None,
     frozen: Any = None,
+    llm_answers: LLMAnswers | None = None,
 ) -> None:
     """Write all records into a new SQLite file at ``path`` (must not exist).
 
     ``chunk_records`` (``{chunk_id: ChunkRecord}`` or :class:`~graphstrata.state.ChunkRecords`,
-    schema 4) and ``frozen`` (``{name: FrozenTfidf}`` or :class:`~graphstrata.state.FrozenStats`)
-    are what incremental updates need (:mod:`graphstrata.indexing.update`); compressed ones
-    are written as they are held.
+    schema 4), ``frozen`` (``{name: FrozenTfidf}`` or :class:`~graphstrata.state.FrozenStats`)
+    and ``llm_answers`` (:class:`~graphstrata.llm.records.LLMAnswers`: tables ``llm_records``,
+    ``llm_summaries``) are what incremental updates need (:mod:`graphstrata.indexing.update`);
+    compressed ones are written as they are held.
 
     Raises:
         ValueError: a record SQLite cannot store (e.g. a lone surrogate in a text), named.
@@ -257,6 +265,12 @@ def write_sqlite(
         if frozen:
             stats = FrozenStats.from_models(frozen)
             con.executemany("INSERT INTO frozen_stats VALUES (?, ?)", ((n, stats.text(n)) for n in stats))
+        if llm_answers is not None:
+            con.executemany(
+                "INSERT INTO llm_records VALUES (?, ?, ?)",
+                ((cid, r.key, r.packed) for cid, r in llm_answers.records.items()),
+            )
+            con.executemany("INSERT INTO llm_summaries VALUES (?, ?)", llm_answers.summaries.items())
         con.commit()
     except (sqlite3.Error, UnicodeEncodeError, ValueError, OverflowError, TypeError) as exc:
         raise ValueError(f"cannot store the index records: {exc}") from exc
@@ -270,8 +284,10 @@ def read_sqlite(path: Path) -> dict[str, Any]:
     Returns:
         ``{"meta": dict, "documents": [...], "chunks": [...], "entities": [...],
         "relations": [...], "communities": [...], "chunk_records": {chunk_id: bytes | str},
-        "frozen": {name: JSON text}}`` with records in stored order; extraction records and
-        frozen statistics as stored (not decoded: only updates read them).
+        "frozen": {name: JSON text}, "llm_records": [(chunk_id, key, answers), ...],
+        "llm_summaries": {key: summary}}`` with records in stored order; extraction records,
+        frozen statistics and LLM answers as stored (not decoded: only updates read them;
+        the LLM tables are empty for an index written without them).
 
     Raises:
         ValueError: the file is not a readable graphstrata database.
@@ -352,6 +368,8 @@ def read_sqlite(path: Path) -> dict[str, Any]:
             dict(q("SELECT chunk_id, record FROM chunk_records")) if "chunk_records" in tables else {}
         )
         frozen = dict(q("SELECT name, value FROM frozen_stats")) if "frozen_stats" in tables else {}
+        llm_records = list(q("SELECT chunk_id, key, answers FROM llm_records")) if "llm_records" in tables else []
+        llm_summaries = dict(q("SELECT key, summary FROM llm_summaries")) if "llm_summaries" in tables else {}
     except (sqlite3.Error, json.JSONDecodeError, TypeError) as exc:
         raise ValueError(f"corrupt index database {path}: {exc}") from exc
     finally:
@@ -359,6 +377,8 @@ def read_sqlite(path: Path) -> dict[str, Any]:
     return {
         "chunk_records": chunk_records,
         "frozen": frozen,
+        "llm_records": llm_records,
+        "llm_summaries": llm_summaries,
         "meta": meta,
         "documents": documents,
         "chunks": chunks,
@@ -1109,6 +1129,7 @@ def save_state(state: EngineState, target: str | os.PathLike) -> Path:
             [c for layer in state.communities for c in layer],
             chunk_records=state.records,
             frozen=state.frozen,
+            llm_answers=state.llm_answers,
         )
         _checkpoint("sqlite written")
         labels = {LABELS_PREFIX + "chunks": state.chunk_index.labels}
@@ -1264,6 +1285,7 @@ def load_state(
             llm_id=data["meta"].get("llm_id"),
             llm=llm,
             records=_chunk_records(data["chunk_records"], chunks, path),
+            llm_answers=_llm_answers(data["llm_records"], data["llm_summaries"], chunks),
             frozen=_frozen(data["frozen"], path),
             drift=dict(data["meta"].get("drift") or {}),
             derived_seed=seed,
@@ -1311,6 +1333,29 @@ def _chunk_records(raw: dict[str, str | bytes], chunks: list[Chunk], path: Path)
         return ChunkRecords(ids, blobs)
     except ValueError as exc:
         raise ValueError(f"corrupt index {path}: {exc}") from None
+
+
+def _llm_answers(
+    rows: list[tuple[Any, Any, Any]], summaries: dict[Any, Any], chunks: list[Chunk]
+) -> LLMAnswers | None:
+    """The persisted LLM answers (:class:`~graphstrata.llm.records.LLMAnswers`), records in
+    chunk order, or ``None`` when the index has none (statistical extraction, or an LLM index
+    persisted before them: its next update asks through the response cache).
+
+    Lenient by design: a row of a chunk the index does not hold, or not of the stored types,
+    is left out, and its chunk is asked again by the next update (a missing record costs a
+    call; it never loses an entity).
+    """
+    if not rows and not summaries:
+        return None
+    by_id = {
+        cid: LLMRecord(key, bytes(blob))
+        for cid, key, blob in rows
+        if isinstance(cid, str) and isinstance(key, str) and isinstance(blob, (bytes, memoryview))
+    }
+    records = {c.id: by_id[c.id] for c in chunks if c.id in by_id}
+    kept = {k: v for k, v in summaries.items() if isinstance(k, str) and isinstance(v, str)}
+    return LLMAnswers(records, kept)
 
 
 def _frozen(raw: dict[str, str], path: Path) -> FrozenStats:

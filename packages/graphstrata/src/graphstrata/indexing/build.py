@@ -25,6 +25,7 @@ from ..graph import KnowledgeGraph
 from ..heap import rebuilt, release_free_memory
 from ..index import BM25Index, ChunkIndex, LayeredIndex, bm25_tokenize, lexical_texts, stored_vectors
 from ..llm import LLMClient, usage_scope
+from ..llm.records import LLMAnswers
 from ..models import Embedder
 from ..runner import LOCAL, ProcessRunner, Runner, build_workers, current_runner, use_runner
 from ..state import EngineState, new_drift
@@ -48,6 +49,7 @@ def build_state(
     generation: int = 0,
     llm: LLMClient | None = None,
     stats_version: int = 1,
+    llm_answers: LLMAnswers | None = None,
 ) -> EngineState:
     """Run every indexing stage over ``docs`` and return the new state.
 
@@ -69,6 +71,9 @@ def build_state(
         stats_version: ``drift["stats_version"]`` of the new state: the version of the
             statistics this build fits (1 for a new index; a rebuild or an update's fallback
             build passes the previous version + 1).
+        llm_answers: the LLM answers of a previous extraction (``state.llm_answers``; a
+            rebuild or an update's fallback build): LLM extraction asks only for the chunks
+            and summaries they do not answer (:mod:`graphstrata.llm.records`).
 
     Returns:
         An :class:`~graphstrata.state.EngineState`, constructed once with everything it
@@ -83,7 +88,7 @@ def build_state(
     """
     if not docs:
         raise ValueError("empty corpus: no documents given")
-    args = (docs, config, embedder, show_progress, cached_chunk_vectors, generation, stats_version)
+    args = (docs, config, embedder, show_progress, cached_chunk_vectors, generation, stats_version, llm_answers)
     if llm is None:
         with build_runner(docs, config), no_cyclic_gc():
             return _build_state(*args, None)
@@ -197,7 +202,7 @@ def lexical_tokens(texts: Sequence[str], runner: Any = None) -> list[list[str]]:
 
 
 def _build_state(
-    docs, config, embedder, show_progress, cached_chunk_vectors, generation, stats_version, llm
+    docs, config, embedder, show_progress, cached_chunk_vectors, generation, stats_version, llm_answers, llm
 ) -> EngineState:
     prog = Progress(show_progress)
     chunks = prog.stage("chunking", lambda: chunk_stage(docs, config, embedder))
@@ -218,13 +223,14 @@ def _build_state(
         owned = [chunk_vecs]  # handed over: _graph_stages drops them once the entity vectors are made
         del chunk_vecs
         return _graph_stages(
-            documents, config, embedder, prog, chunks, owned, chunk_index_job, generation, stats_version, llm
+            documents, config, embedder, prog, chunks, owned, chunk_index_job, generation, stats_version, llm,
+            llm_answers,
         )
 
 
 def _graph_stages(
     documents: dict[str, Document], config, embedder, prog: Progress, chunks, owned: list[np.ndarray],
-    chunk_index_job: Future, generation, stats_version, llm,
+    chunk_index_job: Future, generation, stats_version, llm, llm_answers=None,
 ) -> EngineState:
     """Extraction, entity vectors and index, communities, the chunk index (``chunk_index_job``)
     and BM25 → the new state. ``owned`` holds the chunk vectors (taken out of it: what the
@@ -242,7 +248,9 @@ def _graph_stages(
     )
     release_free_memory()
     titles = {d.id: d.metadata["title"] for d in documents.values() if d.metadata.get("title")}
-    entities, relations, records, frozen = extract_stage(chunks, titles, config, llm, prog, summary=True)
+    entities, relations, records, frozen, answers = extract_stage(
+        chunks, titles, config, llm, prog, summary=True, known=llm_answers
+    )
     if config.entity_resolution:  # opt-in (issue 28): aliases merged into one entity each
         entities, relations, records = prog.stage(
             "resolving entities",
@@ -322,6 +330,7 @@ def _graph_stages(
         llm_id=llm.id if llm is not None else None,
         llm=llm,
         records=records,
+        llm_answers=answers,
         frozen=frozen,
         drift=new_drift(
             len(documents), len(chunks), len(kg), sum(len(layer) for layer in communities),

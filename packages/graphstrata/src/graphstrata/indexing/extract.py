@@ -23,6 +23,7 @@ from ..extraction import (
     merge_records,
 )
 from ..llm import LLMClient
+from ..llm.records import LLMAnswers
 from ..runner import LocalRunner, current_runner
 from ..types import Chunk, Entity, Relation
 from .communities import fit_summary_tfidf, summary_tfidf_spec
@@ -80,7 +81,8 @@ def extract_stage(
     llm: LLMClient | None,
     prog: Progress,
     summary: bool = False,
-) -> tuple[list[Entity], list[Relation], Mapping[str, ChunkRecord] | None, dict[str, Any]]:
+    known: LLMAnswers | None = None,
+) -> tuple[list[Entity], list[Relation], Mapping[str, ChunkRecord] | None, dict[str, Any], LLMAnswers | None]:
     """Extract the corpus graph (stage ``"extracting entities"``) with :func:`extractor`.
 
     Statistical extraction fits its TF-IDF model on the chunk texts
@@ -89,7 +91,8 @@ def extract_stage(
     (:func:`~graphstrata.extraction.merge_records`); with a runner that has a ``map``, or at
     least :data:`SHARDED_MIN_CHUNKS` chunks, records are extracted, compressed and merged shard
     by shard (the same entities and relations, and the same records, kept compressed). An LLM
-    extractor extracts and merges in one call.
+    extractor extracts and merges in one call (``extract_with_answers``), asking only what
+    ``known`` does not answer, and returns the answers it used.
 
     Args:
         chunks: the corpus chunks in row order.
@@ -100,13 +103,18 @@ def extract_stage(
         summary: also fit the community summaries' TF-IDF model
             (:func:`~.communities.fit_summary_tfidf`; in the same pass over the texts as the
             extraction's) into ``frozen["summary"]``.
+        known: LLM answers of a previous extraction of (some of) these chunks
+            (``state.llm_answers``: a rebuild, or an update's fallback build); ignored by
+            statistical extraction.
 
     Returns:
-        ``(entities, relations, records, frozen)``: entities sorted by id, relations by
-        ``(source, target)``; ``records`` ``{chunk_id: ChunkRecord}`` of statistical
-        extraction (``None`` for an LLM extractor); ``frozen`` ``{"extraction": FrozenTfidf}``
-        when a TF-IDF model was fitted (and ``"summary"`` when asked and the texts have a
-        vocabulary), else ``{}``.
+        ``(entities, relations, records, frozen, llm_answers)``: entities sorted by id,
+        relations by ``(source, target)``; ``records`` ``{chunk_id: ChunkRecord}`` of
+        statistical extraction (``None`` for an LLM extractor); ``frozen``
+        ``{"extraction": FrozenTfidf}`` when a TF-IDF model was fitted (and ``"summary"`` when
+        asked and the texts have a vocabulary), else ``{}``; ``llm_answers`` the
+        :class:`~graphstrata.llm.records.LLMAnswers` of an LLM extractor (``None`` for
+        statistical extraction).
 
     Raises:
         ValueError: an LLM extraction produced no entities.
@@ -115,13 +123,13 @@ def extract_stage(
     ex = extractor(config, llm, prog.show)
     runner = current_runner()
     if not isinstance(ex, StatisticalExtractor):
-        entities, relations = prog.stage("extracting entities", lambda: ex.extract(chunks, titles))
+        out = prog.stage("extracting entities", lambda: ex.extract_with_answers(chunks, titles, known))
         frozen: dict[str, Any] = {}
         if summary:
             model = prog.stage("fitting summary TF-IDF", lambda: fit_summary_tfidf([c.text for c in chunks], runner))
             if model is not None:
                 frozen["summary"] = model
-        return entities, relations, None, frozen
+        return out.entities, out.relations, None, frozen, out.answers
 
     def statistical():
         texts = [c.text for c in chunks]
@@ -145,7 +153,7 @@ def extract_stage(
             recs = runner.chunk_records(ex, chunks, titles, None, terms=terms)
             entities, relations = merge_records(recs, max_description_sentences=ex.max_description_sentences)
             records = {r.chunk_id: r for r in recs}
-        return entities, relations, records, frozen
+        return entities, relations, records, frozen, None
 
     return prog.stage("extracting entities", statistical)
 

@@ -19,6 +19,12 @@ what they skip, and never raise.
 
 Stages (ledger names): ``"extract"``, ``"extract:gleaning"`` (gleaning passes and the
 continue checks between them), ``"extract:summaries"``, ``"extract:triples"``.
+
+Both also have ``extract_with_answers(chunks, titles, known)``: the same extraction, given the
+answers a previous extraction kept (:class:`~graphstrata.llm.records.LLMAnswers`), asking the
+LLM only for the chunks (and summaries) those do not answer, and returning the answers of the
+whole result, which the index persists (issue 29: an insert pays for its new chunks only, with
+or without a response cache).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from ..llm.guards import (
 from ..llm.prompts import agrag as agrag_prompts
 from ..llm.prompts import lightrag_extract as lr_prompts
 from ..llm.prompts.lightrag_extract import DEFAULT_ENTITY_TYPES
+from ..llm.records import LLMAnswers, LLMRecord, record_key
 from ..types import Chunk, Entity, Relation
 
 STAGE_EXTRACT = "extract"
@@ -76,6 +83,7 @@ __all__ = [
     "STAGE_TRIPLES",
     "SUMMARY_INPUT_MAX_TOKENS",
     "AgragLLMExtractor",
+    "LLMExtraction",
     "LLMExtractor",
 ]
 
@@ -295,6 +303,36 @@ class _Checks:
         return "; ".join(notes)
 
 
+@dataclass(frozen=True)
+class LLMExtraction:
+    """The result of ``extract_with_answers``: the graph and the answers it was made from.
+
+    Attributes:
+        entities: sorted by id.
+        relations: sorted by ``(source, target)``.
+        answers: the records of every chunk extracted (reused or new) and the summaries the
+            graph uses (:class:`~graphstrata.llm.records.LLMAnswers`).
+        asked: how many chunks were sent to the LLM (the others' answers were known).
+    """
+
+    entities: list[Entity]
+    relations: list[Relation]
+    answers: LLMAnswers
+    asked: int = 0
+
+
+def _known_answers(known: LLMAnswers | None, chunk: Chunk, key: str, most: int) -> tuple[LLMRecord, list[str]] | None:
+    """``chunk``'s record in ``known`` and its answers when the record was made under ``key``
+    and holds 1 to ``most`` readable answers; else ``None`` (the chunk is asked again)."""
+    rec = known.records.get(chunk.id) if known is not None else None
+    if rec is None or rec.key != key:
+        return None
+    answers = rec.answers()
+    if answers is None or len(answers) > most:
+        return None
+    return rec, answers
+
+
 def _chunk_positions(chunks: Sequence[Chunk]) -> dict[str, int]:
     pos: dict[str, int] = {}
     for i, c in enumerate(chunks):
@@ -392,8 +430,12 @@ class LLMExtractor:
         requests = [LLMRequest(p, system) for p in prompts]
         return [r.text for r in self.client.map(requests, stage, self.show_progress)]
 
-    def _answers(self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None) -> list[list[str]]:
-        """Per chunk: the extraction answer, then one answer per gleaning pass it took."""
+    def _answers(
+        self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None, known: LLMAnswers | None = None
+    ) -> tuple[list[list[str]], dict[str, LLMRecord], int]:
+        """Per chunk: the extraction answer, then one answer per gleaning pass it took; the
+        chunks' records (``{chunk_id: LLMRecord}``); and how many chunks were asked. A chunk
+        whose record in ``known`` was made with the same prompt and settings is not asked."""
         title_of = document_title
         titles = titles or {}
         prompts = [
@@ -403,14 +445,33 @@ class LLMExtractor:
             for c in chunks
         ]
         system = lr_prompts.EXTRACT_SYSTEM if self.examples else lr_prompts.EXTRACT_SYSTEM_SHORT
-        answers = [[a] for a in self._map(prompts, STAGE_EXTRACT, system)]
-        active = list(range(len(chunks)))
+        keys = [
+            record_key(
+                "lightrag", system, p, str(self.gleaning), lr_prompts.CONTINUE_QUESTION, lr_prompts.GLEANING_INSTRUCTION
+            )
+            for p in prompts
+        ]
+        answers: list[list[str]] = [[] for _ in chunks]
+        records: dict[str, LLMRecord] = {}
+        todo = []
+        for i, c in enumerate(chunks):
+            hit = _known_answers(known, c, keys[i], 1 + self.gleaning)
+            if hit is None:
+                todo.append(i)
+            else:
+                records[c.id], answers[i] = hit[0], hit[1]
+        if todo:
+            for i, a in zip(todo, self._map([prompts[i] for i in todo], STAGE_EXTRACT, system), strict=True):
+                answers[i] = [a]
+        active = list(todo)
 
         def ask(instruction: str) -> list[str]:
             conversations = [lr_prompts.continued(prompts[i], answers[i], instruction) for i in active]
             return self._map(conversations, STAGE_GLEANING)
 
         for done in range(self.gleaning):
+            if not active:
+                break
             if done:  # spec §1.6: between passes, go on only where the model says entities are still missing
                 checks = ask(lr_prompts.CONTINUE_QUESTION)
                 active = [i for i, a in zip(active, checks, strict=True) if re.match(r"\W*yes\b", a, re.I)]
@@ -418,13 +479,24 @@ class LLMExtractor:
                 break
             for i, a in zip(active, ask(lr_prompts.GLEANING_INSTRUCTION), strict=True):
                 answers[i].append(a)
-        return answers
+        for i in todo:
+            records[chunks[i].id] = LLMRecord.of(keys[i], answers[i])
+        return answers, {c.id: records[c.id] for c in chunks}, len(todo)
 
-    def _summarise(self, records: Sequence[Entity | Relation], names: Callable[[Any], str], skipped: Counter) -> None:
+    def _summarise(
+        self,
+        records: Sequence[Entity | Relation],
+        names: Callable[[Any], str],
+        skipped: Counter,
+        known: Mapping[str, str],
+        used: dict[str, str],
+    ) -> None:
         """Replace, in place, each description of at least ``summary_trigger_tokens`` tokens by
-        its LLM summary (stage ``"extract:summaries"``)."""
+        its LLM summary (stage ``"extract:summaries"``). A summary whose prompt is in ``known``
+        (``{record_key: summary}``) is not asked again; every summary used is put in ``used``
+        under its key (an empty answer too: it keeps the joined descriptions, as it did)."""
         todo = [r for r in records if estimate_tokens(r.description) >= self.summary_trigger_tokens]
-        prompts = []
+        prompts, keys = [], []
         for r in todo:
             parts, budget = [], SUMMARY_INPUT_MAX_TOKENS
             for d in r.description.split(DESCRIPTION_SEPARATOR):
@@ -434,8 +506,14 @@ class LLMExtractor:
                 parts.append(d)
             max_words = max(1, self.summary_max_tokens * 3 // 4)
             prompts.append(lr_prompts.summary_prompt(names(r), parts, max_words, self.language))
-        for r, text in zip(todo, self._map(prompts, STAGE_SUMMARIES, lr_prompts.SUMMARY_SYSTEM), strict=True):
-            if text.strip():
+            keys.append(record_key("summary", lr_prompts.SUMMARY_SYSTEM, prompts[-1]))
+        ask = [i for i, k in enumerate(keys) if k not in known]
+        texts = [known.get(k) for k in keys]
+        for i, text in zip(ask, self._map([prompts[i] for i in ask], STAGE_SUMMARIES, lr_prompts.SUMMARY_SYSTEM), strict=True):
+            texts[i] = text
+        for r, key, text in zip(todo, keys, texts, strict=True):
+            used[key] = text or ""
+            if text and text.strip():
                 r.description = text.strip()
             else:
                 skipped[STAGE_SUMMARIES] += 1
@@ -443,15 +521,41 @@ class LLMExtractor:
     def extract(
         self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None
     ) -> tuple[list[Entity], list[Relation]]:
-        """Extract, merge and summarise entities and relations of ``chunks``.
-
-        Args:
-            chunks: the corpus chunks, in corpus order (fixes the order of ``chunk_ids``).
-            titles: optional ``{document_id: title}``; a chunk's title is shown to the LLM.
+        """Extract, merge and summarise entities and relations of ``chunks``:
+        :meth:`extract_with_answers` with no known answers, without them.
 
         Returns:
             ``(entities, relations)``: entities sorted by id, relations by ``(source,
             target)``; ``([], [])`` for no chunks.
+
+        Raises:
+            As :meth:`extract_with_answers`.
+        """
+        out = self.extract_with_answers(chunks, titles)
+        return out.entities, out.relations
+
+    def extract_with_answers(
+        self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None, known: LLMAnswers | None = None
+    ) -> LLMExtraction:
+        """Extract, merge and summarise entities and relations of ``chunks``, asking the LLM
+        only what ``known`` does not answer.
+
+        Args:
+            chunks: the corpus chunks, in corpus order (fixes the order of ``chunk_ids``).
+            titles: optional ``{document_id: title}``; a chunk's title is shown to the LLM.
+            known: the answers of a previous extraction (``state.llm_answers``): a chunk whose
+                record was made with the same prompt and settings
+                (:class:`~graphstrata.llm.records.LLMRecord` ``key``) and holds readable
+                answers is not asked (its answers are parsed, grounded and merged as if they
+                had just come back); a summary whose prompt is known is not asked either. A
+                record under another key (the chunk's text, title or the settings changed)
+                or a damaged one is ignored and the chunk asked again.
+
+        Returns:
+            An :class:`LLMExtraction`: entities sorted by id, relations by ``(source,
+            target)`` (both empty for no chunks), the records of every chunk in ``chunks`` and
+            the summaries used, and the number of chunks asked. The same answers give the
+            same entities and relations, whether they were known or asked.
 
         Raises:
             LLMOutputError: more than ``client.max_failure_share`` of the chunks' first
@@ -473,14 +577,15 @@ class LLMExtractor:
         """
         chunks = list(chunks)
         if not chunks:
-            return [], []
+            return LLMExtraction([], [], LLMAnswers())
         builder = _GraphBuilder(_chunk_positions(chunks), within_chunk=max)
         skipped: Counter = Counter()
         checks = _Checks(self.client, STAGE_EXTRACT, lr_prompts.EXAMPLE_ENTITY_NAMES)
         titles = titles or {}
+        all_answers, records, asked = self._answers(chunks, titles, known)
         # pass 1: entity records, kept where their name occurs in their chunk
         pending: list[tuple[Chunk, Grounding, str, Any, Counter, list[int]]] = []
-        for chunk, answers in zip(chunks, self._answers(chunks, titles), strict=True):
+        for chunk, answers in zip(chunks, all_answers, strict=True):
             ground = Grounding(f"{document_title(titles.get(chunk.document_id)) or ''}\n{chunk.text}")
             for n, answer in enumerate(answers):
                 stage = STAGE_GLEANING if n else STAGE_EXTRACT
@@ -500,14 +605,14 @@ class LLMExtractor:
                 pending.append((chunk, ground, stage, parsed, reasons, kept))
         # pass 2: relations, kept where each endpoint occurs in the chunk or is an entity kept
         # in pass 1 (a model resolving "she" to the name written in another chunk)
-        known = set(builder.entities)
+        kept_keys = set(builder.entities)
         for chunk, ground, stage, parsed, reasons, kept in pending:
             for r in checks.bound(parsed.relations, MAX_RELATIONS_PER_CHUNK, "relations"):
                 a, b = _key(r.source), _key(r.target)
                 if not a or not b or a == b:  # unusable: skipped, not ungrounded
                     skipped[stage] += 1
                     continue
-                why = checks.names(ground, [x for x in (r.source, r.target) if _key(x) not in known])
+                why = checks.names(ground, [x for x in (r.source, r.target) if _key(x) not in kept_keys])
                 if why:
                     reasons[why] += 1
                     checks.reject(why)
@@ -526,10 +631,12 @@ class LLMExtractor:
                 f"check that the model ({self.client.id}) follows the extraction format"
             )
         names = {e.id: e.name for e in entities}
-        self._summarise(entities, lambda e: e.name, skipped)
-        self._summarise(relations, lambda r: f"{names[r.source]} and {names[r.target]}", skipped)
+        known_summaries = known.summaries if known is not None else {}
+        summaries: dict[str, str] = {}
+        self._summarise(entities, lambda e: e.name, skipped, known_summaries, summaries)
+        self._summarise(relations, lambda r: f"{names[r.source]} and {names[r.target]}", skipped, known_summaries, summaries)
         _report(self.client, skipped, f"LLM extraction over {len(chunks)} chunk(s)", note)
-        return entities, relations
+        return LLMExtraction(entities, relations, LLMAnswers(records, summaries), asked)
 
 
 class AgragLLMExtractor:
@@ -572,15 +679,39 @@ class AgragLLMExtractor:
     def extract(
         self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None
     ) -> tuple[list[Entity], list[Relation]]:
-        """Statistical entities of ``chunks`` plus LLM triples as relations.
-
-        Args:
-            chunks: the corpus chunks, in corpus order.
-            titles: optional ``{document_id: title}`` (passed to the statistical extractor).
+        """Statistical entities of ``chunks`` plus LLM triples as relations:
+        :meth:`extract_with_answers` with no known answers, without them.
 
         Returns:
             ``(entities, relations)``: entities sorted by id, relations by ``(source,
             target)``; ``([], [])`` for no chunks.
+
+        Raises:
+            As :meth:`extract_with_answers`.
+        """
+        out = self.extract_with_answers(chunks, titles)
+        return out.entities, out.relations
+
+    def extract_with_answers(
+        self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None, known: LLMAnswers | None = None
+    ) -> LLMExtraction:
+        """Statistical entities of ``chunks`` plus LLM triples as relations, asking the LLM
+        only for chunks whose triples ``known`` does not hold.
+
+        Args:
+            chunks: the corpus chunks, in corpus order.
+            titles: optional ``{document_id: title}`` (passed to the statistical extractor).
+            known: the answers of a previous extraction (``state.llm_answers``). A chunk's
+                record is keyed on its text and the prompt template, not on the statistical
+                entity names the prompt lists as hints: those come from a TF-IDF model fitted
+                over the whole corpus, which an insert moves, and re-asking every chunk whose
+                hints shifted would make an insert cost a build. A record under another key
+                (the text changed) or a damaged one is ignored and the chunk asked again.
+
+        Returns:
+            An :class:`LLMExtraction` (entities sorted by id, relations by ``(source,
+            target)``, both empty for no chunks; the records of every chunk; no summaries;
+            the number of chunks asked).
 
         Raises:
             LLMOutputError: more than ``client.max_failure_share`` of the answers were
@@ -597,25 +728,40 @@ class AgragLLMExtractor:
         """
         chunks = list(chunks)
         if not chunks:
-            return [], []
+            return LLMExtraction([], [], LLMAnswers())
         stat_entities, _cooccurrence = self.statistical.extract(chunks, titles)
         hints: dict[str, list[str]] = {c.id: [] for c in chunks}
         for e in stat_entities:
             for cid in e.chunk_ids:
                 if cid in hints:
                     hints[cid].append(e.name)
+        texts: list[str] = [""] * len(chunks)
+        records: dict[str, LLMRecord] = {}
+        todo = []
+        for i, c in enumerate(chunks):
+            key = record_key("agrag", agrag_prompts.TRIPLES_SYSTEM, agrag_prompts.triples_prompt(c.text, []))
+            hit = _known_answers(known, c, key, 1)
+            if hit is None:
+                todo.append((i, key))
+            else:
+                records[c.id], texts[i] = hit[0], hit[1][0]
         requests = [
-            LLMRequest(agrag_prompts.triples_prompt(c.text, hints[c.id]), agrag_prompts.TRIPLES_SYSTEM, json_mode=True)
-            for c in chunks
+            LLMRequest(
+                agrag_prompts.triples_prompt(chunks[i].text, hints[chunks[i].id]), agrag_prompts.TRIPLES_SYSTEM,
+                json_mode=True,
+            )
+            for i, _ in todo
         ]
-        responses = self.client.map(requests, STAGE_TRIPLES, self.show_progress)
+        for (i, key), response in zip(todo, self.client.map(requests, STAGE_TRIPLES, self.show_progress), strict=True):
+            texts[i] = response.text
+            records[chunks[i].id] = LLMRecord.of(key, [response.text])
         builder = _GraphBuilder(_chunk_positions(chunks), within_chunk=operator.add)
         skipped = 0
         checks = _Checks(self.client, STAGE_TRIPLES, agrag_prompts.EXAMPLE_ENTITY_NAMES)
-        known = {e.id for e in stat_entities}  # grounded by construction
+        stat_keys = {e.id for e in stat_entities}  # grounded by construction
         titles_of = titles or {}
-        for chunk, response in zip(chunks, responses, strict=True):
-            parsed = parse_triples(checks.text(response.text))
+        for chunk, text in zip(chunks, texts, strict=True):
+            parsed = parse_triples(checks.text(text))
             skipped += parsed.skipped
             ground = Grounding(f"{document_title(titles_of.get(chunk.document_id)) or ''}\n{chunk.text}")
             seen: set[tuple[str, str, str]] = set()
@@ -629,7 +775,7 @@ class AgragLLMExtractor:
                 if not ident[0] or not ident[2] or ident[0] == ident[2]:  # unusable: skipped, not ungrounded
                     skipped += 1
                     continue
-                why = checks.names(ground, [x for x in (s, o) if _key(x) not in known])
+                why = checks.names(ground, [x for x in (s, o) if _key(x) not in stat_keys])
                 if why:
                     reasons[why] += 1
                     checks.reject(why)
@@ -651,4 +797,4 @@ class AgragLLMExtractor:
         note = "" if relations else f"the LLM ({self.client.id}) gave no usable triple for {len(chunks)} chunk(s)"
         note = "; ".join(n for n in (note, guard_note) if n)
         _report(self.client, counts, f"AGRAG triple extraction over {len(chunks)} chunk(s)", note)
-        return entities, relations
+        return LLMExtraction(entities, relations, LLMAnswers({c.id: records[c.id] for c in chunks}), len(todo))

@@ -11,9 +11,15 @@
    model frozen at the last full build; every entity a new or deleted chunk mentions is
    re-merged from the records of its chunks (LightRAG's merge, ``seed-lightrag.md`` §3: union
    of chunks, descriptions and weights; a delete shrinks them), so entities and relations that
-   only deleted chunks supported disappear. With an LLM extractor the graph is re-extracted
-   through the LLM client, whose response cache answers every unchanged chunk without a call,
-   and the changed entities are found by comparison.
+   only deleted chunks supported disappear. With an LLM extractor the graph is made again from
+   the LLM answers the state keeps per chunk (``state.llm_answers``,
+   :mod:`graphstrata.llm.records`): only chunks without a valid record (the new ones, or a
+   chunk whose prompt changed) are sent to the LLM, and a merged description is summarised by
+   the LLM only when its summary prompt changed, so an insert pays for its new chunks whether
+   or not a response cache exists (an index persisted before the records asks for every chunk
+   through the response cache once). Re-parsing and merging known answers costs no call and
+   gives what a build from the same answers gives; the changed entities are found by
+   comparison.
 3. **Entity vectors.** New entities are embedded; an existing entity gets a new vector only
    when its chunk set changed by more than :data:`ENTITY_VECTOR_DRIFT` (Jaccard distance of
    old and new chunk sets) or its name changed, so hubs such as a year do not churn the index.
@@ -143,8 +149,9 @@ def update_state(
 
 def rebuild_state(state: EngineState, show_progress: bool = False) -> EngineState:
     """A full build over ``state``'s documents: every statistic refitted (TF-IDF models, the
-    whole hierarchy, both C-HNSW), chunk vectors reused; drift counters reset and the frozen
-    statistics' version incremented.
+    whole hierarchy, both C-HNSW), chunk vectors and the LLM extraction answers
+    (``state.llm_answers``) reused; drift counters reset and the frozen statistics' version
+    incremented.
 
     Raises:
         ValueError: as :func:`~.build.build_state`.
@@ -161,8 +168,9 @@ def build_llm(state: EngineState) -> Any:
 
 
 def _full(state: EngineState, docs: list[Document], show_progress: bool) -> EngineState:
-    """A full build over ``docs`` that reuses ``state``'s chunk vectors and counts the frozen
-    statistics' version on (a rebuild, or the fallback of an update)."""
+    """A full build over ``docs`` that reuses ``state``'s chunk vectors and LLM extraction
+    answers and counts the frozen statistics' version on (a rebuild, or the fallback of an
+    update)."""
     vecs = state.vectors["chunks"]
     cached = {(c.id, c.text): vecs[i] for i, c in enumerate(state.chunks)}
     new = build_state(
@@ -174,6 +182,7 @@ def _full(state: EngineState, docs: list[Document], show_progress: bool) -> Engi
         generation=state.generation + 1,
         llm=build_llm(state),
         stats_version=int(state.drift.get("stats_version", 1)) + 1,
+        llm_answers=state.llm_answers,
     )
     if new.llm is not state.llm:  # keep the query-time LLM of an offline index attached
         new = dataclasses.replace(new, llm=state.llm)
@@ -208,6 +217,7 @@ def _update(
     # 2. knowledge graph -----------------------------------------------------------------
     ex = extractor(config, build_llm(state), show_progress)
     records: dict[str, ChunkRecord] | None = None
+    llm_answers = None
     frozen = dict(state.frozen)
     if removed_chunks and frozen:  # delete means gone: no term only removed text held
         frozen = prog.stage(
@@ -245,7 +255,10 @@ def _update(
                 aliases.setdefault(target, set()).add(alias)
             with_aliases((kg_entities[e] for e in aliases if e in kg_entities), aliases)
     else:
-        ents, rels = prog.stage("extracting entities", lambda: ex.extract(chunks, titles))
+        out = prog.stage(
+            "extracting entities", lambda: ex.extract_with_answers(chunks, titles, state.llm_answers)
+        )
+        ents, rels, llm_answers = out.entities, out.relations, out.answers
         if config.entity_resolution:  # the whole graph is re-extracted: resolved as a build does
             ents, rels, _ = prog.stage(
                 "resolving entities",
@@ -366,6 +379,7 @@ def _update(
         vectors=vectors,
         generation=state.generation + 1,
         records=records,
+        llm_answers=llm_answers,
         frozen=frozen,
         drift=drift,
     )

@@ -142,6 +142,48 @@ class ResponseCache:
                     self._raise_locked(exc)
                 raise
 
+    def attach_file(self, path: str | os.PathLike) -> bool:
+        """Move an in-memory cache into the SQLite file at ``path`` (created when missing; its
+        entries are kept, and each key of this cache is added unless the file has it: equal
+        keys are equal requests), and read and write that file from then on. What an index
+        built without a directory does when it is persisted (``GraphStrata.persist``, the
+        LlamaIndex and LangChain packages' persist): its cache lives beside the index, as a
+        build into a directory's does.
+
+        Returns:
+            ``True`` when the cache moved; ``False`` when it already uses a file (left as it
+            is).
+
+        Raises:
+            ValueError: ``path`` exists and is not a readable cache.
+            LLMCacheLockedError: another process held the file locked too long.
+        """
+        with self._lock:
+            if self._con is not None:
+                return False
+            target = ResponseCache(path)
+            con = target._con
+            assert con is not None
+            try:
+                con.executemany(
+                    "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?)",
+                    (
+                        (k, r.text, r.usage.prompt_tokens, r.usage.completion_tokens, int(r.usage.estimated))
+                        for k, r in self._mem.items()
+                    ),
+                )
+                con.commit()
+            except sqlite3.OperationalError as exc:
+                if con.in_transaction:
+                    con.rollback()
+                con.close()
+                if _is_lock_error(exc):
+                    target._raise_locked(exc)
+                raise
+            self.path, self._con, self._mem = target.path, con, {}
+            target._con = None  # the connection is this cache's now
+            return True
+
     def __len__(self) -> int:
         with self._lock:
             if self._con is None:
