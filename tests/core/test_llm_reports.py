@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import json
 import re
 import threading
 import time
@@ -27,6 +29,7 @@ from graphstrata.indexing.reports import (
     summary_request,
 )
 from graphstrata.llm import LLMClient, estimate_tokens
+from graphstrata.llm.prompts.archrag import COMMUNITY_REPORT_SYSTEM
 from graphstrata.llm.report_parsing import CommunityReport, parse_community_report, parse_summary_entity
 from graphstrata.models import l2_normalise
 from graphstrata.testing import ScriptedLLM
@@ -286,8 +289,22 @@ def first_member(prompt: str) -> str:
 
 
 def theme_script(prompt, system):
+    if system == COMMUNITY_REPORT_SYSTEM:  # HiRAG's community reports (spec §2.7)
+        first = report_subject(prompt)
+        return json.dumps({"title": f"Report on {first}", "summary": f"{first} leads this community.",
+                           "rating": 5, "findings": [{"summary": "Hub", "explanation": f"{first} links the rest."}]})
     first = first_member(prompt)
     return f'("entity"<|>Theme of {first}<|>event<|>What {first} and the others share.)\n<|COMPLETE|>'
+
+
+def report_subject(prompt: str) -> str:
+    """The first entity of a report prompt's data table (the prompt's example has its own)."""
+    rows = prompt.rsplit("-----Entities-----\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    return next(csv.reader(rows[1:2]))[1]
+
+
+def summary_calls(llm) -> int:
+    return sum(system != COMMUNITY_REPORT_SYSTEM for _, system, _ in llm.calls)
 
 
 @pytest.fixture()
@@ -322,12 +339,16 @@ def test_hi_index_uses_the_engines_llm_and_keys_the_variant(gs):
     state = dataclasses.replace(gs.state, llm=client)
     hi = hi_index(state)
     assert hi is hi_index(state) and all(n.startswith("Theme of ") for n in hi.names)
-    assert len(llm.calls) == len(hi.names)
+    assert summary_calls(llm) == len(hi.names)
+    assert len(llm.calls) == len(hi.names) + hi.n_communities  # plus one report per community
     extractive = hi_index(state, HiIndexConfig(summarise_fn=extractive_summariser))
     assert extractive is not hi and extractive.names == hi_index(gs).names
     assert not any(n.startswith("Theme of ") for n in extractive.names)
+    # a custom summariser keeps the LLM's community reports (reports and summaries are separate seams)
+    assert len(extractive.report_texts) == extractive.n_communities and all(extractive.report_texts)
+    before = len(llm.calls)
     hits = GraphStrata(state).retrieve("Where was Edmund Hillary born?", method="hirag", k=3, mode="local")
-    assert hits and len(llm.calls) == len(hi.names)  # retrieval reuses the cached index
+    assert hits and len(llm.calls) == before  # retrieval reuses the cached index
 
 
 class WithLLM:
