@@ -30,7 +30,11 @@ from graphstrata.indexing.reports import (
 )
 from graphstrata.llm import LLMClient, estimate_tokens
 from graphstrata.llm.prompts.archrag import COMMUNITY_REPORT_SYSTEM
-from graphstrata.llm.report_parsing import CommunityReport, parse_community_report, parse_summary_entity
+from graphstrata.llm.report_parsing import (
+    CommunityReport,
+    parse_community_report,
+    parse_summary_entity,
+)
 from graphstrata.models import l2_normalise
 from graphstrata.testing import ScriptedLLM
 
@@ -418,3 +422,80 @@ def test_report_cut_short_by_the_token_limit_keeps_its_complete_fields():
     report = parse_community_report(text)
     assert report == CommunityReport(title="LiHua and Adam", summary="LiHua rents a room from Adam.", rating=6.5)
     assert parse_community_report('{"title": "only a title", "summ') is None  # no summary: unreadable
+
+
+# -- HiRAG community reports (seed-hirag.md §2.7) ----------------------------------------------
+def test_hirag_community_hit_text_is_the_llm_report(gs):
+    from graphstrata.indexing.hirag import extractive_community_report
+
+    llm, client = client_for(theme_script)
+    state = dataclasses.replace(gs.state, llm=client)
+    hi = hi_index(state)
+    reports = [p for p, system, _ in llm.calls if system == COMMUNITY_REPORT_SYSTEM]
+    assert len(reports) == hi.n_communities == client.ledger.stages["hirag_reports"].calls
+    hits = [h for h in GraphStrata(state).retrieve("Where was Edmund Hillary born?", method="hirag", k=10,
+                                                   mode="global") if h.kind == "community"]
+    assert hits
+    for h in hits:
+        c = int(h.id.removeprefix("hirag:C"))
+        title, body = hi.llm_report(c)
+        assert h.text == f"{title}\n{body}" and h.metadata["title"] == title
+        assert title.startswith("Report on ") and body.endswith("links the rest.")
+        assert h.text != "\n".join(extractive_community_report(state.kg, hi, c)).strip()
+
+
+def test_hirag_offline_community_text_and_arrays_are_unchanged(gs):
+    from graphstrata.indexing.hirag import extractive_community_report, hi_index_arrays
+
+    hi = hi_index(gs)
+    assert hi.report_texts == [] and hi.llm_report(0) is None
+    assert not any(k.startswith("report_") for k in hi_index_arrays(hi))  # the stored arrays are as before
+    hits = [h for h in gs.retrieve("Where was Edmund Hillary born?", method="hirag", k=10, mode="global")
+            if h.kind == "community"]
+    assert hits
+    for h in hits:
+        title, body = extractive_community_report(gs.kg, hi, int(h.id.removeprefix("hirag:C")))
+        assert h.text == f"{title}\n{body}".strip() and h.metadata["title"] == title
+
+
+def test_hirag_unreadable_report_falls_back_to_the_extractive_text_and_is_counted(gs):
+    from graphstrata.indexing.hirag import extractive_community_report
+
+    bad = []
+
+    def script(prompt, system):
+        if system == COMMUNITY_REPORT_SYSTEM and not bad:  # the first report is unreadable
+            bad.append(report_subject(prompt))
+            return "I cannot write that report."
+        return theme_script(prompt, system)
+
+    llm = ScriptedLLM(script)
+    client = LLMClient(llm, concurrency=1)  # one call at a time: "first" is well defined
+    state = dataclasses.replace(gs.state, llm=client)
+    hi = hi_index(state)
+    assert hi.n_communities >= 2 and bad
+    failed = [c for c in range(hi.n_communities) if hi.llm_report(c) is None]
+    assert len(failed) == 1 and client.ledger.stages["hirag_reports"].skipped == 1
+    (c,) = failed
+    from graphstrata.methods.hirag import HiRAG
+
+    title, body = extractive_community_report(state.kg, hi, c)
+    assert title and HiRAG()._community_hit(state, hi, c, 0.5, None).text == f"{title}\n{body}".strip()
+    assert HiRAG()._community_hit(state, hi, 1 - c if c < 2 else 0, 0.5, None).text.startswith("Report on ")
+    assert all(hi.llm_report(o)[0].startswith("Report on ") for o in range(hi.n_communities) if o != c)
+
+
+def test_hirag_reports_persist_with_the_index_arrays(gs):
+    from graphstrata.indexing.hirag import hi_index_arrays, hi_index_from_arrays
+
+    _, client = client_for(theme_script)
+    hi = hi_index(dataclasses.replace(gs.state, llm=client))
+    back = hi_index_from_arrays(hi_index_arrays(hi))
+    assert back.report_titles == hi.report_titles and back.report_texts == hi.report_texts
+    assert all(hi.report_texts) and len(hi.report_texts) == hi.n_communities
+
+
+def test_hirag_reports_can_be_turned_off(gs):
+    llm, client = client_for(theme_script)
+    hi = build_hi_index(dataclasses.replace(gs.state, llm=client), HiIndexConfig(llm_reports=False))
+    assert hi.report_texts == [] and summary_calls(llm) == len(llm.calls)

@@ -33,9 +33,11 @@ entity layer (ids, vectors) is the state's, attached by :meth:`HiIndex.bind`.
    ``leiden_max_cluster_size`` nodes, fixed seed, edges in sorted order) over the
    *multi-layer* graph G_k
    (KG relations + inter-layer edges), as the spec says — not ArchRAG's layer-1 communities,
-   which are built on the flat KG plus k-NN edges. Reports are extractive and made on demand
-   by the retrieval (title = the top members by degree, body = the first sentence of the top
-   members' descriptions).
+   which are built on the flat KG plus k-NN edges. Offline, reports are extractive and made on
+   demand by the retrieval (:func:`extractive_community_report`: title = the top members by
+   degree, body = the first sentence of the top members' descriptions). With the state's LLM,
+   each community gets an LLM report at build time (:func:`llm_community_reports`, stage
+   ``"hirag_reports"``, persisted with the index; a failed report keeps the extractive text).
 """
 
 from __future__ import annotations
