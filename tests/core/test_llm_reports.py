@@ -28,7 +28,7 @@ from graphstrata.indexing.reports import (
     summary_entities,
     summary_request,
 )
-from graphstrata.llm import LLMClient, estimate_tokens
+from graphstrata.llm import LLMClient, LLMOutputError, estimate_tokens
 from graphstrata.llm.prompts.archrag import COMMUNITY_REPORT_SYSTEM
 from graphstrata.llm.report_parsing import (
     CommunityReport,
@@ -36,7 +36,7 @@ from graphstrata.llm.report_parsing import (
     parse_summary_entity,
 )
 from graphstrata.models import l2_normalise
-from graphstrata.testing import ScriptedLLM
+from graphstrata.testing import HashEmbedder, ScriptedLLM
 
 REPORT = """Sure! Here is the report you asked for:
 ```json
@@ -386,7 +386,6 @@ def test_higher_layers_summarise_the_summary_entities_below():
     from types import SimpleNamespace
 
     from graphstrata.graph import KnowledgeGraph
-    from graphstrata.testing import HashEmbedder
     from graphstrata.types import Entity
 
     rng = np.random.default_rng(0)  # 3 groups of 4 tight clusters of 12 entities: 2+ summary layers
@@ -499,3 +498,38 @@ def test_hirag_reports_can_be_turned_off(gs):
     llm, client = client_for(theme_script)
     hi = build_hi_index(dataclasses.replace(gs.state, llm=client), HiIndexConfig(llm_reports=False))
     assert hi.report_texts == [] and summary_calls(llm) == len(llm.calls)
+
+
+def test_hirag_reports_of_a_stand_in_llm_fall_back_and_are_counted_without_stopping(gs):
+    """A stand-in LLM answering everything "I don't know." (the README's and cookbook's): each
+    report is unreadable, exactly as ArchRAG's stage sees it (fallback, skipped, a "parse"
+    failure), but HiRAG's best-effort stage keeps the extractive text instead of stopping, so a
+    loaded index queried with such an LLM still answers HiRAG queries."""
+    from graphstrata.indexing.hirag import hi_index_arrays
+
+    llm, client = client_for(lambda prompt, system: "I don't know.")
+    state = dataclasses.replace(gs.state, llm=client)
+    hi = hi_index(state)
+    n = hi.n_communities
+    assert n >= 2 and hi.report_texts == [] and hi.llm_report(0) is None
+    assert not any(k.startswith("report_") for k in hi_index_arrays(hi))  # stored as an offline one
+    usage = client.ledger.stages["hirag_reports"].to_dict()
+    assert usage["calls"] == n and usage["skipped"] == n
+    assert usage["checked"] == n and usage["failures"] == {"parse": n}
+    hits = GraphStrata(state).retrieve("Where was Edmund Hillary born?", method="hirag", k=5, mode="global")
+    assert any(h.kind == "community" for h in hits)
+    # ArchRAG's stage, given the same answers, stops with the guard's error (unchanged)
+    with pytest.raises(LLMOutputError, match="community_reports"):
+        community_reports(client, [CTX, CTX], [FALLBACK, FALLBACK])
+
+
+def test_llm_build_with_a_stand_in_for_reports_keeps_extractive_hirag_reports(corpus, small_config):
+    """A whole LLM build whose model cannot write reports (statistical extraction, ArchRAG
+    reports off) succeeds, and build_usage counts HiRAG's fallbacks."""
+    llm = ScriptedLLM(lambda prompt, system: "I don't know.")
+    config = {**small_config, "llm_extraction": "statistical", "llm_community_reports": False}
+    built = GraphStrata.build(corpus, config=config, embedder=HashEmbedder(), llm=llm)
+    stage = built.build_usage["stages"]["hirag_reports"]
+    assert stage["calls"] >= 1 and stage["skipped"] == stage["calls"] == stage["checked"]
+    assert stage["failures"] == {"parse": stage["calls"]}
+    assert built.retrieve("Where was Amadeo Giannini born?", method="hirag", k=3)

@@ -652,21 +652,33 @@ def llm_community_reports(kg, hi: HiIndex, client: Any) -> tuple[list[str], list
     ArchRAG (:func:`graphstrata.indexing.reports.community_reports`: response cache, bounded
     concurrency, echo guard), counted under the ledger stage :data:`HIRAG_REPORT_STAGE`.
 
+    Each answer is treated as ArchRAG's report stage treats it: an unreadable answer (``"I
+    don't know."``) or one copying the prompt's example report keeps the extractive text, and
+    is counted with ``client.skip`` and as the stage's ``"parse"`` / ``"echo"`` failure (shown
+    in ``build_usage`` / ``stats()``). Unlike ArchRAG's stage, a large failure share does not
+    stop anything: the stage is best-effort, like HiRAG's summary entities
+    (``"hirag_summaries"``). It also runs when an offline index is loaded with an LLM that is
+    there only to answer (the first HiRAG query builds the ``llm:<model>`` variant), and a
+    model that cannot write reports must not make HiRAG unusable there; in a full LLM build the
+    extraction and ArchRAG report stages already stop a model that fails them.
+
     Returns:
         ``(titles, texts)``, one per community in community order: the report's title and body
         (:meth:`~graphstrata.llm.report_parsing.CommunityReport.text`); ``("", "")`` where the
-        output was unreadable or copied the prompt's example (counted with
-        ``client.skip``), where the retrieval uses :func:`extractive_community_report`.
+        report failed, where the retrieval uses :func:`extractive_community_report`. Both
+        lists are empty when every report failed (the index then stores exactly what an
+        offline one does).
 
     Raises:
-        LLMOutputError: more than ``client.max_failure_share`` of the reports failed.
         LLMError: an LLM call failed after its retries.
         ValueError: ``hi`` is not bound to a state's entities.
     """
     n = hi.n_communities
     contexts = [community_report_context(kg, hi, c) for c in range(n)]
     # the ("", "") fallback marks a failed report: its text is then the extractive one
-    reports = community_reports(client, contexts, [("", "")] * n, stage=HIRAG_REPORT_STAGE)
+    reports = community_reports(
+        client, contexts, [("", "")] * n, stage=HIRAG_REPORT_STAGE, stop_on_failures=False
+    )
     titles, texts = [], []
     for r in reports:
         body = r.text()
@@ -676,6 +688,8 @@ def llm_community_reports(kg, hi: HiIndex, client: Any) -> tuple[list[str], list
         else:
             titles.append(r.title)
             texts.append(body)
+    if not any(texts):
+        return [], []
     return titles, texts
 
 
