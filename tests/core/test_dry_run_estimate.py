@@ -24,7 +24,7 @@ from graphstrata.types import Document
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "hotpotqa" / "corpus.jsonl"
 CONFIG = {"min_communities": 2, "max_community_size": 6}
-FAMILIES = ("extract", "extract:gleaning", "community_reports", "hirag_summaries")
+FAMILIES = ("extract", "extract:gleaning", "community_reports", "hirag_summaries", "hirag_reports")
 
 
 @pytest.fixture(scope="module")

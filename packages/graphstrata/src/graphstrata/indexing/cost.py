@@ -13,6 +13,7 @@ from ..llm import DryRunLLM, LLMClient
 from ..models import Embedder
 from ..types import Document
 from .extract import extractor
+from .hirag import HiIndexConfig
 
 #: Completion tokens a call of each prompt family answers with, per token of its basis: the
 #: chunk text's tokens for ``extract`` and ``extract:gleaning`` (the answer restates the
@@ -41,9 +42,21 @@ LLM_ENTITIES_PER_CHUNK_TOKEN = 0.08
 HIRAG_CALLS_PER_SQRT_ENTITY = 0.62
 
 
+#: HiRAG Leiden communities (one ``"hirag_reports"`` call each) per ``leiden_max_cluster_size / 2``
+#: nodes of its multi-layer graph (entities + summary entities): 1.0 and 1.06 measured (5.2
+#: and 5.35 nodes a community with the default cap of 10), the same half-full rule as
+#: ArchRAG's communities.
+HIRAG_COMMUNITIES_PER_HALF_CAP = 1.0
+
+
 #: Report prompt tokens per member-description token (entity rows, relation rows, table
 #: headers); same measurement as :data:`COMPLETION_RATIOS`.
 REPORT_MEMBER_TOKENS_PER_DESC_TOKEN = 2.0
+#: HiRAG report prompt tokens per member-description token: fewer than
+#: :data:`REPORT_MEMBER_TOKENS_PER_DESC_TOKEN` since the multi-layer graph's communities have
+#: fewer relation rows per member, and its inter-layer edges' rows are short; same
+#: measurement as :data:`COMPLETION_RATIOS`.
+HIRAG_REPORT_MEMBER_TOKENS_PER_DESC_TOKEN = 1.15
 #: HiRAG summary prompt tokens per member-description token of the offline graph (the
 #: prompt lists each member's name and its LLM description, shorter than the offline one's
 #: sentences); same measurement as :data:`COMPLETION_RATIOS`.
@@ -83,8 +96,10 @@ def estimate_llm_cost(
     per prompt family) times each family's basis. Community reports and HiRAG summary
     entities depend on the graph the LLM will extract, so they are projected from the offline
     graph sized from the chunks (:data:`LLM_ENTITIES_PER_CHUNK_TOKEN`): ``n / (max_community_size / 2)`` communities per layer while at
-    least ``min_communities`` remain, and ``sqrt(n)`` GMM clusters per HiRAG layer, their
-    prompts sized from the real templates — projections, labelled so.
+    least ``min_communities`` remain, ``sqrt(n)`` GMM clusters per HiRAG layer, and one HiRAG
+    report per ``leiden_max_cluster_size / 2`` nodes of HiRAG's multi-layer graph
+    (:data:`HIRAG_COMMUNITIES_PER_HALF_CAP`, stage ``"hirag_reports"``, seed-hirag.md §2.7),
+    their prompts sized from the real templates — projections, labelled so.
 
     Args:
         docs: the documents the build would index.
@@ -161,6 +176,18 @@ def estimate_llm_cost(
         stages["hirag_summaries (projected)"] = {
             "calls": summaries, "prompt_tokens": int(summary_prompts),
             "completion_tokens": summaries * COMPLETION_PER_CALL["hirag_summaries"],
+            "estimated": True, "exact_calls": False,
+        }
+    hi_nodes = n_entities + summaries  # HiRAG's Leiden runs over entities and summary entities
+    hi_members = HiIndexConfig().leiden_max_cluster_size / 2
+    hi_reports = int(round(HIRAG_COMMUNITIES_PER_HALF_CAP * hi_nodes / max(hi_members, 1))) if n_entities > 2 else 0
+    if hi_reports:
+        per_hi_report = int(
+            min(report_prompt + HIRAG_REPORT_MEMBER_TOKENS_PER_DESC_TOKEN * desc_tokens * hi_members, 8000)
+        )
+        stages["hirag_reports (projected)"] = {
+            "calls": hi_reports, "prompt_tokens": hi_reports * per_hi_report,
+            "completion_tokens": int(round(hi_reports * per_hi_report * COMPLETION_RATIOS["community_reports"])),
             "estimated": True, "exact_calls": False,
         }
     total = {
