@@ -198,8 +198,8 @@ def _family(system: str | None, template: str) -> bool:
 def answer_every_prompt(prompt: str, system: str | None) -> str:
     """A deterministic stand-in for every prompt family graphstrata sends (a
     :class:`ScriptedLLM` script): entity / relationship records made of the chunk's
-    capitalised words (``person`` / ``geo``, ``co-mention`` relations), ``NO`` to the gleaning
-    check, JSON community reports (rating 6, one finding), summary-entity records, keywords,
+    capitalised words (``person`` / ``geo``, ``co-mention`` relations; HiRAG's two-stage
+    prompts answered in their own formats), ``NO`` to the gleaning check, JSON community reports (rating 6, one finding), summary-entity records, keywords,
     scored points, short answers. Tests control flow, caching and cost accounting, never
     quality.
 
@@ -327,7 +327,8 @@ def answer_at_realistic_length(prompt: str, system: str | None) -> str:
     cost estimates (``graphstrata index --dry-run``): per chunk up to 8 entities and 6
     relationships whose descriptions are whole sentences of the chunk (about 6 completion
     tokens a chunk token, about as long as the prompt), a gleaning pass adding two records, community reports with a three-sentence summary and four findings (about 450
-    tokens), HiRAG summary entities of three records. Deterministic; tests cost
+    tokens), HiRAG summary entities of three records, HiRAG's two-stage extraction (up to 8
+    entities, then up to 6 relations among them, a sentence each). Deterministic; tests cost
     accounting and control flow, never quality.
 
     Raises:
