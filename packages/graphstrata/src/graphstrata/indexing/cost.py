@@ -13,8 +13,8 @@ from ..llm import DryRunLLM, LLMClient
 from ..models import Embedder
 from ..types import Document
 from .extract import extractor
-from .hirag_extract import HiragLLMExtractor
 from .hirag import HiIndexConfig
+from .hirag_extract import HiragLLMExtractor
 
 #: Completion tokens a call of each prompt family answers with, per token of its basis: the
 #: chunk text's tokens for ``extract`` and ``extract:gleaning`` (the answer restates the
