@@ -24,11 +24,15 @@ from graphstrata.types import Document
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "hotpotqa" / "corpus.jsonl"
 CONFIG = {"min_communities": 2, "max_community_size": 6}
-FAMILIES = ("extract", "extract:gleaning", "community_reports", "hirag_summaries")
+FAMILIES = ("extract", "extract:gleaning", "community_reports", "hirag_summaries", "hirag_reports")
 
 
-@pytest.fixture(scope="module")
-def measured():
+#: HiRAG's two-stage extraction (llm_extraction="hirag"): its own four extraction families
+HIRAG_CONFIG = {**CONFIG, "llm_extraction": "hirag"}
+HIRAG_FAMILIES = ("extract", "extract:gleaning", "extract:relations", "extract:relations:gleaning")
+
+
+def _measure(config: dict):
     if not DATA.is_file():
         pytest.skip("../shared/data/hotpotqa is not here")
     with open(DATA, encoding="utf-8") as f:
@@ -36,10 +40,20 @@ def measured():
     llm = TokenizedLLM(answer_at_realistic_length)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # records the extractor rejects are counted, not fatal
-        gs = GraphStrata.build(corpus, config=CONFIG, embedder=HashEmbedder(), llm=llm)
+        gs = GraphStrata.build(corpus, config=config, embedder=HashEmbedder(), llm=llm)
     docs = [Document(d["id"], d["text"], {"title": d["title"]}) for d in corpus]
-    est = estimate_llm_cost(docs, as_config(CONFIG), HashEmbedder(), llm=llm)
+    est = estimate_llm_cost(docs, as_config(config), HashEmbedder(), llm=llm)
     return usage_by_family(gs.build_usage["stages"]), est, len(llm.calls)
+
+
+@pytest.fixture(scope="module")
+def measured():
+    return _measure(CONFIG)
+
+
+@pytest.fixture(scope="module")
+def measured_hirag():
+    return _measure(HIRAG_CONFIG)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -65,3 +79,20 @@ def test_dry_run_llm_counts_prompts_with_the_model_tokenizer_else_chars_over_3()
     assert with_tokenizer.usage.prompt_tokens == 6
     assert DryRunLLM().complete(text).usage.prompt_tokens == 7  # ceil(19 / 3)
     assert with_tokenizer.text == ""
+
+
+@pytest.mark.parametrize("family", HIRAG_FAMILIES)
+@pytest.mark.parametrize("kind", ["prompt_tokens", "completion_tokens"])
+def test_dry_run_estimate_of_two_stage_extraction_is_within_25_percent(measured_hirag, family, kind):
+    actual, est, _ = measured_hirag
+    estimate = usage_by_family(est["stages"])
+    assert actual[family][kind] > 0
+    assert estimate[family][kind] == pytest.approx(actual[family][kind], rel=0.25), (family, kind)
+
+
+def test_dry_run_of_two_stage_extraction_counts_entity_calls_exactly_and_projects_relations(measured_hirag):
+    actual, est, calls = measured_hirag
+    assert usage_by_family(est["stages"])["extract"]["calls"] == actual["extract"]["calls"]
+    relations = est["stages"]["extract:relations (projected)"]
+    assert relations["exact_calls"] is False and relations["calls"] == actual["extract:relations"]["calls"]
+    assert calls == sum(a["calls"] for a in actual.values())  # the dry run added no call

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import json
 import re
 import threading
 import time
@@ -26,10 +28,15 @@ from graphstrata.indexing.reports import (
     summary_entities,
     summary_request,
 )
-from graphstrata.llm import LLMClient, estimate_tokens
-from graphstrata.llm.report_parsing import CommunityReport, parse_community_report, parse_summary_entity
+from graphstrata.llm import LLMClient, LLMOutputError, estimate_tokens
+from graphstrata.llm.prompts.archrag import COMMUNITY_REPORT_SYSTEM
+from graphstrata.llm.report_parsing import (
+    CommunityReport,
+    parse_community_report,
+    parse_summary_entity,
+)
 from graphstrata.models import l2_normalise
-from graphstrata.testing import ScriptedLLM
+from graphstrata.testing import HashEmbedder, ScriptedLLM
 
 REPORT = """Sure! Here is the report you asked for:
 ```json
@@ -286,8 +293,22 @@ def first_member(prompt: str) -> str:
 
 
 def theme_script(prompt, system):
+    if system == COMMUNITY_REPORT_SYSTEM:  # HiRAG's community reports (spec §2.7)
+        first = report_subject(prompt)
+        return json.dumps({"title": f"Report on {first}", "summary": f"{first} leads this community.",
+                           "rating": 5, "findings": [{"summary": "Hub", "explanation": f"{first} links the rest."}]})
     first = first_member(prompt)
     return f'("entity"<|>Theme of {first}<|>event<|>What {first} and the others share.)\n<|COMPLETE|>'
+
+
+def report_subject(prompt: str) -> str:
+    """The first entity of a report prompt's data table (the prompt's example has its own)."""
+    rows = prompt.rsplit("-----Entities-----\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    return next(csv.reader(rows[1:2]))[1]
+
+
+def summary_calls(llm) -> int:
+    return sum(system != COMMUNITY_REPORT_SYSTEM for _, system, _ in llm.calls)
 
 
 @pytest.fixture()
@@ -322,12 +343,16 @@ def test_hi_index_uses_the_engines_llm_and_keys_the_variant(gs):
     state = dataclasses.replace(gs.state, llm=client)
     hi = hi_index(state)
     assert hi is hi_index(state) and all(n.startswith("Theme of ") for n in hi.names)
-    assert len(llm.calls) == len(hi.names)
+    assert summary_calls(llm) == len(hi.names)
+    assert len(llm.calls) == len(hi.names) + hi.n_communities  # plus one report per community
     extractive = hi_index(state, HiIndexConfig(summarise_fn=extractive_summariser))
     assert extractive is not hi and extractive.names == hi_index(gs).names
     assert not any(n.startswith("Theme of ") for n in extractive.names)
+    # a custom summariser keeps the LLM's community reports (reports and summaries are separate seams)
+    assert len(extractive.report_texts) == extractive.n_communities and all(extractive.report_texts)
+    before = len(llm.calls)
     hits = GraphStrata(state).retrieve("Where was Edmund Hillary born?", method="hirag", k=3, mode="local")
-    assert hits and len(llm.calls) == len(hi.names)  # retrieval reuses the cached index
+    assert hits and len(llm.calls) == before  # retrieval reuses the cached index
 
 
 class WithLLM:
@@ -361,7 +386,6 @@ def test_higher_layers_summarise_the_summary_entities_below():
     from types import SimpleNamespace
 
     from graphstrata.graph import KnowledgeGraph
-    from graphstrata.testing import HashEmbedder
     from graphstrata.types import Entity
 
     rng = np.random.default_rng(0)  # 3 groups of 4 tight clusters of 12 entities: 2+ summary layers
@@ -397,3 +421,115 @@ def test_report_cut_short_by_the_token_limit_keeps_its_complete_fields():
     report = parse_community_report(text)
     assert report == CommunityReport(title="LiHua and Adam", summary="LiHua rents a room from Adam.", rating=6.5)
     assert parse_community_report('{"title": "only a title", "summ') is None  # no summary: unreadable
+
+
+# -- HiRAG community reports (seed-hirag.md §2.7) ----------------------------------------------
+def test_hirag_community_hit_text_is_the_llm_report(gs):
+    from graphstrata.indexing.hirag import extractive_community_report
+
+    llm, client = client_for(theme_script)
+    state = dataclasses.replace(gs.state, llm=client)
+    hi = hi_index(state)
+    reports = [p for p, system, _ in llm.calls if system == COMMUNITY_REPORT_SYSTEM]
+    assert len(reports) == hi.n_communities == client.ledger.stages["hirag_reports"].calls
+    hits = [h for h in GraphStrata(state).retrieve("Where was Edmund Hillary born?", method="hirag", k=10,
+                                                   mode="global") if h.kind == "community"]
+    assert hits
+    for h in hits:
+        c = int(h.id.removeprefix("hirag:C"))
+        title, body = hi.llm_report(c)
+        assert h.text == f"{title}\n{body}" and h.metadata["title"] == title
+        assert title.startswith("Report on ") and body.endswith("links the rest.")
+        assert h.text != "\n".join(extractive_community_report(state.kg, hi, c)).strip()
+
+
+def test_hirag_offline_community_text_and_arrays_are_unchanged(gs):
+    from graphstrata.indexing.hirag import extractive_community_report, hi_index_arrays
+
+    hi = hi_index(gs)
+    assert hi.report_texts == [] and hi.llm_report(0) is None
+    assert not any(k.startswith("report_") for k in hi_index_arrays(hi))  # the stored arrays are as before
+    hits = [h for h in gs.retrieve("Where was Edmund Hillary born?", method="hirag", k=10, mode="global")
+            if h.kind == "community"]
+    assert hits
+    for h in hits:
+        title, body = extractive_community_report(gs.kg, hi, int(h.id.removeprefix("hirag:C")))
+        assert h.text == f"{title}\n{body}".strip() and h.metadata["title"] == title
+
+
+def test_hirag_unreadable_report_falls_back_to_the_extractive_text_and_is_counted(gs):
+    from graphstrata.indexing.hirag import extractive_community_report
+
+    bad = []
+
+    def script(prompt, system):
+        if system == COMMUNITY_REPORT_SYSTEM and not bad:  # the first report is unreadable
+            bad.append(report_subject(prompt))
+            return "I cannot write that report."
+        return theme_script(prompt, system)
+
+    llm = ScriptedLLM(script)
+    client = LLMClient(llm, concurrency=1)  # one call at a time: "first" is well defined
+    state = dataclasses.replace(gs.state, llm=client)
+    hi = hi_index(state)
+    assert hi.n_communities >= 2 and bad
+    failed = [c for c in range(hi.n_communities) if hi.llm_report(c) is None]
+    assert len(failed) == 1 and client.ledger.stages["hirag_reports"].skipped == 1
+    (c,) = failed
+    from graphstrata.methods.hirag import HiRAG
+
+    title, body = extractive_community_report(state.kg, hi, c)
+    assert title and HiRAG()._community_hit(state, hi, c, 0.5, None).text == f"{title}\n{body}".strip()
+    assert HiRAG()._community_hit(state, hi, 1 - c if c < 2 else 0, 0.5, None).text.startswith("Report on ")
+    assert all(hi.llm_report(o)[0].startswith("Report on ") for o in range(hi.n_communities) if o != c)
+
+
+def test_hirag_reports_persist_with_the_index_arrays(gs):
+    from graphstrata.indexing.hirag import hi_index_arrays, hi_index_from_arrays
+
+    _, client = client_for(theme_script)
+    hi = hi_index(dataclasses.replace(gs.state, llm=client))
+    back = hi_index_from_arrays(hi_index_arrays(hi))
+    assert back.report_titles == hi.report_titles and back.report_texts == hi.report_texts
+    assert all(hi.report_texts) and len(hi.report_texts) == hi.n_communities
+
+
+def test_hirag_reports_can_be_turned_off(gs):
+    llm, client = client_for(theme_script)
+    hi = build_hi_index(dataclasses.replace(gs.state, llm=client), HiIndexConfig(llm_reports=False))
+    assert hi.report_texts == [] and summary_calls(llm) == len(llm.calls)
+
+
+def test_hirag_reports_of_a_stand_in_llm_fall_back_and_are_counted_without_stopping(gs):
+    """A stand-in LLM answering everything "I don't know." (the README's and cookbook's): each
+    report is unreadable, exactly as ArchRAG's stage sees it (fallback, skipped, a "parse"
+    failure), but HiRAG's best-effort stage keeps the extractive text instead of stopping, so a
+    loaded index queried with such an LLM still answers HiRAG queries."""
+    from graphstrata.indexing.hirag import hi_index_arrays
+
+    llm, client = client_for(lambda prompt, system: "I don't know.")
+    state = dataclasses.replace(gs.state, llm=client)
+    hi = hi_index(state)
+    n = hi.n_communities
+    assert n >= 2 and hi.report_texts == [] and hi.llm_report(0) is None
+    assert not any(k.startswith("report_") for k in hi_index_arrays(hi))  # stored as an offline one
+    usage = client.ledger.stages["hirag_reports"].to_dict()
+    assert usage["calls"] == n and usage["skipped"] == n
+    assert usage["checked"] == n and usage["failures"] == {"parse": n}
+    hits = GraphStrata(state).retrieve("Where was Edmund Hillary born?", method="hirag", k=5, mode="global")
+    assert any(h.kind == "community" for h in hits)
+    # ArchRAG's stage, given the same answers, stops with the guard's error (unchanged)
+    with pytest.raises(LLMOutputError, match="community_reports"):
+        community_reports(client, [CTX, CTX], [FALLBACK, FALLBACK])
+
+
+def test_llm_build_with_a_stand_in_for_reports_keeps_extractive_hirag_reports(corpus, small_config):
+    """A whole LLM build whose model cannot write reports (statistical extraction, ArchRAG
+    reports off) succeeds, and build_usage counts HiRAG's fallbacks."""
+    llm = ScriptedLLM(lambda prompt, system: "I don't know.")
+    config = {**small_config, "llm_extraction": "statistical", "llm_community_reports": False}
+    built = GraphStrata.build(corpus, config=config, embedder=HashEmbedder(), llm=llm)
+    stage = built.build_usage["stages"]["hirag_reports"]
+    assert stage["calls"] >= 1 and stage["skipped"] == stage["calls"] == stage["checked"]
+    assert stage["failures"] == {"parse": stage["calls"]}
+    assert built.retrieve("Where was Amadeo Giannini born?", method="hirag", k=3)

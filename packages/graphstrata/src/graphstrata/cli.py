@@ -244,8 +244,9 @@ def _parser() -> argparse.ArgumentParser:
                     "about 200x faster on a CPU with lower recall (distilled once, then cached)")
     _add_llm(ix, "run the papers' LLM steps at index time (LLM extraction, community reports, HiRAG "
              "summary entities); responses are cached in OUT/llm-cache.sqlite")
-    ix.add_argument("--llm-extraction", choices=["lightrag", "agrag", "statistical"], default=None,
-                    help="with --llm: LightRAG-style typed extraction (default), AGRAG's TF-IDF entities + "
+    ix.add_argument("--llm-extraction", choices=["lightrag", "hirag", "agrag", "statistical"], default=None,
+                    help="with --llm: LightRAG-style typed extraction (default), HiRAG's two-stage extraction "
+                    "(entities, then relations among them), AGRAG's TF-IDF entities + "
                     "LLM triples, or the offline extraction (the LLM writes reports and answers only)")
     ix.add_argument("--dry-run", action="store_true",
                     help="print the LLM calls and estimated tokens the build would spend, and stop")

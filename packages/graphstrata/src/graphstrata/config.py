@@ -108,11 +108,13 @@ class GraphStrataConfig(BaseModel):
         " entity that keeps the merged ids as its aliases; also applied to incremental inserts",
     )
     # -- the LLM path (used only when build gets an llm; issue 13) --------------------------
-    llm_extraction: Literal["lightrag", "agrag", "statistical"] = Field(
+    llm_extraction: Literal["lightrag", "hirag", "agrag", "statistical"] = Field(
         "lightrag",
         description="extraction with an LLM: typed entities and described relations with"
-        " keywords and strength (LightRAG §1.4-1.7, also what HiRAG and ArchRAG use),"
-        " AGRAG's TF-IDF entities with LLM triples (AGRAG §1.3), or the offline statistical"
+        " keywords and strength from one joint prompt (LightRAG §1.4-1.7, also what ArchRAG uses),"
+        " HiRAG's two-stage extraction (HiRAG §2.2-2.4: entities of the meta types first, then the"
+        " relations among them; about twice the calls), AGRAG's TF-IDF entities with LLM triples"
+        " (AGRAG §1.3), or the offline statistical"
         " extraction (no extraction calls: the LLM writes only reports, summaries and answers;"
         " the cheapest LLM build, and the one small local models can do)",
     )

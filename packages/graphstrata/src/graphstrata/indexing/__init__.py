@@ -42,6 +42,7 @@ from .descriptions import (
 )
 from .entities import entity_vectors
 from .extract import extract_stage, extractor
+from .hirag_extract import HiragLLMExtractor
 from .llm_extract import AgragLLMExtractor, LLMExtractor
 from .progress import EMBED_BATCH, Progress
 from .update import drift_report, rebuild_state, update_state
@@ -49,6 +50,7 @@ from .update import drift_report, rebuild_state, update_state
 __all__ = [
     "EMBED_BATCH",
     "AgragLLMExtractor",
+    "HiragLLMExtractor",
     "LLMExtractor",
     "Progress",
     "TextVectors",

@@ -13,6 +13,8 @@ from ..llm import DryRunLLM, LLMClient
 from ..models import Embedder
 from ..types import Document
 from .extract import extractor
+from .hirag import HiIndexConfig
+from .hirag_extract import HiragLLMExtractor
 
 #: Completion tokens a call of each prompt family answers with, per token of its basis: the
 #: chunk text's tokens for ``extract`` and ``extract:gleaning`` (the answer restates the
@@ -29,6 +31,20 @@ COMPLETION_RATIOS: dict[str, float] = {
     "extract:summaries": 0.1,  # not met in the measured run: a short summary of a long prompt
     "community_reports": 0.63,  # 0.61 and 0.66 of the prompt
 }
+#: :data:`COMPLETION_RATIOS` of HiRAG's two-stage extraction (``llm_extraction="hirag"``,
+#: :mod:`graphstrata.indexing.hirag_extract`), completion tokens per chunk token: its
+#: ``extract`` answer lists entities only, and ``extract:relations`` the relations among them.
+#: Same measurement.
+HIRAG_EXTRACTION_RATIOS: dict[str, float] = {
+    "extract": 3.45,  # 3.67 (12 docs) and 3.25 (40 docs)
+    "extract:gleaning": 0.46,  # 0.51 and 0.42
+    "extract:relations": 2.8,  # 2.98 and 2.65
+    "extract:relations:gleaning": 0.05,  # 0.05 and 0.047
+}
+#: Entities the relation prompt of HiRAG's two-stage extraction lists per chunk, at most: the
+#: chunk's offline entities stand in for stage 1's (unknown before the model answers), the
+#: first this many of them
+HIRAG_LISTED_ENTITIES_PER_CHUNK = 8
 #: Completion tokens per call where the answer's size does not follow its prompt: HiRAG
 #: summary entities answer ~138 tokens whatever the cluster size (138 and 138 measured).
 COMPLETION_PER_CALL: dict[str, int] = {"hirag_summaries": 138}
@@ -41,9 +57,21 @@ LLM_ENTITIES_PER_CHUNK_TOKEN = 0.08
 HIRAG_CALLS_PER_SQRT_ENTITY = 0.62
 
 
+#: HiRAG Leiden communities (one ``"hirag_reports"`` call each) per ``leiden_max_cluster_size / 2``
+#: nodes of its multi-layer graph (entities + summary entities): 1.0 and 1.06 measured (5.2
+#: and 5.35 nodes a community with the default cap of 10), the same half-full rule as
+#: ArchRAG's communities.
+HIRAG_COMMUNITIES_PER_HALF_CAP = 1.0
+
+
 #: Report prompt tokens per member-description token (entity rows, relation rows, table
 #: headers); same measurement as :data:`COMPLETION_RATIOS`.
 REPORT_MEMBER_TOKENS_PER_DESC_TOKEN = 2.0
+#: HiRAG report prompt tokens per member-description token: fewer than
+#: :data:`REPORT_MEMBER_TOKENS_PER_DESC_TOKEN` since the multi-layer graph's communities have
+#: fewer relation rows per member, and its inter-layer edges' rows are short; same
+#: measurement as :data:`COMPLETION_RATIOS`.
+HIRAG_REPORT_MEMBER_TOKENS_PER_DESC_TOKEN = 1.15
 #: HiRAG summary prompt tokens per member-description token of the offline graph (the
 #: prompt lists each member's name and its LLM description, shorter than the offline one's
 #: sentences); same measurement as :data:`COMPLETION_RATIOS`.
@@ -69,6 +97,28 @@ def usage_by_family(stages: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[s
     return out
 
 
+def _project_relation_stage(
+    ex: HiragLLMExtractor,
+    chunks: Sequence[Any],
+    titles: Mapping[str, str],
+    offline: Sequence[Any],
+    client: LLMClient,
+) -> None:
+    """The relation stage of HiRAG's two-stage extraction, sent to ``client`` (a dry-run
+    client) with the chunks' offline entities standing in for the names stage 1 would list
+    (the first :data:`HIRAG_LISTED_ENTITIES_PER_CHUNK` of each chunk's, most mentioned first):
+    a real relation prompt, and its gleaning passes, per chunk with at least two."""
+    listed: dict[str, list[str]] = {}
+    for e in sorted(offline, key=lambda e: -e.weight):
+        for cid in e.chunk_ids:
+            names = listed.setdefault(cid, [])
+            if len(names) < HIRAG_LISTED_ENTITIES_PER_CHUNK:
+                names.append(e.name)
+    todo = [c for c in chunks if len(listed.get(c.id, ())) >= 2]
+    if todo:
+        ex._relation_answers(todo, titles, [listed[c.id] for c in todo])
+
+
 def estimate_llm_cost(
     docs: Sequence[Document], config: GraphStrataConfig, embedder: Embedder, llm: Any = None
 ) -> dict[str, Any]:
@@ -79,12 +129,17 @@ def estimate_llm_cost(
     ``llm``'s tokenizer when it has one (``count_tokens``: the LlamaIndex and LangChain
     adapters expose the model's), else ``ceil(chars / 3)``
     (:func:`~graphstrata.llm.base.count_prompt_tokens`). Gleaning prompts get the estimated
-    extraction answer they repeat. Completion tokens are :data:`COMPLETION_RATIOS` (measured
-    per prompt family) times each family's basis. Community reports and HiRAG summary
+    extraction answer they repeat. HiRAG's two-stage extraction (``llm_extraction="hirag"``)
+    sends its relation prompts with each chunk's offline entities as the listed names
+    (:data:`HIRAG_LISTED_ENTITIES_PER_CHUNK`): a projection, labelled so. Completion tokens are
+    :data:`COMPLETION_RATIOS` (:data:`HIRAG_EXTRACTION_RATIOS` for the two-stage extraction's
+    families; measured per prompt family) times each family's basis. Community reports and HiRAG summary
     entities depend on the graph the LLM will extract, so they are projected from the offline
     graph sized from the chunks (:data:`LLM_ENTITIES_PER_CHUNK_TOKEN`): ``n / (max_community_size / 2)`` communities per layer while at
-    least ``min_communities`` remain, and ``sqrt(n)`` GMM clusters per HiRAG layer, their
-    prompts sized from the real templates — projections, labelled so.
+    least ``min_communities`` remain, ``sqrt(n)`` GMM clusters per HiRAG layer, and one HiRAG
+    report per ``leiden_max_cluster_size / 2`` nodes of HiRAG's multi-layer graph
+    (:data:`HIRAG_COMMUNITIES_PER_HALF_CAP`, stage ``"hirag_reports"``, seed-hirag.md §2.7),
+    their prompts sized from the real templates — projections, labelled so.
 
     Args:
         docs: the documents the build would index.
@@ -118,24 +173,35 @@ def estimate_llm_cost(
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
     dry = DryRunLLM(tokenizer=llm)
     client = LLMClient(dry, concurrency=1, max_failure_share=1.0)  # empty answers are no model failure
+    ex = extractor(config, client, False)
     try:
-        extractor(config, client, False).extract(chunks, titles)
+        ex.extract(chunks, titles)
     except ValueError:
         pass  # the dry run extracts nothing, by design
+    offline, _ = extractor(config, None, False).extract(chunks, titles)
+    ratios = dict(COMPLETION_RATIOS)
+    if isinstance(ex, HiragLLMExtractor):
+        ratios.update(HIRAG_EXTRACTION_RATIOS)
+        _project_relation_stage(ex, chunks, titles, offline, client)
+    # the relation stage's calls depend on what stage 1 will find: projected, labelled so
     stages: dict[str, dict[str, Any]] = {
-        name: {**{k: v for k, v in u.to_dict().items() if k not in ("checked", "failures")}, "exact_calls": True}
+        (f"{name} (projected)" if name.startswith("extract:relations") else name): {
+            **{k: v for k, v in u.to_dict().items() if k not in ("checked", "failures")},
+            "exact_calls": not name.startswith("extract:relations"),
+        }
         for name, u in client.ledger.stages.items()
     }
     chunk_tokens = sum(count(c.text) for c in chunks)
     per_chunk = chunk_tokens / len(chunks)
-    extract_answer = COMPLETION_RATIOS["extract"] * per_chunk  # one chunk's extraction answer
+    # one chunk's answer, which a gleaning prompt repeats, per stage
+    answer_of = {"extract:gleaning": "extract", "extract:relations:gleaning": "extract:relations"}
+    per_chunk_families = ("extract", "extract:gleaning", "extract:relations", "extract:relations:gleaning")
     for name, s in stages.items():
         family = family_of(name)
-        if family == "extract:gleaning":
-            s["prompt_tokens"] = int(s["prompt_tokens"] + s["calls"] * extract_answer)
-        basis = s["calls"] * per_chunk if family in ("extract", "extract:gleaning") else s["prompt_tokens"]
-        s["completion_tokens"] = int(round(COMPLETION_RATIOS.get(family, 0.0) * basis))
-    offline, _ = extractor(config, None, False).extract(chunks, titles)
+        if family in answer_of:
+            s["prompt_tokens"] = int(s["prompt_tokens"] + s["calls"] * ratios[answer_of[family]] * per_chunk)
+        basis = s["calls"] * per_chunk if family in per_chunk_families else s["prompt_tokens"]
+        s["completion_tokens"] = int(round(ratios.get(family, 0.0) * basis))
     desc_tokens = float(np.mean([count(e.description) for e in offline])) if offline else 0.0
     n_entities = int(round(LLM_ENTITIES_PER_CHUNK_TOKEN * chunk_tokens))
     members = config.max_community_size / 2
@@ -161,6 +227,18 @@ def estimate_llm_cost(
         stages["hirag_summaries (projected)"] = {
             "calls": summaries, "prompt_tokens": int(summary_prompts),
             "completion_tokens": summaries * COMPLETION_PER_CALL["hirag_summaries"],
+            "estimated": True, "exact_calls": False,
+        }
+    hi_nodes = n_entities + summaries  # HiRAG's Leiden runs over entities and summary entities
+    hi_members = HiIndexConfig().leiden_max_cluster_size / 2
+    hi_reports = int(round(HIRAG_COMMUNITIES_PER_HALF_CAP * hi_nodes / max(hi_members, 1))) if n_entities > 2 else 0
+    if hi_reports:
+        per_hi_report = int(
+            min(report_prompt + HIRAG_REPORT_MEMBER_TOKENS_PER_DESC_TOKEN * desc_tokens * hi_members, 8000)
+        )
+        stages["hirag_reports (projected)"] = {
+            "calls": hi_reports, "prompt_tokens": hi_reports * per_hi_report,
+            "completion_tokens": int(round(hi_reports * per_hi_report * COMPLETION_RATIOS["community_reports"])),
             "estimated": True, "exact_calls": False,
         }
     total = {

@@ -49,22 +49,24 @@ PART_SEPARATOR = "\n"
 def describes_entities(config: GraphStrataConfig, llm_id: str | None) -> bool:
     """Whether a build with ``config`` and an LLM of id ``llm_id`` (``None``: offline) embeds
     each entity's name and description: LightRAG extraction with ``llm_description_vectors``
-    (LightRAG §3.1). Otherwise its entity vectors are :func:`~.entities.entity_vectors`'."""
+    (LightRAG §3.1), or HiRAG's two-stage extraction, whose entities are as described
+    (HiRAG §2.8 embeds name + description). Otherwise its entity vectors are
+    :func:`~.entities.entity_vectors`'."""
     return (
         llm_id is not None
         and bool(getattr(config, "llm_description_vectors", False))
-        and config.llm_extraction == "lightrag"
+        and config.llm_extraction in ("lightrag", "hirag")
     )
 
 
 def describes_relations(config: GraphStrataConfig, llm_id: str | None) -> bool:
     """Whether a build with ``config`` and an LLM of id ``llm_id`` (``None``: offline) has
-    embedded relation and fact vectors: LightRAG or AGRAG extraction with
-    ``llm_description_vectors`` (LightRAG §3.1, AGRAG §III-C)."""
+    embedded relation and fact vectors: LightRAG, HiRAG (described relations, no keywords) or
+    AGRAG extraction with ``llm_description_vectors`` (LightRAG §3.1, AGRAG §III-C)."""
     return (
         llm_id is not None
         and bool(getattr(config, "llm_description_vectors", False))
-        and config.llm_extraction in ("lightrag", "agrag")
+        and config.llm_extraction in ("lightrag", "hirag", "agrag")
     )
 
 

@@ -4,7 +4,8 @@ Offline, the statistical extractor (TF-IDF n-grams à la AGRAG, capitalised span
 co-occurrence relations; :mod:`graphstrata.extraction`) keeps one
 :class:`~graphstrata.extraction.ChunkRecord` per chunk, and the KG is their merge, so an update
 extracts only new chunks (:mod:`graphstrata.indexing.update`). With an LLM the stage is
-LightRAG / HiRAG or AGRAG extraction (:mod:`graphstrata.indexing.llm_extract`).
+LightRAG, HiRAG's two-stage (:mod:`graphstrata.indexing.hirag_extract`) or AGRAG extraction
+(:mod:`graphstrata.indexing.llm_extract`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..llm.records import LLMAnswers
 from ..runner import LocalRunner, current_runner
 from ..types import Chunk, Entity, Relation
 from .communities import fit_summary_tfidf, summary_tfidf_spec
+from .hirag_extract import HiragLLMExtractor
 from .llm_extract import AgragLLMExtractor, LLMExtractor
 from .progress import Progress
 
@@ -35,8 +37,8 @@ def extractor(
     config: GraphStrataConfig, llm: LLMClient | None, show_progress: bool = False
 ) -> StatisticalExtractor | LLMExtractor | AgragLLMExtractor:
     """The extractor of the extraction stage: statistical offline; with an LLM, LightRAG-style
-    LLM extraction, AGRAG's TF-IDF entities + LLM triples, or still statistical
-    (``config.llm_extraction``).
+    LLM extraction (``"lightrag"``), HiRAG's two-stage extraction (``"hirag"``), AGRAG's TF-IDF
+    entities + LLM triples (``"agrag"``), or still statistical (``config.llm_extraction``).
 
     Args:
         config: the build configuration (TF-IDF and cap settings, ``llm_extraction``,
@@ -46,8 +48,9 @@ def extractor(
 
     Returns:
         A :class:`~graphstrata.extraction.StatisticalExtractor`,
-        :class:`~.llm_extract.LLMExtractor` or :class:`~.llm_extract.AgragLLMExtractor`; all
-        three have ``extract(chunks, titles) -> (entities, relations)``.
+        :class:`~.llm_extract.LLMExtractor`, :class:`~.hirag_extract.HiragLLMExtractor` (an
+        ``LLMExtractor``) or :class:`~.llm_extract.AgragLLMExtractor`; all have
+        ``extract(chunks, titles) -> (entities, relations)``.
     """
     statistical = StatisticalExtractor(
         top_n=config.tfidf_top_n,
@@ -59,6 +62,8 @@ def extractor(
         return statistical
     if config.llm_extraction == "agrag":
         return AgragLLMExtractor(llm, statistical=statistical)
+    if config.llm_extraction == "hirag":  # its own prompts, which always carry their examples
+        return HiragLLMExtractor(llm, gleaning=config.llm_gleaning)
     return LLMExtractor(llm, gleaning=config.llm_gleaning, examples=config.llm_prompt_examples)
 
 

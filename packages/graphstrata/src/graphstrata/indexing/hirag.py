@@ -33,13 +33,16 @@ entity layer (ids, vectors) is the state's, attached by :meth:`HiIndex.bind`.
    ``leiden_max_cluster_size`` nodes, fixed seed, edges in sorted order) over the
    *multi-layer* graph G_k
    (KG relations + inter-layer edges), as the spec says — not ArchRAG's layer-1 communities,
-   which are built on the flat KG plus k-NN edges. Reports are extractive and made on demand
-   by the retrieval (title = the top members by degree, body = the first sentence of the top
-   members' descriptions).
+   which are built on the flat KG plus k-NN edges. Offline, reports are extractive and made on
+   demand by the retrieval (:func:`extractive_community_report`: title = the top members by
+   degree, body = the first sentence of the top members' descriptions). With the state's LLM,
+   each community gets an LLM report at build time (:func:`llm_community_reports`, stage
+   ``"hirag_reports"``, persisted with the index; a failed report keeps the extractive text).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -53,11 +56,19 @@ from ..hierarchy import LEIDEN_SEED, leiden_edges, rank_chunks
 from ..llm.client import LLMClient
 from ..llm.prompts.hirag import META_TYPES
 from ..models import l2_normalise
-from .reports import DEFAULT_SUMMARY_INPUT_TOKENS, SUMMARY_STAGE, summary_entities
+from .reports import (
+    DEFAULT_SUMMARY_INPUT_TOKENS,
+    SUMMARY_STAGE,
+    ReportContext,
+    community_reports,
+    summary_entities,
+)
 
 SUMMARY_PREFIX = "\u00a7hirag:"  # summary-entity node ids: "§hirag:L<layer>S<index>"
 
 SUMMARY_VECTORS = ("auto", "centroid", "embedding")
+#: ledger stage of HiRAG's LLM community reports (spec §2.7)
+HIRAG_REPORT_STAGE = "hirag_reports"
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,9 @@ class HiIndexConfig:
             members' vectors), ``"embedding"`` (the state's embedder on ``name + " " +
             description``, spec §2.8) or ``"auto"`` (embedding when the summaries are not the
             extractive ones, whose text only lists member names).
+        llm_reports: with the state's LLM, write one report per Leiden community at build
+            time (spec §2.7, :func:`llm_community_reports`, stage ``"hirag_reports"``);
+            ``False`` keeps the extractive community text. Ignored offline.
 
     Raises:
         ValueError: ``summary_vectors`` is not one of :data:`SUMMARY_VECTORS`.
@@ -124,6 +138,7 @@ class HiIndexConfig:
     seed: int = 0
     summarise_fn: SummariseFn | None = None
     summary_vectors: str = "auto"
+    llm_reports: bool = True
 
     def __post_init__(self) -> None:
         if self.summary_vectors not in SUMMARY_VECTORS:
@@ -161,6 +176,11 @@ class HiIndex:
         sparsity: cluster sparsity of each clustered layer.
         variant: which summaries it holds: ``"extractive"``, ``"llm:<model id>"`` or
             ``"custom"`` (:func:`hi_index_key`).
+        report_titles, report_texts: per community, the LLM report's title and body (spec
+            §2.7, :func:`llm_community_reports`), ``""`` for a community whose report fell
+            back to the extractive text; both empty lists when the index has no LLM reports
+            (offline), in which case every community's text is
+            :func:`extractive_community_report`.
 
     Compatibility views (built on access, for inspection and tests; queries do not use them):
     :attr:`node_ids`, :attr:`node_row`, :attr:`layer`, :attr:`vectors`, :attr:`graph`
@@ -184,6 +204,8 @@ class HiIndex:
         node_community: np.ndarray,
         sparsity: list[float] | None = None,
         variant: str = "extractive",
+        report_titles: list[str] | None = None,
+        report_texts: list[str] | None = None,
     ) -> None:
         self.n_entities = int(n_entities)
         self.summary_ids = list(summary_ids)
@@ -200,6 +222,8 @@ class HiIndex:
         self.node_community = np.asarray(node_community, np.int32)
         self.sparsity = list(sparsity or [])
         self.variant = str(variant)
+        self.report_titles = list(report_titles or [])
+        self.report_texts = list(report_texts or [])
         self.summary_row = {nid: self.n_entities + j for j, nid in enumerate(self.summary_ids)}
         self.degree = np.diff(self.indptr)
         self._entity_ids: Sequence[str] | None = None
@@ -223,6 +247,10 @@ class HiIndex:
         c = self.community_indptr
         if len(c) < 1 or c[0] != 0 or c[-1] != len(self.community_members) or len(self.node_community) != n:
             raise ValueError("HiIndex: community arrays do not match")
+        if len(self.report_titles) != len(self.report_texts) or (
+            self.report_texts and len(self.report_texts) != len(c) - 1
+        ):
+            raise ValueError("HiIndex: community reports do not match the communities")
 
     # -- binding to the state's entity layer --------------------------------------------------
     def bind(self, kg, entity_vectors: np.ndarray | None) -> HiIndex:
@@ -287,6 +315,14 @@ class HiIndex:
     def members(self, c: int) -> np.ndarray:
         """int32 sorted member node indices of community ``c`` (a view)."""
         return self.community_members[self.community_indptr[c] : self.community_indptr[c + 1]]
+
+    def llm_report(self, c: int) -> tuple[str, str] | None:
+        """``(title, body)`` of community ``c``'s LLM report, or ``None`` when the index has
+        none for it (offline, or the model's report fell back: use
+        :func:`extractive_community_report`)."""
+        if not self.report_texts or not self.report_texts[c]:
+            return None
+        return self.report_titles[c], self.report_texts[c]
 
     def similarity(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
         """float32 cosine of ``query`` (float32 ``(dim,)``, normalised) to nodes ``rows``
@@ -540,6 +576,123 @@ def _summariser(state, config: HiIndexConfig) -> SummariseFn:
     return extractive_summariser if llm is None else llm_summariser(llm)
 
 
+def _hi_node_name(kg, hi: HiIndex, i: int) -> str:
+    return kg.entities[hi.node_id(i)].name if i < hi.n_entities else hi.names[i - hi.n_entities]
+
+
+def extractive_community_report(kg, hi: HiIndex, c: int) -> tuple[str, str]:
+    """The offline ``(title, body)`` of HiRAG community ``c`` (the design's extractive
+    community summary): title = the names of its three highest-degree members in G_k, body =
+    the first sentence of the descriptions of its top KG-entity members by degree (at most
+    three distinct sentences; summary entities contribute to the title only).
+
+    Args:
+        kg: the state's knowledge graph; ``hi`` must be bound to it (:meth:`HiIndex.bind`).
+        hi: the HiIndex; ``c`` one of its communities.
+
+    Raises:
+        ValueError: ``hi`` is not bound to a state's entities.
+    """
+    member_arr = hi.members(c)  # ascending node indices
+    # by degree, highest first, ties by node index (a stable sort of the ascending members)
+    top = member_arr[np.argsort(-hi.degree[member_arr], kind="stable")].tolist()
+    title = ", ".join(_hi_node_name(kg, hi, i) for i in top[:3])
+    sentences: list[str] = []
+    for i in top:
+        if i >= hi.n_entities:
+            continue
+        desc = kg.entities[hi.node_id(i)].description
+        if desc:
+            first = re.split(r"(?<=[.!?])\s+", desc, maxsplit=1)[0]
+            if first not in sentences:
+                sentences.append(first)
+        if len(sentences) >= 3:
+            break
+    return title, " ".join(sentences)
+
+
+def community_report_context(kg, hi: HiIndex, c: int) -> ReportContext:
+    """What community ``c``'s LLM report is written from (spec §2.7 report input): its
+    members (KG entities with their type and description; summary entities typed
+    ``"summary"``), the G_k edges among them (a KG relation's description; an inter-layer
+    edge reads ``"<member> is part of <summary>"``) and each member's degree in G_k for
+    ranking. Leaf communities have no sub-communities, so there are no sub-reports.
+
+    Raises:
+        ValueError: ``hi`` is not bound to a state's entities.
+    """
+    members = hi.members(c).tolist()
+    member_set = set(members)
+    names = {i: _hi_node_name(kg, hi, i) for i in members}
+    entities = []
+    for i in members:
+        if i < hi.n_entities:
+            e = kg.entities[hi.node_id(i)]
+            entities.append((e.name, e.type, e.description))
+        else:
+            entities.append((names[i], "summary", hi.descriptions[i - hi.n_entities]))
+    relations = []
+    for i in members:
+        for j in hi.neighbours(i).tolist():
+            if j <= i or j not in member_set:
+                continue
+            if j < hi.n_entities:  # both KG entities (i < j)
+                a, b = hi.node_id(i), hi.node_id(j)
+                r = kg.relations.get((a, b) if a < b else (b, a))
+                relations.append((names[i], names[j], r.description if r is not None else ""))
+            else:
+                relations.append((names[i], names[j], f"{names[i]} is part of {names[j]}"))
+    degrees = {names[i]: int(hi.degree[i]) for i in members}
+    return ReportContext(entities=entities, relations=relations, degrees=degrees)
+
+
+def llm_community_reports(kg, hi: HiIndex, client: Any) -> tuple[list[str], list[str]]:
+    """HiRAG's LLM community reports (spec seed-hirag.md §2.7): one report per Leiden leaf
+    community of ``hi``, written by ``client`` with the GraphRAG-style report prompt shared with
+    ArchRAG (:func:`graphstrata.indexing.reports.community_reports`: response cache, bounded
+    concurrency, echo guard), counted under the ledger stage :data:`HIRAG_REPORT_STAGE`.
+
+    Each answer is treated as ArchRAG's report stage treats it: an unreadable answer (``"I
+    don't know."``) or one copying the prompt's example report keeps the extractive text, and
+    is counted with ``client.skip`` and as the stage's ``"parse"`` / ``"echo"`` failure (shown
+    in ``build_usage`` / ``stats()``). Unlike ArchRAG's stage, a large failure share does not
+    stop anything: the stage is best-effort, like HiRAG's summary entities
+    (``"hirag_summaries"``). It also runs when an offline index is loaded with an LLM that is
+    there only to answer (the first HiRAG query builds the ``llm:<model>`` variant), and a
+    model that cannot write reports must not make HiRAG unusable there; in a full LLM build the
+    extraction and ArchRAG report stages already stop a model that fails them.
+
+    Returns:
+        ``(titles, texts)``, one per community in community order: the report's title and body
+        (:meth:`~graphstrata.llm.report_parsing.CommunityReport.text`); ``("", "")`` where the
+        report failed, where the retrieval uses :func:`extractive_community_report`. Both
+        lists are empty when every report failed (the index then stores exactly what an
+        offline one does).
+
+    Raises:
+        LLMError: an LLM call failed after its retries.
+        ValueError: ``hi`` is not bound to a state's entities.
+    """
+    n = hi.n_communities
+    contexts = [community_report_context(kg, hi, c) for c in range(n)]
+    # the ("", "") fallback marks a failed report: its text is then the extractive one
+    reports = community_reports(
+        client, contexts, [("", "")] * n, stage=HIRAG_REPORT_STAGE, stop_on_failures=False
+    )
+    titles, texts = [], []
+    for r in reports:
+        body = r.text()
+        if not body:  # a fallback (or a report with neither summary nor findings)
+            titles.append("")
+            texts.append("")
+        else:
+            titles.append(r.title)
+            texts.append(body)
+    if not any(texts):
+        return [], []
+    return titles, texts
+
+
 class _LazyNames(Sequence):
     """Entity names of ``rows`` (int array) read on access: the extractive summary reads ten of
     a cluster's thousands."""
@@ -733,7 +886,11 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
         sparsity=sparsity,
         variant=_variant(state, config),
     )
-    return hi.bind(kg, ent_vecs if len(ent_vecs) == n0 else None)
+    hi.bind(kg, ent_vecs if len(ent_vecs) == n0 else None)
+    llm = _state_llm(state)
+    if llm is not None and config.llm_reports and hi.n_communities:
+        hi.report_titles, hi.report_texts = llm_community_reports(kg, hi, llm)
+    return hi
 
 
 def _csr(n: int, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -895,6 +1052,10 @@ def hi_index_arrays(hi: HiIndex) -> dict[str, np.ndarray]:
     ):
         packed = pack_strings(strings)
         out[name], out[f"{name}_offsets"] = packed["utf8"], packed["offsets"]
+    if hi.report_texts:  # LLM reports only: an offline index stores exactly what it did before
+        for name, strings in (("report_titles", hi.report_titles), ("report_texts", hi.report_texts)):
+            packed = pack_strings(strings)
+            out[name], out[f"{name}_offsets"] = packed["utf8"], packed["offsets"]
     return out
 
 
@@ -933,6 +1094,12 @@ def hi_index_from_arrays(arrays: Mapping[str, np.ndarray]) -> HiIndex:
         node_community=arrays["node_community"],
         sparsity=np.asarray(arrays["sparsity"], np.float64).tolist(),
         variant=text["variant"][0],
+        report_titles=(
+            unpack_strings(arrays["report_titles"], arrays["report_titles_offsets"]) if "report_texts" in arrays else None
+        ),
+        report_texts=(
+            unpack_strings(arrays["report_texts"], arrays["report_texts_offsets"]) if "report_texts" in arrays else None
+        ),
     )
 
 

@@ -296,6 +296,7 @@ def community_reports(
     *,
     stage: str = REPORT_STAGE,
     max_context_tokens: int = DEFAULT_REPORT_CONTEXT_TOKENS,
+    stop_on_failures: bool = True,
 ) -> list[CommunityReport]:
     """ArchRAG community reports (spec seed-archrag.md §1.4), one LLM call per community.
 
@@ -311,6 +312,10 @@ def community_reports(
         max_context_tokens: token budget of each community's data tables
             (:func:`format_report_context`), lowered to fit the model's context window when
             the client knows it (:meth:`LLMClient.context_budget`).
+        stop_on_failures: ``True`` (ArchRAG's reports): stop with :class:`LLMOutputError`
+            when too many reports failed. ``False`` (a best-effort stage, HiRAG's reports,
+            seed-hirag.md §2.7): the failures are counted the same way
+            (:meth:`LLMClient.count_answers`) and every failed report keeps its fallback.
 
     Returns:
         One :class:`CommunityReport` per context, in input order. A fallback report has the
@@ -322,8 +327,9 @@ def community_reports(
         failures.
 
     Raises:
-        LLMOutputError: more than ``client.max_failure_share`` of the reports were unreadable
-            or copied the example (the message names the model, stage and share).
+        LLMOutputError: ``stop_on_failures`` and more than ``client.max_failure_share`` of the
+            reports were unreadable or copied the example (the message names the model, stage
+            and share).
         ValueError: ``contexts`` and ``fallbacks`` differ in length, or
             ``max_context_tokens`` < 1.
         LLMError: an LLM call failed after its retries (responses already received are
@@ -355,8 +361,10 @@ def community_reports(
     if failures["echo"]:
         client.skip(stage, failures["echo"])  # replaced by the fallback, as an unreadable one
     answers = sum(r is not None for r in requests)
-    if answers:
+    if answers and stop_on_failures:
         client.check_answers(stage, answers, failures)
+    elif answers:
+        client.count_answers(stage, answers, failures)
     out = []
     for report, (title, summary) in zip(parsed, fallbacks, strict=True):
         if report is None:

@@ -403,6 +403,14 @@ class LLMClient:
         for scope in _SCOPES.get():
             scope.skip(stage, n)
 
+    def count_answers(self, stage: str, answers: int, failures: Mapping[str, int]) -> None:
+        """Count ``answers`` checked answers of ``stage`` and the failed ones by reason (in
+        every open scope too), without stopping the stage: for a best-effort stage whose
+        failures fall back to offline text (HiRAG's community reports)."""
+        self.ledger.check(stage, answers, failures)
+        for scope in _SCOPES.get():
+            scope.check(stage, answers, failures)
+
     def check_answers(self, stage: str, answers: int, failures: Mapping[str, int]) -> None:
         """Count ``answers`` checked answers of ``stage`` and the failed ones by reason (in
         every open scope too), then stop the stage when too many failed.
@@ -411,9 +419,7 @@ class LLMClient:
             LLMOutputError: more than :attr:`max_failure_share` of ``answers`` failed (the
                 message names the model, the stage and the share).
         """
-        self.ledger.check(stage, answers, failures)
-        for scope in _SCOPES.get():
-            scope.check(stage, answers, failures)
+        self.count_answers(stage, answers, failures)
         check_failure_share(self.llm.id, stage, answers, failures, self.max_failure_share)
 
     def complete(

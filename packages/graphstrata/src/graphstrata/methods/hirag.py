@@ -36,7 +36,6 @@ stay extractive.
 from __future__ import annotations
 
 import heapq
-import re
 import threading
 from collections.abc import Sequence
 from itertools import combinations, count
@@ -46,7 +45,7 @@ import networkx as nx
 import numpy as np
 
 from ..hierarchy import rank_chunks
-from ..indexing.hirag import HiIndex, HiIndexConfig, hi_index
+from ..indexing.hirag import HiIndex, HiIndexConfig, extractive_community_report, hi_index
 from ..scores import bounded, cosine
 from ..types import Hit
 from . import explain as ex
@@ -589,18 +588,8 @@ class HiRAG(Method):
         members = member_arr.tolist()
         # by degree, highest first, ties by node index (a stable sort of the ascending members)
         top = member_arr[np.argsort(-hi.degree[member_arr], kind="stable")].tolist()
-        title = ", ".join(self._name(state, hi, i) for i in top[:3])
-        sentences = []
-        for i in top:
-            if i >= hi.n_entities:
-                continue
-            desc = kg.entities[hi.node_id(i)].description
-            if desc:
-                first = re.split(r"(?<=[.!?])\s+", desc, maxsplit=1)[0]
-                if first not in sentences:
-                    sentences.append(first)
-            if len(sentences) >= 3:
-                break
+        # the LLM's report where the index has one (spec §2.7), else the extractive text
+        title, body = hi.llm_report(c) or extractive_community_report(kg, hi, c)
         # each member's most representative chunks (at most COMMUNITY_MEMBER_CHUNKS; every one
         # with entity_chunks=None, as documented): the report keeps the 50 most shared of them
         per_member = None if per_entity is None else min(int(per_entity), COMMUNITY_MEMBER_CHUNKS)
@@ -608,7 +597,7 @@ class HiRAG(Method):
         chunk_ids = rank_chunks([_entity_chunk_ids(state, i, per_member) for i in voters if i < hi.n_entities])
         return Hit(
             id=f"hirag:C{c}",
-            text=f"{title}\n{' '.join(sentences)}".strip(),
+            text=f"{title}\n{body}".strip(),
             score=cosine(score),
             kind="community",
             layer=1,

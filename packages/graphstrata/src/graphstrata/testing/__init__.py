@@ -198,8 +198,8 @@ def _family(system: str | None, template: str) -> bool:
 def answer_every_prompt(prompt: str, system: str | None) -> str:
     """A deterministic stand-in for every prompt family graphstrata sends (a
     :class:`ScriptedLLM` script): entity / relationship records made of the chunk's
-    capitalised words (``person`` / ``geo``, ``co-mention`` relations), ``NO`` to the gleaning
-    check, JSON community reports (rating 6, one finding), summary-entity records, keywords,
+    capitalised words (``person`` / ``geo``, ``co-mention`` relations; HiRAG's two-stage
+    prompts answered in their own formats), ``NO`` to the gleaning check, JSON community reports (rating 6, one finding), summary-entity records, keywords,
     scored points, short answers. Tests control flow, caching and cost accounting, never
     quality.
 
@@ -216,6 +216,7 @@ def answer_every_prompt(prompt: str, system: str | None) -> str:
         lightrag_query,
         naive,
     )
+    from ..llm.prompts import hirag_extract as hx
     from ..llm.prompts import lightrag_extract as lx
 
     if system == lx.EXTRACT_SYSTEM:
@@ -235,6 +236,8 @@ def answer_every_prompt(prompt: str, system: str | None) -> str:
             for i, (a, b) in enumerate(zip(names, names[1:], strict=False))
         ]
         return "##\n".join(recs) + "##\n" + lx.COMPLETION_DELIMITER
+    if system in (hx.ENTITY_SYSTEM, hx.RELATION_SYSTEM):  # HiRAG's two-stage extraction
+        return _hirag_two_stage(prompt, system, realistic=False)
     if system == lx.SUMMARY_SYSTEM:
         return "A merged description."
     if system == archrag.COMMUNITY_REPORT_SYSTEM:
@@ -271,6 +274,44 @@ def answer_every_prompt(prompt: str, system: str | None) -> str:
 
 
 _SENTENCE = re.compile(r"[^.!?]+[.!?]")
+
+
+def _hirag_two_stage(prompt: str, system: str, realistic: bool) -> str:
+    """Answers to HiRAG's two-stage extraction prompts (:mod:`graphstrata.llm.prompts.hirag_extract`):
+    entity records of the chunk's capitalised words (``realistic``: up to 8, each described
+    by a whole sentence of the chunk), relationship records between consecutive listed
+    entities (``realistic``: up to 6, a sentence each), ``NO`` to a continue check, the
+    completion marker alone to a gleaning instruction (``realistic``: one more entity)."""
+    from ..llm.prompts import hirag_extract as hx
+
+    tail = prompt.rstrip()
+    if tail.endswith((hx.ENTITY_CONTINUE_QUESTION, hx.RELATION_CONTINUE_QUESTION)):
+        return "NO"
+    text = prompt.rsplit("Text: ", 1)[-1].rsplit("Output:", 1)[0]
+    sentences = [x.strip() for x in _SENTENCE.findall(text)] or [text.strip()]
+    names = list(dict.fromkeys(_CAPITALISED.findall(text))) or ["Passage"]
+    if tail.endswith(hx.ENTITY_GLEANING_INSTRUCTION):
+        extra = names[8:9] if realistic else []
+        recs = [f'("entity"<|>{n}<|>organization<|>{sentences[-1]})' for n in extra]
+        return "".join(r + "##\n" for r in recs) + hx.COMPLETION_DELIMITER
+    if tail.endswith(hx.RELATION_GLEANING_INSTRUCTION):
+        return hx.COMPLETION_DELIMITER
+    if system == hx.ENTITY_SYSTEM:
+        types = ("person", "location", "organization", "event")
+        if realistic:
+            recs = [f'("entity"<|>{n}<|>{types[i % 4]}<|>{sentences[i % len(sentences)]})' for i, n in enumerate(names[:8])]
+        else:
+            recs = [f'("entity"<|>{n}<|>{types[i % 2]}<|>{n} is named in the passage.)' for i, n in enumerate(names[:6])]
+        return "##\n".join(recs) + "##\n" + hx.COMPLETION_DELIMITER
+    listed = json.loads(prompt.rsplit("Entities: ", 1)[-1].split("\n", 1)[0])
+    pairs = list(zip(listed, listed[1:], strict=False))[: 6 if realistic else 5]
+    recs = [
+        f'("relationship"<|>{a}<|>{b}<|>'
+        + (sentences[(i + 1) % len(sentences)] if realistic else f"{a} and {b} appear together.")
+        + f"<|>{3 + i % 5})"
+        for i, (a, b) in enumerate(pairs)
+    ]
+    return "".join(r + "##\n" for r in recs) + hx.COMPLETION_DELIMITER
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
@@ -286,15 +327,19 @@ def answer_at_realistic_length(prompt: str, system: str | None) -> str:
     cost estimates (``graphstrata index --dry-run``): per chunk up to 8 entities and 6
     relationships whose descriptions are whole sentences of the chunk (about 6 completion
     tokens a chunk token, about as long as the prompt), a gleaning pass adding two records, community reports with a three-sentence summary and four findings (about 450
-    tokens), HiRAG summary entities of three records. Deterministic; tests cost
+    tokens), HiRAG summary entities of three records, HiRAG's two-stage extraction (up to 8
+    entities, then up to 6 relations among them, a sentence each). Deterministic; tests cost
     accounting and control flow, never quality.
 
     Raises:
         AssertionError: a prompt of a family it does not know (as :func:`answer_every_prompt`).
     """
     from ..llm.prompts import archrag, hirag
+    from ..llm.prompts import hirag_extract as hx
     from ..llm.prompts import lightrag_extract as lx
 
+    if system in (hx.ENTITY_SYSTEM, hx.RELATION_SYSTEM):  # HiRAG's two-stage extraction
+        return _hirag_two_stage(prompt, system, realistic=True)
     if system in (lx.EXTRACT_SYSTEM, getattr(lx, "EXTRACT_SYSTEM_SHORT", None)):
         tail = prompt.rstrip()
         text = prompt.rsplit("Text: ", 1)[-1].rsplit("Output:", 1)[0]

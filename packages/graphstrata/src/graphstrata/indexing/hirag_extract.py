@@ -1,0 +1,284 @@
+"""HiRAG's two-stage LLM extraction as an indexing stage (``seed-hirag.md`` §2.2–2.4, §8 #1):
+per chunk, the entities first, then the relationships among the entities found.
+
+:class:`HiragLLMExtractor` is an :class:`~.llm_extract.LLMExtractor` (same signature, output,
+merge, summaries and guards) whose answers come from two prompts
+(:mod:`graphstrata.llm.prompts.hirag_extract`) instead of LightRAG's joint one. The build uses
+it when ``config.llm_extraction == "hirag"`` (:func:`graphstrata.indexing.extract.extractor`).
+
+Ledger stages: ``"extract"`` (the entity prompt, one per chunk: the same stage as the joint
+prompt's, so the failure guard, ``build_usage`` readers and the dry run treat it alike),
+``"extract:gleaning"`` (entity gleaning passes and their continue checks),
+``"extract:relations"`` (the relation prompt, one per chunk with at least two entities) and
+``"extract:relations:gleaning"``; ``"extract:summaries"`` as for LightRAG.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..extraction import document_title
+from ..llm.extraction_parsing import parse_extraction
+from ..llm.guards import MAX_ENTITIES_PER_CHUNK, MAX_RELATIONS_PER_CHUNK, Grounding
+from ..llm.prompts import hirag_extract as hp
+from ..types import Chunk, Entity, Relation
+from .llm_extract import (
+    DEFAULT_SUMMARY_MAX_TOKENS,
+    DEFAULT_SUMMARY_TRIGGER_TOKENS,
+    STAGE_EXTRACT,
+    STAGE_GLEANING,
+    LLMExtractor,
+    _Checks,
+    _chunk_positions,
+    _count_skipped,
+    _GraphBuilder,
+    _key,
+    _report,
+)
+
+STAGE_RELATIONS = "extract:relations"
+STAGE_RELATION_GLEANING = "extract:relations:gleaning"
+
+__all__ = ["STAGE_RELATIONS", "STAGE_RELATION_GLEANING", "HiragLLMExtractor"]
+
+
+class HiragLLMExtractor(LLMExtractor):
+    """HiRAG's two-stage extraction (``seed-hirag.md`` §2.2–2.4): per chunk an entity prompt,
+    then a relation prompt listing the entities that stage kept for the chunk.
+
+    Calls (through ``client.map``: bounded concurrency, cached, counted per stage):
+
+    * ``"extract"``: one entity prompt per chunk
+      (:func:`~graphstrata.llm.prompts.hirag_extract.entity_prompt`, types = the meta set X
+      plus ``normal_entity``), then ``"extract:gleaning"``: ``gleaning`` more passes (spec: 1),
+      with a YES/NO "still missing?" check before each pass after the first (as LightRAG's);
+    * ``"extract:relations"``: one relation prompt
+      (:func:`~graphstrata.llm.prompts.hirag_extract.relation_prompt`) per chunk that kept at
+      least two entities, listing them (a chunk with fewer cannot relate two: no call); then
+      ``"extract:relations:gleaning"`` passes as for entities. With the spec's gleaning of 1,
+      4 calls per chunk;
+    * ``"extract:summaries"``: as :class:`~.llm_extract.LLMExtractor`.
+
+    Checks (:mod:`graphstrata.llm.guards`) in both stages, each stage counted and stopped on
+    its own: answers bounded (characters, entities, relations); an entity whose name is not in
+    its chunk (or its title) is rejected; each stage's first answers fail when unreadable or
+    when every record was rejected, and more than ``client.max_failure_share`` failures stop
+    the build with :class:`~graphstrata.llm.LLMOutputError`. The entity stage is checked
+    before any relation prompt is sent, so a model that echoes the example costs no relation
+    calls. A relation answer of just ``<|COMPLETE|>`` (no pair related) is a valid answer; one
+    with no record and no completion marker (``"I don't know."``) is unreadable.
+
+    Relation endpoints (the spec's choice, §2.4: the reference code creates missing endpoints
+    with type ``UNKNOWN``): an endpoint should be one of the names listed for the chunk; one
+    that is not is kept only when it occurs in the chunk, and becomes an entity with type
+    ``""`` whose description is its relations' (as in LightRAG's merge); any other is rejected
+    as ungrounded (or as an echo of the example). Entity records in a relation answer, and
+    relationship records in an entity answer, are ignored. The relation records have no
+    keywords (spec §2.3), so ``Relation.keywords`` is ``""``.
+
+    Merge, ids, types, weights, summaries: as :class:`~.llm_extract.LLMExtractor`.
+
+    Args:
+        llm: an :class:`~graphstrata.llm.client.LLMClient`, an LLM, or a callable.
+        entity_types: the types stage 1 offers (default the meta set X, spec §2.9).
+        gleaning: extra passes per chunk and stage (≥ 0; spec 1).
+        summary_trigger_tokens, summary_max_tokens, language, show_progress: as
+            :class:`~.llm_extract.LLMExtractor`.
+
+    Raises:
+        TypeError: ``llm`` is not an LLM, callable or client.
+        ValueError: as :class:`~.llm_extract.LLMExtractor` (negative ``gleaning``, no entity
+            types, ...).
+    """
+
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        entity_types: Sequence[str] = hp.DEFAULT_ENTITY_TYPES,
+        gleaning: int = 1,
+        summary_trigger_tokens: int = DEFAULT_SUMMARY_TRIGGER_TOKENS,
+        summary_max_tokens: int = DEFAULT_SUMMARY_MAX_TOKENS,
+        language: str = "English",
+        show_progress: bool = False,
+    ) -> None:
+        super().__init__(
+            llm,
+            entity_types=entity_types,
+            gleaning=gleaning,
+            summary_trigger_tokens=summary_trigger_tokens,
+            summary_max_tokens=summary_max_tokens,
+            language=language,
+            show_progress=show_progress,
+            examples=True,
+        )
+
+    # -- per-chunk answers ------------------------------------------------------------------
+    def _staged_answers(
+        self,
+        prompts: Sequence[str],
+        system: str,
+        stages: tuple[str, str],
+        instructions: tuple[str, str],
+    ) -> list[list[str]]:
+        """Per prompt: its answer (stage ``stages[0]``), then one answer per gleaning pass it
+        took (``stages[1]``; ``instructions`` = the stage's gleaning instruction and continue
+        question)."""
+        first, glean = stages
+        gleaning_instruction, continue_question = instructions
+        answers = [[a] for a in self._map(prompts, first, system)]
+        active = list(range(len(prompts)))
+
+        def ask(instruction: str) -> list[str]:
+            conversations = [hp.continued(prompts[i], answers[i], instruction, gleaning_instruction) for i in active]
+            return self._map(conversations, glean, system)
+
+        for done in range(self.gleaning):
+            if done:  # as LightRAG's §1.6: go on only where the model says records are still missing
+                checks = ask(continue_question)
+                active = [i for i, a in zip(active, checks, strict=True) if re.match(r"\W*yes\b", a, re.I)]
+            if not active:
+                break
+            for i, a in zip(active, ask(gleaning_instruction), strict=True):
+                answers[i].append(a)
+        return answers
+
+    def _answers(self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None) -> list[list[str]]:
+        """Stage 1's answers per chunk: the entity answer, then one per gleaning pass."""
+        titles = titles or {}
+        prompts = [
+            hp.entity_prompt(c.text, self.entity_types, self.language, document_title(titles.get(c.document_id)))
+            for c in chunks
+        ]
+        return self._staged_answers(
+            prompts,
+            hp.ENTITY_SYSTEM,
+            (STAGE_EXTRACT, STAGE_GLEANING),
+            (hp.ENTITY_GLEANING_INSTRUCTION, hp.ENTITY_CONTINUE_QUESTION),
+        )
+
+    def _relation_answers(
+        self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None, entities: Sequence[Sequence[str]]
+    ) -> list[list[str]]:
+        """Stage 2's answers per chunk, given each chunk's entity names from stage 1: the
+        relation answer, then one per gleaning pass."""
+        titles = titles or {}
+        prompts = [
+            hp.relation_prompt(c.text, names, self.language, document_title(titles.get(c.document_id)))
+            for c, names in zip(chunks, entities, strict=True)
+        ]
+        return self._staged_answers(
+            prompts,
+            hp.RELATION_SYSTEM,
+            (STAGE_RELATIONS, STAGE_RELATION_GLEANING),
+            (hp.RELATION_GLEANING_INSTRUCTION, hp.RELATION_CONTINUE_QUESTION),
+        )
+
+    # -- the stage ---------------------------------------------------------------------------
+    def extract(
+        self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None
+    ) -> tuple[list[Entity], list[Relation]]:
+        """Extract entities, then relations among them, from ``chunks``; merge and summarise.
+
+        Args:
+            chunks: the corpus chunks, in corpus order (fixes the order of ``chunk_ids``).
+            titles: optional ``{document_id: title}``; a chunk's title is shown to the LLM and
+                counts as part of its text for grounding.
+
+        Returns:
+            ``(entities, relations)``: entities sorted by id, relations by ``(source,
+            target)``; ``([], [])`` for no chunks.
+
+        Raises:
+            LLMOutputError: more than ``client.max_failure_share`` of the chunks' first entity
+                answers (stage ``"extract"``, checked before any relation prompt is sent) or of
+                their first relation answers (stage ``"extract:relations"``) gave nothing
+                usable: unreadable, or every record naming something absent from the chunk or
+                copied from the prompts' example.
+            ValueError: no entity could be read from any chunk's answers.
+            LLMError: an LLM call failed after its retries (answers received are cached).
+        """
+        chunks = list(chunks)
+        if not chunks:
+            return [], []
+        titles = titles or {}
+        builder = _GraphBuilder(_chunk_positions(chunks), within_chunk=max)
+        skipped: Counter = Counter()
+        grounds = [Grounding(f"{document_title(titles.get(c.document_id)) or ''}\n{c.text}") for c in chunks]
+
+        # stage 1: entities, kept where their name occurs in their chunk
+        checks = _Checks(self.client, STAGE_EXTRACT, hp.EXAMPLE_ENTITY_NAMES)
+        listed: list[dict[str, str]] = []  # per chunk: canonical key -> the name as first written
+        for chunk, ground, answers in zip(chunks, grounds, self._answers(chunks, titles), strict=True):
+            names: dict[str, str] = {}
+            for n, answer in enumerate(answers):
+                stage = STAGE_GLEANING if n else STAGE_EXTRACT
+                parsed = parse_extraction(checks.text(answer), self.entity_types)
+                skipped[stage] += parsed.skipped
+                reasons: Counter = Counter()
+                kept = 0
+                for e in checks.bound(parsed.entities, MAX_ENTITIES_PER_CHUNK, "entities"):
+                    why = checks.names(ground, [e.name])
+                    if why:
+                        reasons[why] += 1
+                        checks.reject(why)
+                    elif builder.entity(e, chunk.id):
+                        kept += 1
+                        names.setdefault(_key(e.name), e.name)
+                    else:
+                        skipped[stage] += 1
+                if not n:  # the first answer of each chunk is the one that must be usable
+                    checks.answer(bool(parsed.entities), kept, reasons)
+            listed.append(names)
+        notes = [checks.finish()]  # raises before any relation prompt is sent
+
+        # stage 2: relations among each chunk's entities
+        todo = [i for i, names in enumerate(listed) if len(names) >= 2]
+        relation_answers = self._relation_answers(
+            [chunks[i] for i in todo], titles, [list(listed[i].values()) for i in todo]
+        )
+        checks = _Checks(self.client, STAGE_RELATIONS, hp.EXAMPLE_ENTITY_NAMES)
+        for i, answers in zip(todo, relation_answers, strict=True):
+            chunk, ground, names = chunks[i], grounds[i], listed[i]
+            for n, answer in enumerate(answers):
+                stage = STAGE_RELATION_GLEANING if n else STAGE_RELATIONS
+                text = checks.text(answer)
+                parsed = parse_extraction(text, self.entity_types)
+                skipped[stage] += parsed.skipped
+                reasons = Counter()
+                kept = 0
+                for r in checks.bound(parsed.relations, MAX_RELATIONS_PER_CHUNK, "relations"):
+                    a, b = _key(r.source), _key(r.target)
+                    if not a or not b or a == b:  # unusable: skipped, not ungrounded
+                        skipped[stage] += 1
+                        continue
+                    # a listed name is grounded by stage 1; another must occur in the chunk
+                    why = checks.names(ground, [x for x in (r.source, r.target) if _key(x) not in names])
+                    if why:
+                        reasons[why] += 1
+                        checks.reject(why)
+                    elif builder.relation(r, chunk.id):
+                        kept += 1
+                    else:
+                        skipped[stage] += 1
+                if not n:  # "<|COMPLETE|>" alone says no pair is related: readable
+                    readable = bool(parsed.relations) or hp.COMPLETION_DELIMITER in text
+                    checks.answer(readable, kept, reasons)
+        notes.append(checks.finish())
+
+        entities, relations = builder.build()
+        if not entities:
+            total = _count_skipped(self.client, skipped)
+            raise ValueError(
+                f"the LLM produced no entities from {len(chunks)} chunk(s) ({total} record(s) skipped as unreadable); "
+                f"check that the model ({self.client.id}) follows the extraction format"
+            )
+        by_id = {e.id: e.name for e in entities}
+        self._summarise(entities, lambda e: e.name, skipped)
+        self._summarise(relations, lambda r: f"{by_id[r.source]} and {by_id[r.target]}", skipped)
+        note = "; ".join(n for n in notes if n)
+        _report(self.client, skipped, f"HiRAG two-stage LLM extraction over {len(chunks)} chunk(s)", note)
+        return entities, relations
