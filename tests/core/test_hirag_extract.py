@@ -201,3 +201,58 @@ def test_llm_build_with_two_stage_extraction(tmp_path):
     assert gs.retrieve("Who designed the Analytical Engine?", method="hirag", k=3)
     again = GraphStrata.load(tmp_path / "ix", embedder=HashEmbedder())
     assert again.state.config.llm_extraction == "hirag"
+
+
+def test_known_records_answer_both_stages_without_a_call_and_give_the_same_graph():
+    """Per-chunk records (issue 29) hold both stages' answers: extracting again with them asks
+    nothing and gives the same entities and relations; a chunk whose text changed is asked
+    again, in both stages."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the script's ungrounded relation is reported
+        first = HiragLLMExtractor(LLMClient(ScriptedLLM(two_stage))).extract_with_answers([C1, C2], {"d1": "Ada Lovelace"})
+    assert set(first.answers.records) == {"c1", "c2"} and first.asked == 2
+    llm = ScriptedLLM(two_stage)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = HiragLLMExtractor(LLMClient(llm)).extract_with_answers([C1, C2], {"d1": "Ada Lovelace"}, first.answers)
+    assert llm.calls == [] and again.asked == 0
+    assert (again.entities, again.relations) == (first.entities, first.relations)
+    assert again.answers == first.answers
+    changed = _chunk("c2", "d2", C2.text.replace("Mary Somerville", "Mary Fairfax"))
+    llm = ScriptedLLM(lambda p, s: two_stage(p.replace("Mary Fairfax", "Mary Somerville"), s))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = HiragLLMExtractor(LLMClient(llm)).extract_with_answers([C1, changed], {"d1": "Ada Lovelace"}, first.answers)
+    assert out.asked == 1
+    systems = [s for _, s, _ in llm.calls if s in (hx.ENTITY_SYSTEM, hx.RELATION_SYSTEM)]
+    assert hx.ENTITY_SYSTEM in systems and hx.RELATION_SYSTEM in systems
+    assert all("Mary Fairfax" in p for p, s, _ in llm.calls if s == hx.ENTITY_SYSTEM)
+
+
+def test_two_stage_insert_without_a_cache_asks_only_for_the_new_chunks(tmp_path):
+    from graphstrata.llm import CACHE_FILE
+
+    docs = [
+        {"id": "d1", "title": "Ada Lovelace", "text": C1.text},
+        {"id": "d2", "title": "Charles Babbage", "text": C2.text},
+    ]
+    config = {"llm_extraction": "hirag", "min_communities": 2, "max_community_size": 4}
+    GraphStrata.build(docs, config=config, embedder=HashEmbedder(), llm=ScriptedLLM(answer_every_prompt),
+                      persist_dir=tmp_path / "ix")
+    for p in (tmp_path / "ix").glob(CACHE_FILE + "*"):
+        p.unlink()
+    llm = ScriptedLLM(answer_every_prompt)
+    gs = GraphStrata.load(tmp_path / "ix", embedder=HashEmbedder(), llm=llm)
+    new = {"id": "d3", "title": "Analytical Engine", "text": "The Analytical Engine was designed by Charles Babbage in London."}
+    gs.insert([new])
+    stages = gs.state.drift["last_update_usage"]["stages"]
+    new_chunks = [c for c in gs.chunks if c.document_id == "d3"]
+    assert stages["extract"]["calls"] == len(new_chunks)
+    assert stages.get(STAGE_RELATIONS, {"calls": 0})["calls"] <= len(new_chunks)
+    entity_prompts = [p for p, s, _ in llm.calls if s == hx.ENTITY_SYSTEM and "Text: " in p]
+    assert entity_prompts and all(new["text"] in p for p in entity_prompts if not p.rstrip().endswith(
+        (hx.ENTITY_GLEANING_INSTRUCTION, hx.ENTITY_CONTINUE_QUESTION)))
+    scratch = GraphStrata.build(docs + [new], config=config, embedder=HashEmbedder(), llm=ScriptedLLM(answer_every_prompt))
+    assert {e.id: (e.name, e.description, tuple(e.chunk_ids)) for e in gs.kg.entities.values()} == {
+        e.id: (e.name, e.description, tuple(e.chunk_ids)) for e in scratch.kg.entities.values()
+    }

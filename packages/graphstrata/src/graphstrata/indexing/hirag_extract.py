@@ -24,18 +24,21 @@ from ..extraction import document_title
 from ..llm.extraction_parsing import parse_extraction
 from ..llm.guards import MAX_ENTITIES_PER_CHUNK, MAX_RELATIONS_PER_CHUNK, Grounding
 from ..llm.prompts import hirag_extract as hp
-from ..types import Chunk, Entity, Relation
+from ..llm.records import LLMAnswers, LLMRecord, record_key
+from ..types import Chunk
 from .llm_extract import (
     DEFAULT_SUMMARY_MAX_TOKENS,
     DEFAULT_SUMMARY_TRIGGER_TOKENS,
     STAGE_EXTRACT,
     STAGE_GLEANING,
+    LLMExtraction,
     LLMExtractor,
     _Checks,
     _chunk_positions,
     _count_skipped,
     _GraphBuilder,
     _key,
+    _known_answers,
     _report,
 )
 
@@ -146,18 +149,29 @@ class HiragLLMExtractor(LLMExtractor):
                 answers[i].append(a)
         return answers
 
-    def _answers(self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None) -> list[list[str]]:
-        """Stage 1's answers per chunk: the entity answer, then one per gleaning pass."""
-        titles = titles or {}
-        prompts = [
+    def _entity_prompts(self, chunks: Sequence[Chunk], titles: Mapping[str, str]) -> list[str]:
+        return [
             hp.entity_prompt(c.text, self.entity_types, self.language, document_title(titles.get(c.document_id)))
             for c in chunks
         ]
+
+    def _entity_answers(self, prompts: Sequence[str]) -> list[list[str]]:
+        """Stage 1's answers per chunk prompt: the entity answer, then one per gleaning pass."""
         return self._staged_answers(
             prompts,
             hp.ENTITY_SYSTEM,
             (STAGE_EXTRACT, STAGE_GLEANING),
             (hp.ENTITY_GLEANING_INSTRUCTION, hp.ENTITY_CONTINUE_QUESTION),
+        )
+
+    def _record_key(self, entity_prompt: str) -> str:
+        """The :class:`~graphstrata.llm.records.LLMRecord` key of a chunk: its entity prompt
+        and every setting of both stages (the relation prompt is a function of the entity
+        answers, which the record holds)."""
+        return record_key(
+            "hirag", hp.ENTITY_SYSTEM, entity_prompt, str(self.gleaning), hp.ENTITY_GLEANING_INSTRUCTION,
+            hp.ENTITY_CONTINUE_QUESTION, hp.RELATION_SYSTEM, hp.relation_prompt("", ["a", "b"], self.language, None),
+            hp.RELATION_GLEANING_INSTRUCTION, hp.RELATION_CONTINUE_QUESTION,
         )
 
     def _relation_answers(
@@ -178,19 +192,27 @@ class HiragLLMExtractor(LLMExtractor):
         )
 
     # -- the stage ---------------------------------------------------------------------------
-    def extract(
-        self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None
-    ) -> tuple[list[Entity], list[Relation]]:
-        """Extract entities, then relations among them, from ``chunks``; merge and summarise.
+    def extract_with_answers(
+        self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None, known: LLMAnswers | None = None
+    ) -> LLMExtraction:
+        """Extract entities, then relations among them, from ``chunks``; merge and summarise,
+        asking the LLM only what ``known`` does not answer (``extract(chunks, titles)`` is
+        this without ``known``, as for :class:`~.llm_extract.LLMExtractor`).
 
         Args:
             chunks: the corpus chunks, in corpus order (fixes the order of ``chunk_ids``).
             titles: optional ``{document_id: title}``; a chunk's title is shown to the LLM and
                 counts as part of its text for grounding.
+            known: the answers of a previous extraction (``state.llm_answers``): a chunk whose
+                record was made with the same entity prompt and settings holds both stages'
+                answers and is not asked; a summary whose prompt is known is not asked. A
+                record under another key, or a damaged one, is ignored and the chunk asked.
 
         Returns:
-            ``(entities, relations)``: entities sorted by id, relations by ``(source,
-            target)``; ``([], [])`` for no chunks.
+            An :class:`~.llm_extract.LLMExtraction`: entities sorted by id, relations by
+            ``(source, target)`` (both empty for no chunks), each chunk's record (its entity
+            answers, then its relation answers) and the summaries used, and the number of
+            chunks asked. The same answers give the same graph, known or asked.
 
         Raises:
             LLMOutputError: more than ``client.max_failure_share`` of the chunks' first entity
@@ -203,16 +225,30 @@ class HiragLLMExtractor(LLMExtractor):
         """
         chunks = list(chunks)
         if not chunks:
-            return [], []
+            return LLMExtraction([], [], LLMAnswers())
         titles = titles or {}
         builder = _GraphBuilder(_chunk_positions(chunks), within_chunk=max)
         skipped: Counter = Counter()
         grounds = [Grounding(f"{document_title(titles.get(c.document_id)) or ''}\n{c.text}") for c in chunks]
+        prompts = self._entity_prompts(chunks, titles)
+        keys = [self._record_key(p) for p in prompts]
+        # a record: [number of entity answers, entity answers..., relation answers...]
+        entity_answers: list[list[str]] = [[] for _ in chunks]
+        relation_answers: list[list[str] | None] = [None for _ in chunks]  # None: not known
+        for i, c in enumerate(chunks):
+            hit = _known_answers(known, c, keys[i], 2 * (2 + self.gleaning))
+            if hit is not None and hit[1][0].isdigit() and 1 <= int(hit[1][0]) < len(hit[1]):
+                n = int(hit[1][0])
+                entity_answers[i], relation_answers[i] = hit[1][1 : n + 1], hit[1][n + 1 :]
+        asked = [i for i, c in enumerate(chunks) if relation_answers[i] is None]
+        if asked:
+            for i, answers in zip(asked, self._entity_answers([prompts[i] for i in asked]), strict=True):
+                entity_answers[i] = answers
 
         # stage 1: entities, kept where their name occurs in their chunk
         checks = _Checks(self.client, STAGE_EXTRACT, hp.EXAMPLE_ENTITY_NAMES)
         listed: list[dict[str, str]] = []  # per chunk: canonical key -> the name as first written
-        for chunk, ground, answers in zip(chunks, grounds, self._answers(chunks, titles), strict=True):
+        for chunk, ground, answers in zip(chunks, grounds, entity_answers, strict=True):
             names: dict[str, str] = {}
             for n, answer in enumerate(answers):
                 stage = STAGE_GLEANING if n else STAGE_EXTRACT
@@ -235,13 +271,21 @@ class HiragLLMExtractor(LLMExtractor):
             listed.append(names)
         notes = [checks.finish()]  # raises before any relation prompt is sent
 
-        # stage 2: relations among each chunk's entities
-        todo = [i for i, names in enumerate(listed) if len(names) >= 2]
-        relation_answers = self._relation_answers(
-            [chunks[i] for i in todo], titles, [list(listed[i].values()) for i in todo]
-        )
+        # stage 2: relations among each chunk's entities (asked for the chunks asked in stage 1)
+        todo = [i for i in asked if len(listed[i]) >= 2]
+        for i in asked:
+            relation_answers[i] = []
+        if todo:
+            for i, answers in zip(
+                todo,
+                self._relation_answers([chunks[i] for i in todo], titles, [list(listed[i].values()) for i in todo]),
+                strict=True,
+            ):
+                relation_answers[i] = answers
         checks = _Checks(self.client, STAGE_RELATIONS, hp.EXAMPLE_ENTITY_NAMES)
-        for i, answers in zip(todo, relation_answers, strict=True):
+        for i, answers in enumerate(relation_answers):
+            if not answers:
+                continue
             chunk, ground, names = chunks[i], grounds[i], listed[i]
             for n, answer in enumerate(answers):
                 stage = STAGE_RELATION_GLEANING if n else STAGE_RELATIONS
@@ -277,8 +321,16 @@ class HiragLLMExtractor(LLMExtractor):
                 f"check that the model ({self.client.id}) follows the extraction format"
             )
         by_id = {e.id: e.name for e in entities}
-        self._summarise(entities, lambda e: e.name, skipped)
-        self._summarise(relations, lambda r: f"{by_id[r.source]} and {by_id[r.target]}", skipped)
+        known_summaries = known.summaries if known is not None else {}
+        summaries: dict[str, str] = {}
+        self._summarise(entities, lambda e: e.name, skipped, known_summaries, summaries)
+        self._summarise(
+            relations, lambda r: f"{by_id[r.source]} and {by_id[r.target]}", skipped, known_summaries, summaries
+        )
         note = "; ".join(n for n in notes if n)
         _report(self.client, skipped, f"HiRAG two-stage LLM extraction over {len(chunks)} chunk(s)", note)
-        return entities, relations
+        records = {
+            c.id: LLMRecord.of(keys[i], [str(len(entity_answers[i])), *entity_answers[i], *(relation_answers[i] or [])])
+            for i, c in enumerate(chunks)
+        }
+        return LLMExtraction(entities, relations, LLMAnswers(records, summaries), len(asked))
