@@ -580,7 +580,7 @@ def _hi_node_name(kg, hi: HiIndex, i: int) -> str:
     return kg.entities[hi.node_id(i)].name if i < hi.n_entities else hi.names[i - hi.n_entities]
 
 
-def extractive_community_report(kg, hi: HiIndex, c: int) -> tuple[str, str]:
+def extractive_community_report(kg, hi: HiIndex, c: int, top: Sequence[int] | None = None) -> tuple[str, str]:
     """The offline ``(title, body)`` of HiRAG community ``c`` (the design's extractive
     community summary): title = the names of its three highest-degree members in G_k, body =
     the first sentence of the descriptions of its top KG-entity members by degree (at most
@@ -589,13 +589,16 @@ def extractive_community_report(kg, hi: HiIndex, c: int) -> tuple[str, str]:
     Args:
         kg: the state's knowledge graph; ``hi`` must be bound to it (:meth:`HiIndex.bind`).
         hi: the HiIndex; ``c`` one of its communities.
+        top: ``c``'s members already in that order, when the caller has them (a community of
+            a million-chunk index has tens of thousands of members: sorting them is the cost).
 
     Raises:
         ValueError: ``hi`` is not bound to a state's entities.
     """
-    member_arr = hi.members(c)  # ascending node indices
-    # by degree, highest first, ties by node index (a stable sort of the ascending members)
-    top = member_arr[np.argsort(-hi.degree[member_arr], kind="stable")].tolist()
+    if top is None:
+        member_arr = hi.members(c)  # ascending node indices
+        # by degree, highest first, ties by node index (a stable sort of the ascending members)
+        top = member_arr[np.argsort(-hi.degree[member_arr], kind="stable")].tolist()
     title = ", ".join(_hi_node_name(kg, hi, i) for i in top[:3])
     sentences: list[str] = []
     for i in top:

@@ -589,7 +589,7 @@ class HiRAG(Method):
         # by degree, highest first, ties by node index (a stable sort of the ascending members)
         top = member_arr[np.argsort(-hi.degree[member_arr], kind="stable")].tolist()
         # the LLM's report where the index has one (spec §2.7), else the extractive text
-        title, body = hi.llm_report(c) or extractive_community_report(kg, hi, c)
+        title, body = hi.llm_report(c) or extractive_community_report(kg, hi, c, top)
         # each member's most representative chunks (at most COMMUNITY_MEMBER_CHUNKS; every one
         # with entity_chunks=None, as documented): the report keeps the 50 most shared of them
         per_member = None if per_entity is None else min(int(per_entity), COMMUNITY_MEMBER_CHUNKS)
