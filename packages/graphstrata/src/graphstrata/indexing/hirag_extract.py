@@ -22,7 +22,7 @@ from typing import Any
 
 from ..extraction import document_title
 from ..llm.extraction_parsing import parse_extraction
-from ..llm.guards import MAX_ENTITIES_PER_CHUNK, MAX_RELATIONS_PER_CHUNK, Grounding
+from ..llm.guards import Grounding
 from ..llm.prompts import hirag_extract as hp
 from ..llm.records import LLMAnswers, LLMRecord, record_key
 from ..types import Chunk
@@ -255,19 +255,11 @@ class HiragLLMExtractor(LLMExtractor):
                 parsed = parse_extraction(checks.text(answer), self.entity_types)
                 skipped[stage] += parsed.skipped
                 reasons: Counter = Counter()
-                kept = 0
-                for e in checks.bound(parsed.entities, MAX_ENTITIES_PER_CHUNK, "entities"):
-                    why = checks.names(ground, [e.name])
-                    if why:
-                        reasons[why] += 1
-                        checks.reject(why)
-                    elif builder.entity(e, chunk.id):
-                        kept += 1
-                        names.setdefault(_key(e.name), e.name)
-                    else:
-                        skipped[stage] += 1
+                kept = checks.keep_entities(builder, parsed.entities, chunk.id, ground, skipped, stage, reasons)
+                for e in kept:
+                    names.setdefault(_key(e.name), e.name)
                 if not n:  # the first answer of each chunk is the one that must be usable
-                    checks.answer(bool(parsed.entities), kept, reasons)
+                    checks.answer(bool(parsed.entities), len(kept), reasons)
             listed.append(names)
         notes = [checks.finish()]  # raises before any relation prompt is sent
 
@@ -293,21 +285,8 @@ class HiragLLMExtractor(LLMExtractor):
                 parsed = parse_extraction(text, self.entity_types)
                 skipped[stage] += parsed.skipped
                 reasons = Counter()
-                kept = 0
-                for r in checks.bound(parsed.relations, MAX_RELATIONS_PER_CHUNK, "relations"):
-                    a, b = _key(r.source), _key(r.target)
-                    if not a or not b or a == b:  # unusable: skipped, not ungrounded
-                        skipped[stage] += 1
-                        continue
-                    # a listed name is grounded by stage 1; another must occur in the chunk
-                    why = checks.names(ground, [x for x in (r.source, r.target) if _key(x) not in names])
-                    if why:
-                        reasons[why] += 1
-                        checks.reject(why)
-                    elif builder.relation(r, chunk.id):
-                        kept += 1
-                    else:
-                        skipped[stage] += 1
+                # a listed name is grounded by stage 1; another must occur in the chunk
+                kept = checks.keep_relations(builder, parsed.relations, chunk.id, ground, names, skipped, stage, reasons)
                 if not n:  # "<|COMPLETE|>" alone says no pair is related: readable
                     readable = bool(parsed.relations) or hp.COMPLETION_DELIMITER in text
                     checks.answer(readable, kept, reasons)

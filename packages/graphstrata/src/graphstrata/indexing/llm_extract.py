@@ -33,7 +33,7 @@ import operator
 import re
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -269,6 +269,50 @@ class _Checks:
     def reject(self, reason: str) -> None:
         self.rejected[reason] += 1
 
+    def keep_entities(
+        self, builder: _GraphBuilder, records: list, chunk_id: str, ground: Grounding,
+        skipped: Counter, stage: str, reasons: Counter,
+    ) -> list[EntityRecord]:
+        """Add to ``builder`` the entity ``records`` of one answer for chunk ``chunk_id`` whose
+        name ``ground`` finds (at most :data:`MAX_ENTITIES_PER_CHUNK`); rejections are counted
+        in ``reasons``, records the builder refuses in ``skipped[stage]``. Returns those kept."""
+        kept = []
+        for e in self.bound(records, MAX_ENTITIES_PER_CHUNK, "entities"):
+            why = self.names(ground, [e.name])
+            if why:
+                reasons[why] += 1
+                self.reject(why)
+            elif builder.entity(e, chunk_id):
+                kept.append(e)
+            else:
+                skipped[stage] += 1
+        return kept
+
+    def keep_relations(
+        self, builder: _GraphBuilder, records: list, chunk_id: str, ground: Grounding,
+        known: Container[str], skipped: Counter, stage: str, reasons: Counter,
+    ) -> int:
+        """Add to ``builder`` the relation ``records`` of one answer for chunk ``chunk_id``
+        (at most :data:`MAX_RELATIONS_PER_CHUNK`) whose endpoints are entity keys in ``known``
+        or names ``ground`` finds; a record without two distinct endpoints, or one the builder
+        refuses, counts in ``skipped[stage]``, rejections in ``reasons``. Returns how many were
+        kept."""
+        kept = 0
+        for r in self.bound(records, MAX_RELATIONS_PER_CHUNK, "relations"):
+            a, b = _key(r.source), _key(r.target)
+            if not a or not b or a == b:  # unusable: skipped, not ungrounded
+                skipped[stage] += 1
+                continue
+            why = self.names(ground, [x for x in (r.source, r.target) if _key(x) not in known])
+            if why:
+                reasons[why] += 1
+                self.reject(why)
+            elif builder.relation(r, chunk_id):
+                kept += 1
+            else:
+                skipped[stage] += 1
+        return kept
+
     def answer(self, readable: bool, kept: int, reasons: Counter) -> None:
         """Count one checked answer: failed when unreadable (``"parse"``) or when none of its
         records was kept (the commoner rejection reason, echo on ties)."""
@@ -343,7 +387,27 @@ def _chunk_positions(chunks: Sequence[Chunk]) -> dict[str, int]:
 # ---------------------------------------------------------------------------------------------
 # extractors
 # ---------------------------------------------------------------------------------------------
-class LLMExtractor:
+class _ExtractsWithAnswers:
+    """``extract(chunks, titles)``: ``extract_with_answers`` with no known answers, its graph
+    only (the signature of :meth:`StatisticalExtractor.extract`)."""
+
+    def extract(
+        self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None
+    ) -> tuple[list[Entity], list[Relation]]:
+        """Extract the graph of ``chunks``: :meth:`extract_with_answers` with no known answers.
+
+        Returns:
+            ``(entities, relations)``: entities sorted by id, relations by ``(source,
+            target)``; ``([], [])`` for no chunks.
+
+        Raises:
+            As ``extract_with_answers``.
+        """
+        out = self.extract_with_answers(chunks, titles)  # type: ignore[attr-defined]
+        return out.entities, out.relations
+
+
+class LLMExtractor(_ExtractsWithAnswers):
     """LightRAG / HiRAG LLM extraction (``seed-lightrag.md`` §1.4–1.7, ``seed-hirag.md``
     §2.2–2.4): one joint entity + relationship prompt per chunk, ``gleaning`` more passes,
     records merged across chunks, long descriptions summarised by the LLM.
@@ -518,22 +582,6 @@ class LLMExtractor:
             else:
                 skipped[STAGE_SUMMARIES] += 1
 
-    def extract(
-        self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None
-    ) -> tuple[list[Entity], list[Relation]]:
-        """Extract, merge and summarise entities and relations of ``chunks``:
-        :meth:`extract_with_answers` with no known answers, without them.
-
-        Returns:
-            ``(entities, relations)``: entities sorted by id, relations by ``(source,
-            target)``; ``([], [])`` for no chunks.
-
-        Raises:
-            As :meth:`extract_with_answers`.
-        """
-        out = self.extract_with_answers(chunks, titles)
-        return out.entities, out.relations
-
     def extract_with_answers(
         self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None, known: LLMAnswers | None = None
     ) -> LLMExtraction:
@@ -592,34 +640,13 @@ class LLMExtractor:
                 parsed = parse_extraction(checks.text(answer), self.entity_types)
                 skipped[stage] += parsed.skipped
                 reasons: Counter = Counter()
-                kept = [0]
-                for e in checks.bound(parsed.entities, MAX_ENTITIES_PER_CHUNK, "entities"):
-                    why = checks.names(ground, [e.name])
-                    if why:
-                        reasons[why] += 1
-                        checks.reject(why)
-                    elif builder.entity(e, chunk.id):
-                        kept[0] += 1
-                    else:
-                        skipped[stage] += 1
+                kept = [len(checks.keep_entities(builder, parsed.entities, chunk.id, ground, skipped, stage, reasons))]
                 pending.append((chunk, ground, stage, parsed, reasons, kept))
         # pass 2: relations, kept where each endpoint occurs in the chunk or is an entity kept
         # in pass 1 (a model resolving "she" to the name written in another chunk)
         kept_keys = set(builder.entities)
         for chunk, ground, stage, parsed, reasons, kept in pending:
-            for r in checks.bound(parsed.relations, MAX_RELATIONS_PER_CHUNK, "relations"):
-                a, b = _key(r.source), _key(r.target)
-                if not a or not b or a == b:  # unusable: skipped, not ungrounded
-                    skipped[stage] += 1
-                    continue
-                why = checks.names(ground, [x for x in (r.source, r.target) if _key(x) not in kept_keys])
-                if why:
-                    reasons[why] += 1
-                    checks.reject(why)
-                elif builder.relation(r, chunk.id):
-                    kept[0] += 1
-                else:
-                    skipped[stage] += 1
+            kept[0] += checks.keep_relations(builder, parsed.relations, chunk.id, ground, kept_keys, skipped, stage, reasons)
             if stage == STAGE_EXTRACT:  # the first answer of each chunk is the one that must be usable
                 checks.answer(bool(parsed), kept[0], reasons)
         note = checks.finish()
@@ -639,7 +666,7 @@ class LLMExtractor:
         return LLMExtraction(entities, relations, LLMAnswers(records, summaries), asked)
 
 
-class AgragLLMExtractor:
+class AgragLLMExtractor(_ExtractsWithAnswers):
     """AGRAG graph construction (``seed-agrag.md`` §1.2–1.5): statistical (TF-IDF) entities,
     LLM triples as relations.
 
@@ -675,22 +702,6 @@ class AgragLLMExtractor:
         self.client = LLMClient.of(llm)
         self.statistical = statistical if statistical is not None else StatisticalExtractor()
         self.show_progress = bool(show_progress)
-
-    def extract(
-        self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None
-    ) -> tuple[list[Entity], list[Relation]]:
-        """Statistical entities of ``chunks`` plus LLM triples as relations:
-        :meth:`extract_with_answers` with no known answers, without them.
-
-        Returns:
-            ``(entities, relations)``: entities sorted by id, relations by ``(source,
-            target)``; ``([], [])`` for no chunks.
-
-        Raises:
-            As :meth:`extract_with_answers`.
-        """
-        out = self.extract_with_answers(chunks, titles)
-        return out.entities, out.relations
 
     def extract_with_answers(
         self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None = None, known: LLMAnswers | None = None
