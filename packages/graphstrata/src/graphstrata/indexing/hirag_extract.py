@@ -35,7 +35,6 @@ from .llm_extract import (
     LLMExtractor,
     _Checks,
     _chunk_positions,
-    _count_skipped,
     _GraphBuilder,
     _key,
     _known_answers,
@@ -292,20 +291,7 @@ class HiragLLMExtractor(LLMExtractor):
                     checks.answer(readable, kept, reasons)
         notes.append(checks.finish())
 
-        entities, relations = builder.build()
-        if not entities:
-            total = _count_skipped(self.client, skipped)
-            raise ValueError(
-                f"the LLM produced no entities from {len(chunks)} chunk(s) ({total} record(s) skipped as unreadable); "
-                f"check that the model ({self.client.id}) follows the extraction format"
-            )
-        by_id = {e.id: e.name for e in entities}
-        known_summaries = known.summaries if known is not None else {}
-        summaries: dict[str, str] = {}
-        self._summarise(entities, lambda e: e.name, skipped, known_summaries, summaries)
-        self._summarise(
-            relations, lambda r: f"{by_id[r.source]} and {by_id[r.target]}", skipped, known_summaries, summaries
-        )
+        entities, relations, summaries = self._merged(builder, len(chunks), skipped, known)
         note = "; ".join(n for n in notes if n)
         _report(self.client, skipped, f"HiRAG two-stage LLM extraction over {len(chunks)} chunk(s)", note)
         records = {

@@ -650,11 +650,24 @@ class LLMExtractor(_ExtractsWithAnswers):
             if stage == STAGE_EXTRACT:  # the first answer of each chunk is the one that must be usable
                 checks.answer(bool(parsed), kept[0], reasons)
         note = checks.finish()
+        entities, relations, summaries = self._merged(builder, len(chunks), skipped, known)
+        _report(self.client, skipped, f"LLM extraction over {len(chunks)} chunk(s)", note)
+        return LLMExtraction(entities, relations, LLMAnswers(records, summaries), asked)
+
+    def _merged(
+        self, builder: _GraphBuilder, n_chunks: int, skipped: Counter, known: LLMAnswers | None
+    ) -> tuple[list[Entity], list[Relation], dict[str, str]]:
+        """The merged entities and relations of ``builder``, long descriptions summarised
+        (``known``'s summaries reused), and the summaries used (``{record_key: summary}``).
+
+        Raises:
+            ValueError: no entity was kept from any of the ``n_chunks`` chunks.
+        """
         entities, relations = builder.build()
         if not entities:
             total = _count_skipped(self.client, skipped)
             raise ValueError(
-                f"the LLM produced no entities from {len(chunks)} chunk(s) ({total} record(s) skipped as unreadable); "
+                f"the LLM produced no entities from {n_chunks} chunk(s) ({total} record(s) skipped as unreadable); "
                 f"check that the model ({self.client.id}) follows the extraction format"
             )
         names = {e.id: e.name for e in entities}
@@ -662,8 +675,7 @@ class LLMExtractor(_ExtractsWithAnswers):
         summaries: dict[str, str] = {}
         self._summarise(entities, lambda e: e.name, skipped, known_summaries, summaries)
         self._summarise(relations, lambda r: f"{names[r.source]} and {names[r.target]}", skipped, known_summaries, summaries)
-        _report(self.client, skipped, f"LLM extraction over {len(chunks)} chunk(s)", note)
-        return LLMExtraction(entities, relations, LLMAnswers(records, summaries), asked)
+        return entities, relations, summaries
 
 
 class AgragLLMExtractor(_ExtractsWithAnswers):
