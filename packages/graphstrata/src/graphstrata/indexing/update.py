@@ -74,6 +74,7 @@ from ..extraction import ChunkRecord, FrozenTfidf, StatisticalExtractor, merge_r
 from ..graph import KnowledgeGraph
 from ..index import ChunkIndex, lexical_texts, stored_vectors
 from ..llm import usage_scope
+from ..llm.records import keeping_answers
 from ..resolution import apply_to_record, resolution_stage, resolve_onto, with_aliases
 from ..runner import current_runner
 from ..state import EngineState, new_drift
@@ -130,21 +131,26 @@ def update_state(
         raise ValueError("cannot delete every document: an index needs at least one")
     t0 = time.perf_counter()
     update: dict[str, Any] = {}
+    changes: dict[str, Any] = {}
     if build_llm(state) is None:
-        new = _update(state, documents, list(upserts), gone_docs, show_progress)
+        new, _ = _update(state, documents, list(upserts), gone_docs, show_progress)
     else:
-        with usage_scope() as ledger:
-            new = _update(state, documents, list(upserts), gone_docs, show_progress)
+        with usage_scope() as ledger, keeping_answers(state.llm_answers) as book:
+            new, incremental = _update(state, documents, list(upserts), gone_docs, show_progress)
             if new.llm is not None and new.communities:
                 Progress(show_progress).stage(
                     "HiRAG summary entities (LLM)", lambda: summary_entity_stage(new)
                 )
+        if incremental:  # a fallback build kept its own answers (its own book)
+            changes["llm_answers"] = book.answers(new.llm_answers)
         update["last_update_usage"] = ledger.to_dict()
     update["last_update_seconds"] = round(time.perf_counter() - t0, 4)
     # the published state, constructed whole: the new records with the update's usage and time
-    # in its drift, and what was derived from those same records (the HiRAG index of the stage
-    # above, or of a fallback build) in its derived cache
-    return dataclasses.replace(new, drift={**new.drift, **update}, derived_seed=new.derived_snapshot())
+    # in its drift, the stage answers it read, and what was derived from those same records
+    # (the HiRAG index of the stage above, or of a fallback build) in its derived cache
+    return dataclasses.replace(
+        new, drift={**new.drift, **update}, derived_seed=new.derived_snapshot(), **changes
+    )
 
 
 def rebuild_state(state: EngineState, show_progress: bool = False) -> EngineState:
@@ -195,9 +201,10 @@ def _update(
     upserts: list[Document],
     gone_docs: set[str],
     show_progress: bool,
-) -> EngineState:
+) -> tuple[EngineState, bool]:
+    """The next state and whether it was made incrementally (``False``: a full build)."""
     if state.layered is None or not state.communities or not len(state.kg):
-        return _full(state, list(documents.values()), show_progress)
+        return _full(state, list(documents.values()), show_progress), False
     config, embedder = state.config, state.embedder
     prog = Progress(show_progress)
     # 1. chunks --------------------------------------------------------------------------
@@ -267,7 +274,7 @@ def _update(
         kg_entities, relations, affected = _diff(state.kg, ents, rels)
         entity_order = [e.id for e in ents]
     if not kg_entities:
-        return _full(state, list(documents.values()), show_progress)
+        return _full(state, list(documents.values()), show_progress), False
 
     # 3. entity rows and vectors (row order as a build gives it: the extractor's order) ----
     old_kg = state.kg
@@ -323,7 +330,7 @@ def _update(
     for level in range(1, len(state.communities) + 1):
         result = hier.update_layer(level, below_removed, below_added, below_touched, below_provenance)
         if result is None:  # the layer would be empty
-            return _full(state, list(documents.values()), show_progress)
+            return _full(state, list(documents.values()), show_progress), False
         comms, vecs, rows, below_removed, below_added, below_touched, below_provenance = result
         layers.append(comms)
         layer_vecs.append(vecs)
@@ -382,7 +389,7 @@ def _update(
         llm_answers=llm_answers,
         frozen=frozen,
         drift=drift,
-    )
+    ), True
 
 
 def _live_texts(chunks: Sequence[Chunk], titles: Mapping[str, str]) -> Iterator[str]:
