@@ -23,9 +23,9 @@ from graphstrata import GraphStrata
 from graphstrata.indexing.hirag import build_hi_index, hi_index
 from graphstrata.indexing.reports import ReportContext, community_reports
 from graphstrata.llm import CACHE_FILE, LLMClient, LLMOutputError
+from graphstrata.llm.base import LLMRequest
 from graphstrata.llm.prompts.archrag import EXAMPLE_REPORT_SUMMARY, EXAMPLE_REPORT_TITLE
 from graphstrata.llm.records import LLMAnswers, LLMRecord, answer_key, keeping_answers, kept_map
-from graphstrata.llm.base import LLMRequest
 from graphstrata.store import read_sqlite, write_sqlite
 from graphstrata.testing import HashEmbedder, ScriptedLLM
 from graphstrata.testing import answer_every_prompt as toy

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..llm.base import LLMRequest, estimate_tokens
 from ..llm.client import LLMClient
 from ..llm.guards import Grounding, is_echo
-from ..llm.records import kept_map
 from ..llm.prompts.archrag import (
     COMMUNITY_REPORT_PROMPT,
     COMMUNITY_REPORT_SYSTEM,
@@ -40,6 +39,7 @@ from ..llm.prompts.archrag import (
     EXAMPLE_REPORT_TITLE,
 )
 from ..llm.prompts.hirag import META_TYPES, SUMMARY_ENTITY_PROMPT, SUMMARY_ENTITY_SYSTEM
+from ..llm.records import kept_map
 from ..llm.report_parsing import CommunityReport, parse_community_report, parse_summary_entity
 
 if TYPE_CHECKING:  # pragma: no cover

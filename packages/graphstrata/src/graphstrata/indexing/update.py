@@ -39,6 +39,11 @@
    vector, and their parents follow, up to the top layer; a community whose members only
    gained or lost chunks keeps its summary and vector and gets its chunk provenance
    recomputed. Empty communities are removed (:class:`~.update_communities.HierarchyUpdate`).
+   With LLM community reports, a touched community whose report prompt did not change is
+   answered from the answers the state keeps (``state.llm_answers.stages``,
+   :func:`~graphstrata.llm.records.kept_map`), so only changed prompts reach the model, with or
+   without a response cache; the answers of communities that keep their report are carried,
+   those of re-described or removed ones dropped.
 5. **Indexes.** The C-HNSW copies of the next state mark the vectors of removed or changed
    rows deleted and ``add`` the new ones (:meth:`~graphstrata.index.LayeredIndex.updated`);
    past :data:`~graphstrata.index.COMPACT_FRACTION` deleted nodes they are rebuilt from the live
@@ -50,9 +55,10 @@ Method-specific derived structures (ArchRAG/AGRAG passage graphs, LightRAG relat
 HiRAG GMM layers, PPR graphs) live in the state's derived cache, which the next state starts
 empty (except those an update hook carries over, such as an LLM build's embedded relation and
 fact descriptions, :mod:`.descriptions`, re-embedded only where their text changed): each is
-rebuilt from the new records on its first query (HiRAG's LLM summary entities
-eagerly, through the response cache: :func:`~.hirag.summary_entity_stage`, handed to the next
-state's constructor).
+rebuilt from the new records on its first query (HiRAG's LLM summary entities and reports
+eagerly: :func:`~.hirag.summary_entity_stage`, handed to the next state's constructor; a
+cluster or community whose prompt did not change is answered from the kept answers, and the
+next state keeps exactly the answers its HiRAG index was made from).
 
 The previous state is never modified, so concurrent queries read the old or the new state.
 Cases that do not fit the incremental path fall back to a full build over the new corpus
