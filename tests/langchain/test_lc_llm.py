@@ -558,3 +558,6 @@ def test_an_llm_index_persisted_later_keeps_its_cache_and_an_insert_pays_for_its
     asked = [m[-1].content for _, m, _ in model.calls if m[0].content == EXTRACT_SYSTEM]
     assert len(asked) == 2 * len(new_chunks)  # each new chunk's question and its gleaning pass
     assert set(gs.state.llm_answers.records) == set(gs.state.chunk_row)
+    # the report and HiRAG stages kept their answers too: unchanged prompts were not asked
+    assert gs.state.drift["last_update_usage"]["total"].get("kept", 0) > 0
+    assert set(gs.state.llm_answers.owners) == {c.id for layer in gs.state.communities for c in layer}

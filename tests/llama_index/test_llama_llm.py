@@ -648,3 +648,7 @@ def test_an_llm_index_loaded_without_its_cache_pays_only_for_an_inserted_documen
     assert stages["extract:gleaning"]["calls"] == len(new_chunks)  # one gleaning pass each
     assert "extract:summaries" not in stages
     assert set(engine.state.llm_answers.records) == set(engine.state.chunk_row)
+    # the report and HiRAG stages kept their answers too: unchanged prompts were not asked
+    assert engine.state.drift["last_update_usage"]["total"].get("kept", 0) > 0
+    kept = engine.state.llm_answers
+    assert set(kept.owners) == {c.id for layer in engine.state.communities for c in layer}

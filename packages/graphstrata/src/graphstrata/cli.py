@@ -202,6 +202,7 @@ def _usage_lines(usage: dict[str, Any], title: str) -> list[str]:
     def row(name: str, u: dict[str, Any]) -> str:
         mark = "~" if u.get("estimated") else " "
         extra = f"  cached {u['cached']}" if u.get("cached") else ""
+        extra += f"  kept {u['kept']}" if u.get("kept") else ""  # answers the index kept
         extra += f"  skipped {u['skipped']}" if u.get("skipped") else ""
         return (f"  {name:<34} calls {u.get('calls', 0):6d}  prompt {mark}{u.get('prompt_tokens', 0):9d}  "
                 f"completion {mark}{u.get('completion_tokens', 0):8d}{extra}")

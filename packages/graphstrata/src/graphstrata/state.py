@@ -79,9 +79,12 @@ class EngineState:
             (:class:`~graphstrata.llm.records.LLMAnswers`): each chunk's raw LLM answers and
             the summaries of merged descriptions, so an update asks the LLM only for chunks
             (and summaries) they do not answer, with or without a response cache (issue 29);
-            persisted. ``None`` for statistical extraction, and for LLM indexes persisted
-            before issue 29 (their next update asks through the response cache, as before,
-            and keeps the answers from then on).
+            persisted. Also the answers of the other build-time LLM stages (community reports,
+            HiRAG summary entities and reports: ``stages``, ``owners``), so an update asks
+            those stages only the prompts that changed. ``None`` for an offline build, and for
+            LLM indexes persisted before issue 29 (their next update asks through the response
+            cache, as before, and keeps the answers from then on); an LLM build with
+            statistical extraction keeps no ``records`` but its stage answers.
         frozen: the statistics fitted at the last full build and reused by incremental updates
             (issue 16): ``"extraction"`` and ``"summary"``
             :class:`~graphstrata.extraction.FrozenTfidf` models (a published state holds them

@@ -9,7 +9,10 @@ Layout of a persisted index (schema 6; 1 to 5 still load)::
                              incremental updates reuse (schema 4), drift counters in metadata;
                              an LLM-extracted index's per-chunk LLM answers and description
                              summaries (tables llm_records, llm_summaries: optional in schema 6,
-                             an index without them updates through its response cache)
+                             an index without them updates through its response cache); the
+                             other build-time LLM stages' answers (community reports, HiRAG
+                             summaries and reports: tables llm_answers, llm_answer_owners,
+                             optional in schema 6 too)
         labels.npz           int64 "labels:<name>" (n,) for chunks, entities, layer_<i>: each
                              row's node id in the C-HNSW files
         bm25.npz             the BM25 score matrix (schema 6; BM25Index.to_arrays): a load
@@ -59,7 +62,7 @@ import sqlite3
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -144,6 +147,8 @@ CREATE TABLE chunk_records (chunk_id TEXT PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE frozen_stats (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE llm_records (chunk_id TEXT PRIMARY KEY, key TEXT NOT NULL, answers BLOB NOT NULL);
 CREATE TABLE llm_summaries (key TEXT PRIMARY KEY, summary TEXT NOT NULL);
+CREATE TABLE llm_answers (key TEXT PRIMARY KEY, answer BLOB NOT NULL);
+CREATE TABLE llm_answer_owners (owner TEXT PRIMARY KEY, key TEXT NOT NULL);
 """
 
 
@@ -201,7 +206,8 @@ def write_sqlite(
     ``chunk_records`` (``{chunk_id: ChunkRecord}`` or :class:`~graphstrata.state.ChunkRecords`,
     schema 4), ``frozen`` (``{name: FrozenTfidf}`` or :class:`~graphstrata.state.FrozenStats`)
     and ``llm_answers`` (:class:`~graphstrata.llm.records.LLMAnswers`: tables ``llm_records``,
-    ``llm_summaries``) are what incremental updates need (:mod:`graphstrata.indexing.update`);
+    ``llm_summaries``, and the other build-time stages' answers in ``llm_answers`` and
+    ``llm_answer_owners``) are what incremental updates need (:mod:`graphstrata.indexing.update`);
     compressed ones are written as they are held.
 
     Raises:
@@ -271,6 +277,10 @@ def write_sqlite(
                 ((cid, r.key, r.packed) for cid, r in llm_answers.records.items()),
             )
             con.executemany("INSERT INTO llm_summaries VALUES (?, ?)", llm_answers.summaries.items())
+            con.executemany(
+                "INSERT INTO llm_answers VALUES (?, ?)", ((k, r.packed) for k, r in llm_answers.stages.items())
+            )
+            con.executemany("INSERT INTO llm_answer_owners VALUES (?, ?)", llm_answers.owners.items())
         con.commit()
     except (sqlite3.Error, UnicodeEncodeError, ValueError, OverflowError, TypeError) as exc:
         raise ValueError(f"cannot store the index records: {exc}") from exc
@@ -285,7 +295,8 @@ def read_sqlite(path: Path) -> dict[str, Any]:
         ``{"meta": dict, "documents": [...], "chunks": [...], "entities": [...],
         "relations": [...], "communities": [...], "chunk_records": {chunk_id: bytes | str},
         "frozen": {name: JSON text}, "llm_records": [(chunk_id, key, answers), ...],
-        "llm_summaries": {key: summary}}`` with records in stored order; extraction records,
+        "llm_summaries": {key: summary}, "llm_answers": [(key, answer), ...],
+        "llm_answer_owners": [(community_id, key), ...]}`` with records in stored order; extraction records,
         frozen statistics and LLM answers as stored (not decoded: only updates read them;
         the LLM tables are empty for an index written without them).
 
@@ -370,6 +381,8 @@ def read_sqlite(path: Path) -> dict[str, Any]:
         frozen = dict(q("SELECT name, value FROM frozen_stats")) if "frozen_stats" in tables else {}
         llm_records = list(q("SELECT chunk_id, key, answers FROM llm_records")) if "llm_records" in tables else []
         llm_summaries = dict(q("SELECT key, summary FROM llm_summaries")) if "llm_summaries" in tables else {}
+        llm_stage_answers = list(q("SELECT key, answer FROM llm_answers")) if "llm_answers" in tables else []
+        llm_owners = list(q("SELECT owner, key FROM llm_answer_owners")) if "llm_answer_owners" in tables else []
     except (sqlite3.Error, json.JSONDecodeError, TypeError) as exc:
         raise ValueError(f"corrupt index database {path}: {exc}") from exc
     finally:
@@ -379,6 +392,8 @@ def read_sqlite(path: Path) -> dict[str, Any]:
         "frozen": frozen,
         "llm_records": llm_records,
         "llm_summaries": llm_summaries,
+        "llm_answers": llm_stage_answers,
+        "llm_answer_owners": llm_owners,
         "meta": meta,
         "documents": documents,
         "chunks": chunks,
@@ -1285,7 +1300,9 @@ def load_state(
             llm_id=data["meta"].get("llm_id"),
             llm=llm,
             records=_chunk_records(data["chunk_records"], chunks, path),
-            llm_answers=_llm_answers(data["llm_records"], data["llm_summaries"], chunks),
+            llm_answers=_llm_answers(
+                data["llm_records"], data["llm_summaries"], chunks, data["llm_answers"], data["llm_answer_owners"]
+            ),
             frozen=_frozen(data["frozen"], path),
             drift=dict(data["meta"].get("drift") or {}),
             derived_seed=seed,
@@ -1336,17 +1353,29 @@ def _chunk_records(raw: dict[str, str | bytes], chunks: list[Chunk], path: Path)
 
 
 def _llm_answers(
-    rows: list[tuple[Any, Any, Any]], summaries: dict[Any, Any], chunks: list[Chunk]
+    rows: list[tuple[Any, Any, Any]],
+    summaries: dict[Any, Any],
+    chunks: list[Chunk],
+    stage_rows: Sequence[tuple[Any, Any]] = (),
+    owner_rows: Sequence[tuple[Any, Any]] = (),
 ) -> LLMAnswers | None:
     """The persisted LLM answers (:class:`~graphstrata.llm.records.LLMAnswers`), records in
     chunk order, or ``None`` when the index has none (statistical extraction, or an LLM index
     persisted before them: its next update asks through the response cache).
 
+    Args:
+        rows: ``(chunk_id, key, answers)`` of table ``llm_records``.
+        summaries: ``{key: summary}`` of table ``llm_summaries``.
+        chunks: the index's chunks (records are kept in their order).
+        stage_rows: ``(key, answer)`` of table ``llm_answers`` (absent in an index written
+            before it: empty).
+        owner_rows: ``(community_id, key)`` of table ``llm_answer_owners``.
+
     Lenient by design: a row of a chunk the index does not hold, or not of the stored types,
-    is left out, and its chunk is asked again by the next update (a missing record costs a
-    call; it never loses an entity).
+    is left out, and its chunk (or prompt) is asked again by the next update (a missing record
+    costs a call; it never loses an entity or a report).
     """
-    if not rows and not summaries:
+    if not rows and not summaries and not stage_rows:
         return None
     by_id = {
         cid: LLMRecord(key, bytes(blob))
@@ -1355,7 +1384,13 @@ def _llm_answers(
     }
     records = {c.id: by_id[c.id] for c in chunks if c.id in by_id}
     kept = {k: v for k, v in summaries.items() if isinstance(k, str) and isinstance(v, str)}
-    return LLMAnswers(records, kept)
+    stages = {
+        k: LLMRecord(k, bytes(blob))
+        for k, blob in stage_rows
+        if isinstance(k, str) and isinstance(blob, (bytes, memoryview))
+    }
+    owners = {o: k for o, k in owner_rows if isinstance(o, str) and isinstance(k, str) and k in stages}
+    return LLMAnswers(records, kept, stages, owners)
 
 
 def _frozen(raw: dict[str, str], path: Path) -> FrozenStats:

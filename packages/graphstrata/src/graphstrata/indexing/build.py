@@ -25,7 +25,7 @@ from ..graph import KnowledgeGraph
 from ..heap import rebuilt, release_free_memory
 from ..index import BM25Index, ChunkIndex, LayeredIndex, bm25_tokenize, lexical_texts, stored_vectors
 from ..llm import LLMClient, usage_scope
-from ..llm.records import LLMAnswers
+from ..llm.records import LLMAnswers, keeping_answers
 from ..models import Embedder
 from ..runner import LOCAL, ProcessRunner, Runner, build_workers, current_runner, use_runner
 from ..state import EngineState, new_drift
@@ -65,15 +65,19 @@ def build_state(
         llm: with an :class:`~graphstrata.llm.LLMClient`, the papers' index-time LLM steps
             replace the offline ones: LLM extraction (``config.llm_extraction``), ArchRAG
             community reports embedded as the community vectors
-            (``config.llm_community_reports``), HiRAG summary entities (built eagerly so their
-            calls land in the response cache, and handed to the state's derived cache). Their
-            calls and tokens are the state's ``build_usage``.
+            (``config.llm_community_reports``), HiRAG summary entities and community reports
+            (built eagerly so their answers are kept with the index and land in the response
+            cache, and handed to the state's derived cache). Their calls and tokens are the
+            state's ``build_usage``.
         stats_version: ``drift["stats_version"]`` of the new state: the version of the
             statistics this build fits (1 for a new index; a rebuild or an update's fallback
             build passes the previous version + 1).
-        llm_answers: the LLM answers of a previous extraction (``state.llm_answers``; a
+        llm_answers: the LLM answers of a previous build (``state.llm_answers``; a
             rebuild or an update's fallback build): LLM extraction asks only for the chunks
-            and summaries they do not answer (:mod:`graphstrata.llm.records`).
+            and summaries they do not answer, and the community-report and HiRAG stages only
+            for the prompts they do not answer (:mod:`graphstrata.llm.records`). The new
+            state's ``llm_answers`` hold the answers this build read (reused or asked), and
+            no other.
 
     Returns:
         An :class:`~graphstrata.state.EngineState`, constructed once with everything it
@@ -92,15 +96,21 @@ def build_state(
     if llm is None:
         with build_runner(docs, config), no_cyclic_gc():
             return _build_state(*args, None)
-    with usage_scope() as ledger:
+    with usage_scope() as ledger, keeping_answers(llm_answers) as book:
         with build_runner(docs, config), no_cyclic_gc():
             provisional = _build_state(*args, llm)
         derived = Progress(show_progress).stage(
             "HiRAG summary entities (LLM)", lambda: summary_entity_stage(provisional)
         )
     # the published state, constructed whole: the records of the provisional one, the build's
-    # LLM usage, and the HiRAG index built from those same records in its derived cache
-    return dataclasses.replace(provisional, build_usage=ledger.to_dict(), derived_seed=derived)
+    # LLM usage, the answers its stages read (kept for the next update), and the HiRAG index
+    # built from those same records in its derived cache
+    return dataclasses.replace(
+        provisional,
+        build_usage=ledger.to_dict(),
+        llm_answers=book.answers(provisional.llm_answers),
+        derived_seed=derived,
+    )
 
 
 @contextmanager

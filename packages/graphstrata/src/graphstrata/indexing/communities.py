@@ -22,6 +22,7 @@ from ..hierarchy import (
     rank_chunks,
 )
 from ..llm import LLMClient
+from ..llm.records import current_book
 from ..llm.report_parsing import CommunityReport
 from ..models import Embedder
 from ..types import Chunk, Community
@@ -167,11 +168,14 @@ def cluster_communities(
     layers, layer_vecs = prog.stage("clustering communities", run)
     # indices → ids, chunk provenance
     below_ids = kg.entity_ids
+    book = current_book()
     for level, comms in enumerate(layers, 1):
         for ci, c in enumerate(comms):
             if level in reports:
                 c.rating = reports[level][ci].rating
                 c.findings = list(reports[level][ci].findings)
+                if book is not None:  # the answer the report was read from stays with the index
+                    book.own(c.id, reports[level][ci].answer_key)
             c.members = [below_ids[int(m)] for m in c.members]
             c.entity_ids = [kg.entity_ids[int(e)] for e in c.entity_ids]
             c.chunk_ids = rank_chunks([kg.entities[e].chunk_ids for e in c.entity_ids])

@@ -652,7 +652,8 @@ def community_report_context(kg, hi: HiIndex, c: int) -> ReportContext:
 def llm_community_reports(kg, hi: HiIndex, client: Any) -> tuple[list[str], list[str]]:
     """HiRAG's LLM community reports (spec seed-hirag.md §2.7): one report per Leiden leaf
     community of ``hi``, written by ``client`` with the GraphRAG-style report prompt shared with
-    ArchRAG (:func:`graphstrata.indexing.reports.community_reports`: response cache, bounded
+    ArchRAG (:func:`graphstrata.indexing.reports.community_reports`: kept answers in a build or
+    update, response cache, bounded
     concurrency, echo guard), counted under the ledger stage :data:`HIRAG_REPORT_STAGE`.
 
     Each answer is treated as ArchRAG's report stage treats it: an unreadable answer (``"I
@@ -978,7 +979,8 @@ def hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
     loaded with the index, :data:`DEFAULT_HI_INDEX`) is used when its variant is the state's.
     With ``config.summarise_fn`` unset and an :class:`~graphstrata.llm.LLMClient` as
     ``state.llm``, the summary entities are the LLM's (stage ``"hirag_summaries"``; the
-    client's response cache makes rebuilding an unchanged layer free); the cache key names the
+    client's response cache makes rebuilding an unchanged layer free, and inside a build or
+    update so do the answers the index keeps, :func:`~graphstrata.llm.records.kept_map`); the cache key names the
     variant (``extractive`` or ``llm:<model id>``), so the two never share an index.
 
     Raises:
@@ -1001,7 +1003,10 @@ def hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
 def summary_entity_stage(state) -> dict[str, HiIndex]:
     """HiRAG's LLM summary entities as an index-time stage (spec §2.5): the default HiIndex of
     ``state`` (:func:`hi_index` with ``HiIndexConfig()``, the one HiRAG retrieval uses), built
-    now so that its calls count in the build's LLM usage and land in the response cache.
+    now so that its calls count in the build's LLM usage and its answers are kept with the index
+    (inside the build's or update's :func:`~graphstrata.llm.records.keeping_answers` block: a
+    summary or report prompt the previous state answered is not asked again) and land in the
+    response cache.
 
     A build or update with an LLM runs it on the state it is about to publish, then constructs
     the published state with the result as its ``derived_seed``

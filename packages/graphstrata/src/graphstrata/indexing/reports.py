@@ -2,7 +2,9 @@
 (``seed-archrag.md`` §1.4–1.5) and HiRAG summary entities (``seed-hirag.md`` §2.5).
 
 Both run one LLM call per community / cluster through :meth:`LLMClient.map` (bounded
-concurrency, response cache: an unchanged community costs nothing the second time), parse the
+concurrency, response cache: an unchanged community costs nothing the second time) — in a
+build or update, after the answers the index keeps (:func:`~graphstrata.llm.records.kept_map`:
+an unchanged prompt costs nothing without the cache either) — parse the
 output forgivingly (:mod:`graphstrata.llm.report_parsing`), and fall back to the caller's
 extractive text where the output is unreadable, counting it with :meth:`LLMClient.skip`.
 Nothing here raises on model output; a model that *fails* (after the client's retries) raises
@@ -37,6 +39,7 @@ from ..llm.prompts.archrag import (
     EXAMPLE_REPORT_TITLE,
 )
 from ..llm.prompts.hirag import META_TYPES, SUMMARY_ENTITY_PROMPT, SUMMARY_ENTITY_SYSTEM
+from ..llm.records import kept_map
 from ..llm.report_parsing import CommunityReport, parse_community_report, parse_summary_entity
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,17 +87,30 @@ def _complete_parsed(
     requests: Sequence[LLMRequest | None],
     parse: Callable[[str], T | None],
     stage: str,
+    keys: list[str | None] | None = None,
 ) -> list[T | None]:
-    """Complete every non-``None`` request through ``client.map`` (input order kept) and parse
-    each output; ``None`` where the request was ``None`` or the output unreadable. Unreadable
-    outputs are counted with ``client.skip(stage, n)``.
+    """Complete every non-``None`` request through :func:`~graphstrata.llm.records.kept_map`
+    (the answers the index keeps first, when a build or update keeps them; then
+    ``client.map``; input order kept) and parse each output; ``None`` where the request was
+    ``None`` or the output unreadable. Unreadable outputs are counted with
+    ``client.skip(stage, n)``; a kept answer is parsed exactly as a new one.
+
+    Args:
+        keys: when given, filled with one entry per request: the answer's
+            :func:`~graphstrata.llm.records.answer_key` (``None`` for a ``None`` request or
+            outside a build that keeps answers).
 
     Raises:
         LLMError: an LLM call failed after its retries.
     """
     client = LLMClient.of(client)
     todo = [i for i, r in enumerate(requests) if r is not None]
-    responses = client.map([requests[i] for i in todo], stage) if todo else []
+    answered = kept_map(client, [requests[i] for i in todo], stage) if todo else []
+    responses = [resp for resp, _ in answered]
+    if keys is not None:
+        keys[:] = [None] * len(requests)
+        for i, (_, key) in zip(todo, answered, strict=True):
+            keys[i] = key
     out: list[T | None] = [None] * len(requests)
     bad = 0
     for i, resp in zip(todo, responses, strict=True):
@@ -303,7 +319,8 @@ def community_reports(
     Args:
         client: an :class:`LLMClient` (or an LLM / callable, wrapped by
             :meth:`LLMClient.of`); the calls run through ``client.map`` (at most
-            ``client.concurrency`` in flight, response cache first).
+            ``client.concurrency`` in flight, response cache first; in a build or update the
+            index's kept answers before that, :func:`~graphstrata.llm.records.kept_map`).
         contexts: one :class:`ReportContext` per community (see :func:`graph_context`).
         fallbacks: one extractive ``(title, summary)`` per community, same order: the report
             where the model's output is unreadable or the context is empty, and the title
@@ -318,7 +335,9 @@ def community_reports(
             (:meth:`LLMClient.count_answers`) and every failed report keeps its fallback.
 
     Returns:
-        One :class:`CommunityReport` per context, in input order. A fallback report has the
+        One :class:`CommunityReport` per context, in input order, its ``answer_key`` the
+        key of the answer it was read from (or fell back from) when the build keeps its
+        answers (:mod:`graphstrata.llm.records`). A fallback report has the
         fallback title and summary, no findings and ``rating=None``; each one made from an
         unreadable output is counted with ``client.skip(stage)`` (an empty context makes no
         call and counts nothing). A report copying the prompt's example
@@ -348,7 +367,8 @@ def community_reports(
         LLMRequest(COMMUNITY_REPORT_PROMPT.format(context=t), COMMUNITY_REPORT_SYSTEM, json_mode=True) if t else None
         for t in tables
     ]
-    parsed = _complete_parsed(client, requests, parse_community_report, stage)
+    keys: list[str | None] = []
+    parsed = _complete_parsed(client, requests, parse_community_report, stage, keys)
     failures = {"parse": 0, "echo": 0}
     for i, report in enumerate(parsed):
         if requests[i] is None:
@@ -366,11 +386,12 @@ def community_reports(
     elif answers:
         client.count_answers(stage, answers, failures)
     out = []
-    for report, (title, summary) in zip(parsed, fallbacks, strict=True):
+    for report, (title, summary), key in zip(parsed, fallbacks, keys, strict=True):
         if report is None:
             report = CommunityReport(title=title, summary=summary)
         elif not report.title:
             report.title = title
+        report.answer_key = key
         out.append(report)
     return out
 

@@ -39,6 +39,11 @@
    vector, and their parents follow, up to the top layer; a community whose members only
    gained or lost chunks keeps its summary and vector and gets its chunk provenance
    recomputed. Empty communities are removed (:class:`~.update_communities.HierarchyUpdate`).
+   With LLM community reports, a touched community whose report prompt did not change is
+   answered from the answers the state keeps (``state.llm_answers.stages``,
+   :func:`~graphstrata.llm.records.kept_map`), so only changed prompts reach the model, with or
+   without a response cache; the answers of communities that keep their report are carried,
+   those of re-described or removed ones dropped.
 5. **Indexes.** The C-HNSW copies of the next state mark the vectors of removed or changed
    rows deleted and ``add`` the new ones (:meth:`~graphstrata.index.LayeredIndex.updated`);
    past :data:`~graphstrata.index.COMPACT_FRACTION` deleted nodes they are rebuilt from the live
@@ -50,9 +55,10 @@ Method-specific derived structures (ArchRAG/AGRAG passage graphs, LightRAG relat
 HiRAG GMM layers, PPR graphs) live in the state's derived cache, which the next state starts
 empty (except those an update hook carries over, such as an LLM build's embedded relation and
 fact descriptions, :mod:`.descriptions`, re-embedded only where their text changed): each is
-rebuilt from the new records on its first query (HiRAG's LLM summary entities
-eagerly, through the response cache: :func:`~.hirag.summary_entity_stage`, handed to the next
-state's constructor).
+rebuilt from the new records on its first query (HiRAG's LLM summary entities and reports
+eagerly: :func:`~.hirag.summary_entity_stage`, handed to the next state's constructor; a
+cluster or community whose prompt did not change is answered from the kept answers, and the
+next state keeps exactly the answers its HiRAG index was made from).
 
 The previous state is never modified, so concurrent queries read the old or the new state.
 Cases that do not fit the incremental path fall back to a full build over the new corpus
@@ -74,6 +80,7 @@ from ..extraction import ChunkRecord, FrozenTfidf, StatisticalExtractor, merge_r
 from ..graph import KnowledgeGraph
 from ..index import ChunkIndex, lexical_texts, stored_vectors
 from ..llm import usage_scope
+from ..llm.records import keeping_answers
 from ..resolution import apply_to_record, resolution_stage, resolve_onto, with_aliases
 from ..runner import current_runner
 from ..state import EngineState, new_drift
@@ -130,21 +137,26 @@ def update_state(
         raise ValueError("cannot delete every document: an index needs at least one")
     t0 = time.perf_counter()
     update: dict[str, Any] = {}
+    changes: dict[str, Any] = {}
     if build_llm(state) is None:
-        new = _update(state, documents, list(upserts), gone_docs, show_progress)
+        new, _ = _update(state, documents, list(upserts), gone_docs, show_progress)
     else:
-        with usage_scope() as ledger:
-            new = _update(state, documents, list(upserts), gone_docs, show_progress)
+        with usage_scope() as ledger, keeping_answers(state.llm_answers) as book:
+            new, incremental = _update(state, documents, list(upserts), gone_docs, show_progress)
             if new.llm is not None and new.communities:
                 Progress(show_progress).stage(
                     "HiRAG summary entities (LLM)", lambda: summary_entity_stage(new)
                 )
+        if incremental:  # a fallback build kept its own answers (its own book)
+            changes["llm_answers"] = book.answers(new.llm_answers)
         update["last_update_usage"] = ledger.to_dict()
     update["last_update_seconds"] = round(time.perf_counter() - t0, 4)
     # the published state, constructed whole: the new records with the update's usage and time
-    # in its drift, and what was derived from those same records (the HiRAG index of the stage
-    # above, or of a fallback build) in its derived cache
-    return dataclasses.replace(new, drift={**new.drift, **update}, derived_seed=new.derived_snapshot())
+    # in its drift, the stage answers it read, and what was derived from those same records
+    # (the HiRAG index of the stage above, or of a fallback build) in its derived cache
+    return dataclasses.replace(
+        new, drift={**new.drift, **update}, derived_seed=new.derived_snapshot(), **changes
+    )
 
 
 def rebuild_state(state: EngineState, show_progress: bool = False) -> EngineState:
@@ -195,9 +207,10 @@ def _update(
     upserts: list[Document],
     gone_docs: set[str],
     show_progress: bool,
-) -> EngineState:
+) -> tuple[EngineState, bool]:
+    """The next state and whether it was made incrementally (``False``: a full build)."""
     if state.layered is None or not state.communities or not len(state.kg):
-        return _full(state, list(documents.values()), show_progress)
+        return _full(state, list(documents.values()), show_progress), False
     config, embedder = state.config, state.embedder
     prog = Progress(show_progress)
     # 1. chunks --------------------------------------------------------------------------
@@ -267,7 +280,7 @@ def _update(
         kg_entities, relations, affected = _diff(state.kg, ents, rels)
         entity_order = [e.id for e in ents]
     if not kg_entities:
-        return _full(state, list(documents.values()), show_progress)
+        return _full(state, list(documents.values()), show_progress), False
 
     # 3. entity rows and vectors (row order as a build gives it: the extractor's order) ----
     old_kg = state.kg
@@ -323,7 +336,7 @@ def _update(
     for level in range(1, len(state.communities) + 1):
         result = hier.update_layer(level, below_removed, below_added, below_touched, below_provenance)
         if result is None:  # the layer would be empty
-            return _full(state, list(documents.values()), show_progress)
+            return _full(state, list(documents.values()), show_progress), False
         comms, vecs, rows, below_removed, below_added, below_touched, below_provenance = result
         layers.append(comms)
         layer_vecs.append(vecs)
@@ -382,7 +395,7 @@ def _update(
         llm_answers=llm_answers,
         frozen=frozen,
         drift=drift,
-    )
+    ), True
 
 
 def _live_texts(chunks: Sequence[Chunk], titles: Mapping[str, str]) -> Iterator[str]:

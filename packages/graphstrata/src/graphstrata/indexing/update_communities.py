@@ -8,7 +8,10 @@ grew past :data:`SPLIT_FACTOR` × ``max_community_size`` or lost more than
 (k-NN-augmented weighted Leiden, :func:`~graphstrata.hierarchy.leiden_clusters`); touched
 communities get a new summary (extractive, or an LLM report,
 :func:`~.reports.community_reports`) and vector unless their centroid stayed within
-:data:`COMMUNITY_VECTOR_DRIFT`. An update that removes documents (``purge``) re-summarises
+:data:`COMMUNITY_VECTOR_DRIFT`. With LLM reports and the update's
+:class:`~graphstrata.llm.records.AnswerBook` open, a community that keeps its report keeps the
+answer it was read from, a re-described one owns its new answer (kept or asked), and the
+answers of removed or re-described communities are no longer kept. An update that removes documents (``purge``) re-summarises
 every touched community whatever its drift, so no summary keeps a deleted sentence.
 """
 
@@ -24,6 +27,7 @@ import numpy as np
 from ..extraction import split_sentences
 from ..graph import KnowledgeGraph
 from ..hierarchy import extractive_summary, knn_augment, leiden_clusters, rank_chunks
+from ..llm.records import current_book
 from ..llm.report_parsing import CommunityReport
 from ..state import EngineState
 from ..types import Community
@@ -203,6 +207,12 @@ class HierarchyUpdate:
         self._provenance(level, list(provenance.values()))
         self._describe(level, [comms[cid] for cid in fresh])
         fresh_vec = dict(zip(fresh, self._vectors(level, [comms[cid] for cid in fresh]), strict=True))
+        book = current_book()
+        if self.use_reports and book is not None:
+            # a community whose report stays keeps the answer it was read from
+            for c in old:
+                if c.id not in removed and c.id not in fresh_vec:
+                    book.carry(c.id)
         # rows: surviving communities keep their position, new ones are appended; a touched
         # community keeps its row but gets a new vector (old_rows -1: a new native node)
         order = [c.id for c in old if c.id not in removed] + list(new_nodes)
@@ -379,8 +389,11 @@ class HierarchyUpdate:
             f"community reports (LLM), layer {level}",
             lambda: community_reports(self.llm, contexts, fallbacks, stage=f"community_reports:layer_{level}"),
         )
+        book = current_book()
         for c, r in zip(comms, reports, strict=True):
             c.rating, c.findings = r.rating, list(r.findings)
+            if book is not None:  # the answer the new report was read from stays with the index
+                book.own(c.id, r.answer_key)
         return [(r.title, r.text()) for r in reports]
 
     def _vectors(self, level: int, comms: list[Community]) -> list[np.ndarray]:

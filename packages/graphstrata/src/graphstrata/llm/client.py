@@ -92,6 +92,9 @@ class StageUsage:
     Attributes:
         calls: LLM calls made (cache misses that reached the model).
         cached: calls answered from the cache (no cost).
+        kept: prompts answered from the answers an index keeps with itself (no call, no
+            cost, no cache read: :func:`graphstrata.llm.records.kept_map`); shown only when
+            non-zero.
         prompt_tokens, completion_tokens: tokens of the calls made.
         estimated: some counts are estimates (the LLM reported no usage).
         skipped: records the parsers could not read and skipped (counted warnings).
@@ -102,6 +105,7 @@ class StageUsage:
 
     calls: int = 0
     cached: int = 0
+    kept: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     estimated: bool = False
@@ -110,8 +114,9 @@ class StageUsage:
     failures: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The counts as a JSON-serialisable dict; ``checked`` and ``failures`` only for a
-        stage whose answers were checked."""
+        """The counts as a JSON-serialisable dict; ``kept`` only when some prompts were
+        answered from kept answers, ``checked`` and ``failures`` only for a stage whose
+        answers were checked."""
         out: dict[str, Any] = {
             "calls": self.calls,
             "cached": self.cached,
@@ -120,6 +125,8 @@ class StageUsage:
             "estimated": self.estimated,
             "skipped": self.skipped,
         }
+        if self.kept:
+            out["kept"] = self.kept
         if self.checked:
             out["checked"] = self.checked
             out["failures"] = dict(self.failures)
@@ -158,6 +165,11 @@ class Ledger:
         with self._lock:
             self.stages.setdefault(stage, StageUsage()).skipped += n
 
+    def keep(self, stage: str, n: int = 1) -> None:
+        """Count ``n`` prompts of ``stage`` answered from kept answers (no call)."""
+        with self._lock:
+            self.stages.setdefault(stage, StageUsage()).kept += n
+
     def check(self, stage: str, answers: int, failures: Mapping[str, int]) -> None:
         """Count ``answers`` checked answers of ``stage`` and the failed ones by reason."""
         with self._lock:
@@ -174,6 +186,7 @@ class Ledger:
             for s in self.stages.values():
                 t.calls += s.calls
                 t.cached += s.cached
+                t.kept += s.kept
                 t.prompt_tokens += s.prompt_tokens
                 t.completion_tokens += s.completion_tokens
                 t.estimated = t.estimated or s.estimated
@@ -402,6 +415,13 @@ class LLMClient:
         self.ledger.skip(stage, n)
         for scope in _SCOPES.get():
             scope.skip(stage, n)
+
+    def count_kept(self, stage: str, n: int = 1) -> None:
+        """Count ``n`` prompts of ``stage`` answered from the answers an index keeps
+        (:func:`graphstrata.llm.records.kept_map`: no call was made), in every open scope too."""
+        self.ledger.keep(stage, n)
+        for scope in _SCOPES.get():
+            scope.keep(stage, n)
 
     def count_answers(self, stage: str, answers: int, failures: Mapping[str, int]) -> None:
         """Count ``answers`` checked answers of ``stage`` and the failed ones by reason (in

@@ -29,6 +29,9 @@ class CommunityReport:
         findings: ``[{"summary": str, "explanation": str}, ...]`` (empty for a fallback).
         rating: importance in [0, 10], or ``None`` (fallback, or no readable rating).
         rating_explanation: one sentence on the rating (``""`` when absent).
+        answer_key: the :func:`~graphstrata.llm.records.answer_key` of the answer the report
+            was read from (or fell back from) during a build or update that keeps its answers,
+            else ``None``; not part of the report's value (not compared, not shown).
     """
 
     title: str
@@ -36,6 +39,7 @@ class CommunityReport:
     findings: list[dict[str, str]] = field(default_factory=list)
     rating: float | None = None
     rating_explanation: str = ""
+    answer_key: str | None = field(default=None, compare=False, repr=False)
 
     def text(self) -> str:
         """The text embedded as the community vector and shown to readers (spec §1.5 embeds
