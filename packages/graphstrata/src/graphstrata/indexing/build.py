@@ -12,21 +12,29 @@ from __future__ import annotations
 import dataclasses
 import gc
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import partial
 from typing import Any
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
 from ..config import GraphStrataConfig
 from ..graph import KnowledgeGraph
 from ..heap import rebuilt, release_free_memory
-from ..index import BM25Index, ChunkIndex, LayeredIndex, bm25_tokenize, lexical_texts, stored_vectors
+from ..index import (
+    BM25Index,
+    ChunkIndex,
+    LayeredIndex,
+    bm25_tokenize,
+    lexical_texts,
+    stored_vectors,
+)
 from ..llm import LLMClient, usage_scope
 from ..llm.records import LLMAnswers, keeping_answers
 from ..models import Embedder
+from ..resolution import resolution_stage
 from ..runner import LOCAL, ProcessRunner, Runner, build_workers, current_runner, use_runner
 from ..state import EngineState, new_drift
 from ..types import Community, Document, DocumentChunk
@@ -34,7 +42,6 @@ from .chunks import chunk_stage, chunk_vectors
 from .communities import cluster_communities
 from .descriptions import described_entity_vectors, describes_entities
 from .entities import entity_vectors
-from ..resolution import resolution_stage
 from .extract import extract_stage, extractor
 from .hirag import summary_entity_stage
 from .progress import Progress

@@ -12,7 +12,6 @@ from ..hierarchy import mean_operator
 from ..models import Embedder, l2_normalise
 from .progress import Progress
 
-
 ENTITY_BLOCK = 65_536
 """Entities per block of :func:`entity_vectors`' chunk means and blend (~64 MB of float32
 temporaries at dim 256)."""

@@ -31,14 +31,14 @@ from .llm_extract import (
     DEFAULT_SUMMARY_TRIGGER_TOKENS,
     STAGE_EXTRACT,
     STAGE_GLEANING,
+    ExtractionChecks,
+    GraphBuilder,
     LLMExtraction,
     LLMExtractor,
-    _Checks,
-    _chunk_positions,
-    _GraphBuilder,
-    _key,
-    _known_answers,
-    _report,
+    chunk_positions,
+    entity_key,
+    known_answers,
+    report_skipped,
 )
 
 STAGE_RELATIONS = "extract:relations"
@@ -226,7 +226,7 @@ class HiragLLMExtractor(LLMExtractor):
         if not chunks:
             return LLMExtraction([], [], LLMAnswers())
         titles = titles or {}
-        builder = _GraphBuilder(_chunk_positions(chunks), within_chunk=max)
+        builder = GraphBuilder(chunk_positions(chunks), within_chunk=max)
         skipped: Counter = Counter()
         grounds = [Grounding(f"{document_title(titles.get(c.document_id)) or ''}\n{c.text}") for c in chunks]
         prompts = self._entity_prompts(chunks, titles)
@@ -235,7 +235,7 @@ class HiragLLMExtractor(LLMExtractor):
         entity_answers: list[list[str]] = [[] for _ in chunks]
         relation_answers: list[list[str] | None] = [None for _ in chunks]  # None: not known
         for i, c in enumerate(chunks):
-            hit = _known_answers(known, c, keys[i], 2 * (2 + self.gleaning))
+            hit = known_answers(known, c, keys[i], 2 * (2 + self.gleaning))
             if hit is not None and hit[1][0].isdigit() and 1 <= int(hit[1][0]) < len(hit[1]):
                 n = int(hit[1][0])
                 entity_answers[i], relation_answers[i] = hit[1][1 : n + 1], hit[1][n + 1 :]
@@ -245,7 +245,7 @@ class HiragLLMExtractor(LLMExtractor):
                 entity_answers[i] = answers
 
         # stage 1: entities, kept where their name occurs in their chunk
-        checks = _Checks(self.client, STAGE_EXTRACT, hp.EXAMPLE_ENTITY_NAMES)
+        checks = ExtractionChecks(self.client, STAGE_EXTRACT, hp.EXAMPLE_ENTITY_NAMES)
         listed: list[dict[str, str]] = []  # per chunk: canonical key -> the name as first written
         for chunk, ground, answers in zip(chunks, grounds, entity_answers, strict=True):
             names: dict[str, str] = {}
@@ -256,7 +256,7 @@ class HiragLLMExtractor(LLMExtractor):
                 reasons: Counter = Counter()
                 kept = checks.keep_entities(builder, parsed.entities, chunk.id, ground, skipped, stage, reasons)
                 for e in kept:
-                    names.setdefault(_key(e.name), e.name)
+                    names.setdefault(entity_key(e.name), e.name)
                 if not n:  # the first answer of each chunk is the one that must be usable
                     checks.answer(bool(parsed.entities), len(kept), reasons)
             listed.append(names)
@@ -273,7 +273,7 @@ class HiragLLMExtractor(LLMExtractor):
                 strict=True,
             ):
                 relation_answers[i] = answers
-        checks = _Checks(self.client, STAGE_RELATIONS, hp.EXAMPLE_ENTITY_NAMES)
+        checks = ExtractionChecks(self.client, STAGE_RELATIONS, hp.EXAMPLE_ENTITY_NAMES)
         for i, answers in enumerate(relation_answers):
             if not answers:
                 continue
@@ -293,7 +293,7 @@ class HiragLLMExtractor(LLMExtractor):
 
         entities, relations, summaries = self._merged(builder, len(chunks), skipped, known)
         note = "; ".join(n for n in notes if n)
-        _report(self.client, skipped, f"HiRAG two-stage LLM extraction over {len(chunks)} chunk(s)", note)
+        report_skipped(self.client, skipped, f"HiRAG two-stage LLM extraction over {len(chunks)} chunk(s)", note)
         records = {
             c.id: LLMRecord.of(keys[i], [str(len(entity_answers[i])), *entity_answers[i], *(relation_answers[i] or [])])
             for i, c in enumerate(chunks)

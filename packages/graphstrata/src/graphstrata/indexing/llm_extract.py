@@ -88,7 +88,7 @@ __all__ = [
 ]
 
 
-def _key(name: str) -> str:
+def entity_key(name: str) -> str:
     """Canonical entity id of a surface form (:func:`graphstrata.extraction.canonical`)."""
     return canonical(name)
 
@@ -120,7 +120,7 @@ class _Acc:
         return max(counter.items(), key=operator.itemgetter(1))[0] if counter else ""
 
 
-class _GraphBuilder:
+class GraphBuilder:
     """Merges parsed records across chunks into entities and undirected relations.
 
     Entities by canonical key: name and type by majority (first seen on ties), distinct
@@ -141,7 +141,7 @@ class _GraphBuilder:
         self.endpoints: dict[str, _Acc] = {}
 
     def entity(self, record: EntityRecord, chunk_id: str) -> bool:
-        key = _key(record.name)
+        key = entity_key(record.name)
         if not key:
             return False
         acc = self.entities.setdefault(key, _Acc())
@@ -151,7 +151,7 @@ class _GraphBuilder:
         return True
 
     def relation(self, record: RelationRecord, chunk_id: str) -> bool:
-        a, b = _key(record.source), _key(record.target)
+        a, b = entity_key(record.source), entity_key(record.target)
         if not a or not b or a == b:
             return False
         pair = (a, b) if a < b else (b, a)
@@ -209,7 +209,7 @@ class _GraphBuilder:
         return [out[k] for k in sorted(out)], relations
 
 
-def _count_skipped(client: LLMClient, skipped: Mapping[str, int]) -> int:
+def count_skipped(client: LLMClient, skipped: Mapping[str, int]) -> int:
     """Count the skipped records of each stage in the client's ledger; returns the total."""
     for stage, n in skipped.items():
         if n:
@@ -217,10 +217,10 @@ def _count_skipped(client: LLMClient, skipped: Mapping[str, int]) -> int:
     return sum(skipped.values())
 
 
-def _report(client: LLMClient, skipped: Mapping[str, int], what: str, note: str = "") -> None:
-    """:func:`_count_skipped`, then one :class:`LLMOutputWarning` when records were skipped
+def report_skipped(client: LLMClient, skipped: Mapping[str, int], what: str, note: str = "") -> None:
+    """:func:`count_skipped`, then one :class:`LLMOutputWarning` when records were skipped
     or there is a ``note``."""
-    total = _count_skipped(client, skipped)
+    total = count_skipped(client, skipped)
     parts = []
     if total:
         stages = ", ".join(f"{n} in {stage!r}" for stage, n in skipped.items() if n)
@@ -231,14 +231,14 @@ def _report(client: LLMClient, skipped: Mapping[str, int], what: str, note: str 
         warnings.warn(f"{what}: " + "; ".join(parts), LLMOutputWarning, stacklevel=3)
 
 
-class _Checks:
+class ExtractionChecks:
     """The output checks of one extraction stage (:mod:`graphstrata.llm.guards`): per chunk a
     :class:`Grounding` of its title and text; per answer the bounds, the records rejected as
     ungrounded or echoed, and whether the answer gave anything usable."""
 
     def __init__(self, client: LLMClient, stage: str, examples: Iterable[str]) -> None:
         self.client, self.stage = client, stage
-        self.example_keys = {_key(n) for n in examples}
+        self.example_keys = {entity_key(n) for n in examples}
         self.answers = 0
         self.failures: Counter = Counter()
         self.rejected: Counter = Counter()
@@ -263,14 +263,14 @@ class _Checks:
         ``"echo"`` (an example name) or ``"grounding"``."""
         for name in names:
             if not ground(name):
-                return "echo" if _key(name) in self.example_keys else "grounding"
+                return "echo" if entity_key(name) in self.example_keys else "grounding"
         return None
 
     def reject(self, reason: str) -> None:
         self.rejected[reason] += 1
 
     def keep_entities(
-        self, builder: _GraphBuilder, records: list, chunk_id: str, ground: Grounding,
+        self, builder: GraphBuilder, records: list, chunk_id: str, ground: Grounding,
         skipped: Counter, stage: str, reasons: Counter,
     ) -> list[EntityRecord]:
         """Add to ``builder`` the entity ``records`` of one answer for chunk ``chunk_id`` whose
@@ -289,7 +289,7 @@ class _Checks:
         return kept
 
     def keep_relations(
-        self, builder: _GraphBuilder, records: list, chunk_id: str, ground: Grounding,
+        self, builder: GraphBuilder, records: list, chunk_id: str, ground: Grounding,
         known: Container[str], skipped: Counter, stage: str, reasons: Counter,
     ) -> int:
         """Add to ``builder`` the relation ``records`` of one answer for chunk ``chunk_id``
@@ -299,11 +299,11 @@ class _Checks:
         kept."""
         kept = 0
         for r in self.bound(records, MAX_RELATIONS_PER_CHUNK, "relations"):
-            a, b = _key(r.source), _key(r.target)
+            a, b = entity_key(r.source), entity_key(r.target)
             if not a or not b or a == b:  # unusable: skipped, not ungrounded
                 skipped[stage] += 1
                 continue
-            why = self.names(ground, [x for x in (r.source, r.target) if _key(x) not in known])
+            why = self.names(ground, [x for x in (r.source, r.target) if entity_key(x) not in known])
             if why:
                 reasons[why] += 1
                 self.reject(why)
@@ -365,7 +365,7 @@ class LLMExtraction:
     asked: int = 0
 
 
-def _known_answers(known: LLMAnswers | None, chunk: Chunk, key: str, most: int) -> tuple[LLMRecord, list[str]] | None:
+def known_answers(known: LLMAnswers | None, chunk: Chunk, key: str, most: int) -> tuple[LLMRecord, list[str]] | None:
     """``chunk``'s record in ``known`` and its answers when the record was made under ``key``
     and holds 1 to ``most`` readable answers; else ``None`` (the chunk is asked again)."""
     rec = known.records.get(chunk.id) if known is not None else None
@@ -377,7 +377,9 @@ def _known_answers(known: LLMAnswers | None, chunk: Chunk, key: str, most: int) 
     return rec, answers
 
 
-def _chunk_positions(chunks: Sequence[Chunk]) -> dict[str, int]:
+def chunk_positions(chunks: Sequence[Chunk]) -> dict[str, int]:
+    """``{chunk_id: row}`` of ``chunks``, the first row of an id that repeats: the corpus order
+    :class:`GraphBuilder` sorts ``chunk_ids`` by."""
     pos: dict[str, int] = {}
     for i, c in enumerate(chunks):
         pos.setdefault(c.id, i)
@@ -519,7 +521,7 @@ class LLMExtractor(_ExtractsWithAnswers):
         records: dict[str, LLMRecord] = {}
         todo = []
         for i, c in enumerate(chunks):
-            hit = _known_answers(known, c, keys[i], 1 + self.gleaning)
+            hit = known_answers(known, c, keys[i], 1 + self.gleaning)
             if hit is None:
                 todo.append(i)
             else:
@@ -626,9 +628,9 @@ class LLMExtractor(_ExtractsWithAnswers):
         chunks = list(chunks)
         if not chunks:
             return LLMExtraction([], [], LLMAnswers())
-        builder = _GraphBuilder(_chunk_positions(chunks), within_chunk=max)
+        builder = GraphBuilder(chunk_positions(chunks), within_chunk=max)
         skipped: Counter = Counter()
-        checks = _Checks(self.client, STAGE_EXTRACT, lr_prompts.EXAMPLE_ENTITY_NAMES)
+        checks = ExtractionChecks(self.client, STAGE_EXTRACT, lr_prompts.EXAMPLE_ENTITY_NAMES)
         titles = titles or {}
         all_answers, records, asked = self._answers(chunks, titles, known)
         # pass 1: entity records, kept where their name occurs in their chunk
@@ -651,11 +653,11 @@ class LLMExtractor(_ExtractsWithAnswers):
                 checks.answer(bool(parsed), kept[0], reasons)
         note = checks.finish()
         entities, relations, summaries = self._merged(builder, len(chunks), skipped, known)
-        _report(self.client, skipped, f"LLM extraction over {len(chunks)} chunk(s)", note)
+        report_skipped(self.client, skipped, f"LLM extraction over {len(chunks)} chunk(s)", note)
         return LLMExtraction(entities, relations, LLMAnswers(records, summaries), asked)
 
     def _merged(
-        self, builder: _GraphBuilder, n_chunks: int, skipped: Counter, known: LLMAnswers | None
+        self, builder: GraphBuilder, n_chunks: int, skipped: Counter, known: LLMAnswers | None
     ) -> tuple[list[Entity], list[Relation], dict[str, str]]:
         """The merged entities and relations of ``builder``, long descriptions summarised
         (``known``'s summaries reused), and the summaries used (``{record_key: summary}``).
@@ -665,7 +667,7 @@ class LLMExtractor(_ExtractsWithAnswers):
         """
         entities, relations = builder.build()
         if not entities:
-            total = _count_skipped(self.client, skipped)
+            total = count_skipped(self.client, skipped)
             raise ValueError(
                 f"the LLM produced no entities from {n_chunks} chunk(s) ({total} record(s) skipped as unreadable); "
                 f"check that the model ({self.client.id}) follows the extraction format"
@@ -763,7 +765,7 @@ class AgragLLMExtractor(_ExtractsWithAnswers):
         todo = []
         for i, c in enumerate(chunks):
             key = record_key("agrag", agrag_prompts.TRIPLES_SYSTEM, agrag_prompts.triples_prompt(c.text, []))
-            hit = _known_answers(known, c, key, 1)
+            hit = known_answers(known, c, key, 1)
             if hit is None:
                 todo.append((i, key))
             else:
@@ -778,9 +780,9 @@ class AgragLLMExtractor(_ExtractsWithAnswers):
         for (i, key), response in zip(todo, self.client.map(requests, STAGE_TRIPLES, self.show_progress), strict=True):
             texts[i] = response.text
             records[chunks[i].id] = LLMRecord.of(key, [response.text])
-        builder = _GraphBuilder(_chunk_positions(chunks), within_chunk=operator.add)
+        builder = GraphBuilder(chunk_positions(chunks), within_chunk=operator.add)
         skipped = 0
-        checks = _Checks(self.client, STAGE_TRIPLES, agrag_prompts.EXAMPLE_ENTITY_NAMES)
+        checks = ExtractionChecks(self.client, STAGE_TRIPLES, agrag_prompts.EXAMPLE_ENTITY_NAMES)
         stat_keys = {e.id for e in stat_entities}  # grounded by construction
         titles_of = titles or {}
         for chunk, text in zip(chunks, texts, strict=True):
@@ -791,14 +793,14 @@ class AgragLLMExtractor(_ExtractsWithAnswers):
             reasons: Counter = Counter()
             kept = 0
             for s, p, o in checks.bound(parsed.triples, MAX_RELATIONS_PER_CHUNK, "relations"):
-                ident = (_key(s), p.lower(), _key(o))
+                ident = (entity_key(s), p.lower(), entity_key(o))
                 if ident in seen:
                     continue
                 seen.add(ident)
                 if not ident[0] or not ident[2] or ident[0] == ident[2]:  # unusable: skipped, not ungrounded
                     skipped += 1
                     continue
-                why = checks.names(ground, [x for x in (s, o) if _key(x) not in stat_keys])
+                why = checks.names(ground, [x for x in (s, o) if entity_key(x) not in stat_keys])
                 if why:
                     reasons[why] += 1
                     checks.reject(why)
@@ -812,12 +814,12 @@ class AgragLLMExtractor(_ExtractsWithAnswers):
         entities, relations = builder.build(stat_entities)
         counts = {STAGE_TRIPLES: skipped}
         if not entities:
-            total = _count_skipped(self.client, counts)
+            total = count_skipped(self.client, counts)
             raise ValueError(
                 f"extraction produced no entities from {len(chunks)} chunk(s): no statistical entity and no "
                 f"readable triple ({total} triple(s) skipped as unreadable)"
             )
         note = "" if relations else f"the LLM ({self.client.id}) gave no usable triple for {len(chunks)} chunk(s)"
         note = "; ".join(n for n in (note, guard_note) if n)
-        _report(self.client, counts, f"AGRAG triple extraction over {len(chunks)} chunk(s)", note)
+        report_skipped(self.client, counts, f"AGRAG triple extraction over {len(chunks)} chunk(s)", note)
         return LLMExtraction(entities, relations, LLMAnswers({c.id: records[c.id] for c in chunks}), len(todo))
