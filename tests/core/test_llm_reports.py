@@ -340,7 +340,7 @@ def test_hi_index_carries_the_llm_summary_entities(gs):
 
 def test_hi_index_uses_the_engines_llm_and_keys_the_variant(gs):
     llm, client = client_for(theme_script)
-    state = dataclasses.replace(gs.state, llm=client)
+    state = dataclasses.replace(gs.state, llm=client, llm_id=client.id)
     hi = hi_index(state)
     assert hi is hi_index(state) and all(n.startswith("Theme of ") for n in hi.names)
     assert summary_calls(llm) == len(hi.names)
@@ -359,10 +359,23 @@ class WithLLM:
     """The same state seen with an LLM: shares the state's derived cache."""
 
     def __init__(self, state, llm):
-        self._state, self.llm = state, llm
+        self._state, self.llm, self.llm_id = state, llm, llm.id  # as an LLM-built index
 
     def __getattr__(self, name):
         return getattr(self._state, name)
+
+
+def test_an_offline_index_loaded_with_an_llm_keeps_its_extractive_hirag_index(gs):
+    """An LLM attached to an offline-built index (to answer) does not rebuild HiRAG's index
+    with LLM summaries and reports on the first HiRAG query: that would be a call per GMM
+    cluster and per community at query time."""
+    llm, client = client_for(theme_script)
+    state = dataclasses.replace(gs.state, llm=client)
+    assert state.llm_id is None
+    hi = hi_index(state)
+    assert llm.calls == [] and hi.names == hi_index(gs.state).names and hi.report_texts == []
+    assert GraphStrata(state).retrieve("Where was Edmund Hillary born?", method="hirag", k=3)
+    assert llm.calls == []
 
 
 def test_derived_cache_key_separates_extractive_and_llm_indexes(gs):
@@ -428,7 +441,7 @@ def test_hirag_community_hit_text_is_the_llm_report(gs):
     from graphstrata.indexing.hirag import extractive_community_report
 
     llm, client = client_for(theme_script)
-    state = dataclasses.replace(gs.state, llm=client)
+    state = dataclasses.replace(gs.state, llm=client, llm_id=client.id)
     hi = hi_index(state)
     reports = [p for p, system, _ in llm.calls if system == COMMUNITY_REPORT_SYSTEM]
     assert len(reports) == hi.n_communities == client.ledger.stages["hirag_reports"].calls
@@ -470,7 +483,7 @@ def test_hirag_unreadable_report_falls_back_to_the_extractive_text_and_is_counte
 
     llm = ScriptedLLM(script)
     client = LLMClient(llm, concurrency=1)  # one call at a time: "first" is well defined
-    state = dataclasses.replace(gs.state, llm=client)
+    state = dataclasses.replace(gs.state, llm=client, llm_id=client.id)
     hi = hi_index(state)
     assert hi.n_communities >= 2 and bad
     failed = [c for c in range(hi.n_communities) if hi.llm_report(c) is None]
@@ -488,7 +501,7 @@ def test_hirag_reports_persist_with_the_index_arrays(gs):
     from graphstrata.indexing.hirag import hi_index_arrays, hi_index_from_arrays
 
     _, client = client_for(theme_script)
-    hi = hi_index(dataclasses.replace(gs.state, llm=client))
+    hi = hi_index(dataclasses.replace(gs.state, llm=client, llm_id=client.id))
     back = hi_index_from_arrays(hi_index_arrays(hi))
     assert back.report_titles == hi.report_titles and back.report_texts == hi.report_texts
     assert all(hi.report_texts) and len(hi.report_texts) == hi.n_communities
@@ -496,19 +509,19 @@ def test_hirag_reports_persist_with_the_index_arrays(gs):
 
 def test_hirag_reports_can_be_turned_off(gs):
     llm, client = client_for(theme_script)
-    hi = build_hi_index(dataclasses.replace(gs.state, llm=client), HiIndexConfig(llm_reports=False))
+    hi = build_hi_index(dataclasses.replace(gs.state, llm=client, llm_id=client.id), HiIndexConfig(llm_reports=False))
     assert hi.report_texts == [] and summary_calls(llm) == len(llm.calls)
 
 
 def test_hirag_reports_of_a_stand_in_llm_fall_back_and_are_counted_without_stopping(gs):
     """A stand-in LLM answering everything "I don't know." (the README's and cookbook's): each
     report is unreadable, exactly as ArchRAG's stage sees it (fallback, skipped, a "parse"
-    failure), but HiRAG's best-effort stage keeps the extractive text instead of stopping, so a
-    loaded index queried with such an LLM still answers HiRAG queries."""
+    failure), but HiRAG's best-effort stage keeps the extractive text instead of stopping, so an
+    LLM-built index whose HiRAG index is rebuilt with such an LLM still answers HiRAG queries."""
     from graphstrata.indexing.hirag import hi_index_arrays
 
     llm, client = client_for(lambda prompt, system: "I don't know.")
-    state = dataclasses.replace(gs.state, llm=client)
+    state = dataclasses.replace(gs.state, llm=client, llm_id=client.id)
     hi = hi_index(state)
     n = hi.n_communities
     assert n >= 2 and hi.report_texts == [] and hi.llm_report(0) is None

@@ -561,11 +561,25 @@ def llm_summariser(
     return LLMSummariser(client, stage, meta_types, max_input_tokens)
 
 
+def _built_with(state) -> str | None:
+    """The id of the LLM ``state``'s records were built with (``state.llm_id``; the facade's
+    state's), ``None`` for an offline build."""
+    for obj in (state, getattr(state, "state", None)):
+        if obj is not None and hasattr(obj, "llm_id"):
+            return obj.llm_id
+    return None
+
+
 def _state_llm(state) -> LLMClient | None:
     """The :class:`LLMClient` attached to ``state`` (``state.llm``), which writes its summary
-    entities, or ``None`` (extractive summaries)."""
+    entities and reports, when the index was built with an LLM; else ``None`` (extractive).
+
+    An offline-built index loaded with an LLM (to answer, or for LightRAG's keywords) keeps its
+    extractive HiRAG index: building the LLM one would cost a summary per GMM cluster and a
+    report per Leiden community on the first HiRAG query — a surprise bill, as re-extracting
+    would be on an update (:func:`~.update.build_llm`)."""
     llm = getattr(state, "llm", None)
-    return llm if isinstance(llm, LLMClient) else None
+    return llm if isinstance(llm, LLMClient) and _built_with(state) is not None else None
 
 
 def _summariser(state, config: HiIndexConfig) -> SummariseFn:
@@ -661,10 +675,9 @@ def llm_community_reports(kg, hi: HiIndex, client: Any) -> tuple[list[str], list
     is counted with ``client.skip`` and as the stage's ``"parse"`` / ``"echo"`` failure (shown
     in ``build_usage`` / ``stats()``). Unlike ArchRAG's stage, a large failure share does not
     stop anything: the stage is best-effort, like HiRAG's summary entities
-    (``"hirag_summaries"``). It also runs when an offline index is loaded with an LLM that is
-    there only to answer (the first HiRAG query builds the ``llm:<model>`` variant), and a
-    model that cannot write reports must not make HiRAG unusable there; in a full LLM build the
-    extraction and ArchRAG report stages already stop a model that fails them.
+    (``"hirag_summaries"``): a model that cannot write reports must not make HiRAG unusable,
+    and in a full LLM build the extraction and ArchRAG report stages already stop a model that
+    fails them.
 
     Returns:
         ``(titles, texts)``, one per community in community order: the report's title and body
@@ -943,14 +956,17 @@ def _variant(state, config: HiIndexConfig) -> str:
     if config.summarise_fn is not None:
         return "custom"
     llm = _state_llm(state)
-    return "extractive" if llm is None else f"llm:{llm.id}"
+    # the model the index was built with names the variant, so the HiIndex persisted by an LLM
+    # build is used whichever client the index is loaded with
+    return "extractive" if llm is None else f"llm:{_built_with(state)}"
 
 
 def hi_index_key(state, config: HiIndexConfig | None = None) -> str:
     """The key of ``state``'s HiIndex for ``config`` in the state's derived cache
     (:meth:`~graphstrata.state.EngineState.derived`): ``"hirag:index:<config repr>:<variant>"``,
-    the variant ``extractive``, ``llm:<model id>`` (``config.summarise_fn`` unset and an
-    :class:`~graphstrata.llm.LLMClient` as ``state.llm``) or ``custom`` (a
+    the variant ``extractive``, ``llm:<model id>`` (``config.summarise_fn`` unset, an
+    :class:`~graphstrata.llm.LLMClient` as ``state.llm`` and an LLM-built index; the id of the
+    model it was built with) or ``custom`` (a
     ``summarise_fn``), so the variants never share an index."""
     config = config or HiIndexConfig()
     return f"hirag:index:{config!r}:{_variant(state, config)}"
@@ -977,8 +993,9 @@ def hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
 
     With the default config, an index found under :data:`PERSISTED_KEY` (built at index time or
     loaded with the index, :data:`DEFAULT_HI_INDEX`) is used when its variant is the state's.
-    With ``config.summarise_fn`` unset and an :class:`~graphstrata.llm.LLMClient` as
-    ``state.llm``, the summary entities are the LLM's (stage ``"hirag_summaries"``; the
+    With ``config.summarise_fn`` unset, an :class:`~graphstrata.llm.LLMClient` as
+    ``state.llm`` and an index built with an LLM (``state.llm_id``; an offline-built index
+    loaded with an LLM stays extractive: :func:`_state_llm`), the summary entities are the LLM's (stage ``"hirag_summaries"``; the
     client's response cache makes rebuilding an unchanged layer free, and inside a build or
     update so do the answers the index keeps, :func:`~graphstrata.llm.records.kept_map`); the cache key names the
     variant (``extractive`` or ``llm:<model id>``), so the two never share an index.
