@@ -15,7 +15,6 @@ prompt's, so the failure guard, ``build_usage`` readers and the dry run treat it
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -128,24 +127,10 @@ class HiragLLMExtractor(LLMExtractor):
     ) -> list[list[str]]:
         """Per prompt: its answer (stage ``stages[0]``), then one answer per gleaning pass it
         took (``stages[1]``; ``instructions`` = the stage's gleaning instruction and continue
-        question)."""
+        question; :meth:`~.llm_extract.LLMExtractor._glean`)."""
         first, glean = stages
-        gleaning_instruction, continue_question = instructions
         answers = [[a] for a in self._map(prompts, first, system)]
-        active = list(range(len(prompts)))
-
-        def ask(instruction: str) -> list[str]:
-            conversations = [hp.continued(prompts[i], answers[i], instruction, gleaning_instruction) for i in active]
-            return self._map(conversations, glean, system)
-
-        for done in range(self.gleaning):
-            if done:  # as LightRAG's §1.6: go on only where the model says records are still missing
-                checks = ask(continue_question)
-                active = [i for i, a in zip(active, checks, strict=True) if re.match(r"\W*yes\b", a, re.I)]
-            if not active:
-                break
-            for i, a in zip(active, ask(gleaning_instruction), strict=True):
-                answers[i].append(a)
+        self._glean(prompts, answers, range(len(prompts)), glean, system, *instructions)
         return answers
 
     def _entity_prompts(self, chunks: Sequence[Chunk], titles: Mapping[str, str]) -> list[str]:

@@ -529,25 +529,47 @@ class LLMExtractor(_ExtractsWithAnswers):
         if todo:
             for i, a in zip(todo, self._map([prompts[i] for i in todo], STAGE_EXTRACT, system), strict=True):
                 answers[i] = [a]
-        active = list(todo)
+        self._glean(
+            prompts, answers, todo, STAGE_GLEANING, lr_prompts.EXTRACT_SYSTEM,
+            lr_prompts.GLEANING_INSTRUCTION, lr_prompts.CONTINUE_QUESTION,
+        )
+        for i in todo:
+            records[chunks[i].id] = LLMRecord.of(keys[i], answers[i])
+        return answers, {c.id: records[c.id] for c in chunks}, len(todo)
+
+    def _glean(
+        self,
+        prompts: Sequence[str],
+        answers: list[list[str]],
+        active: Sequence[int],
+        stage: str,
+        system: str,
+        gleaning_instruction: str,
+        continue_question: str,
+    ) -> None:
+        """``self.gleaning`` more passes over prompts ``active`` (indices into ``prompts``),
+        each answer appended, in place, to ``answers[i]`` (which holds the first answer): the
+        conversation so far (:func:`~graphstrata.llm.prompts.lightrag_extract.continued`) plus
+        ``gleaning_instruction``; before each pass after the first, ``continue_question``, and
+        only prompts answered yes go on (spec §1.6). All calls in ledger stage ``stage``."""
+        active = list(active)
 
         def ask(instruction: str) -> list[str]:
-            conversations = [lr_prompts.continued(prompts[i], answers[i], instruction) for i in active]
-            return self._map(conversations, STAGE_GLEANING)
+            conversations = [
+                lr_prompts.continued(prompts[i], answers[i], instruction, gleaning_instruction) for i in active
+            ]
+            return self._map(conversations, stage, system)
 
         for done in range(self.gleaning):
             if not active:
                 break
-            if done:  # spec §1.6: between passes, go on only where the model says entities are still missing
-                checks = ask(lr_prompts.CONTINUE_QUESTION)
+            if done:  # go on only where the model says records are still missing
+                checks = ask(continue_question)
                 active = [i for i, a in zip(active, checks, strict=True) if re.match(r"\W*yes\b", a, re.I)]
             if not active:
                 break
-            for i, a in zip(active, ask(lr_prompts.GLEANING_INSTRUCTION), strict=True):
+            for i, a in zip(active, ask(gleaning_instruction), strict=True):
                 answers[i].append(a)
-        for i in todo:
-            records[chunks[i].id] = LLMRecord.of(keys[i], answers[i])
-        return answers, {c.id: records[c.id] for c in chunks}, len(todo)
 
     def _summarise(
         self,

@@ -13,7 +13,9 @@ Our own wording, in the spec's output formats and the extraction prompts' delimi
   per related pair: HiRAG's five fields, no keywords (spec §2.3).
 
 Records end with ``##``, the answer with ``<|COMPLETE|>``. A gleaning pass is the conversation
-written out as one prompt (:func:`continued`), as for LightRAG; each stage has its own gleaning
+written out as one prompt
+(:func:`~graphstrata.llm.prompts.lightrag_extract.continued`, given the stage's gleaning
+instruction), as for LightRAG; each stage has its own gleaning
 instruction and "still missing?" question. The two worked examples share one passage and its
 names (:data:`EXAMPLE_ENTITY_NAMES`), which the echo guard looks for
 (:mod:`graphstrata.llm.guards`).
@@ -163,20 +165,3 @@ Entities: {listed}
 {_title_line(title)}Text: {text}
 Output:
 """
-
-
-def continued(prompt: str, answers: Sequence[str], instruction: str, gleaning_instruction: str) -> str:
-    """The conversation of one stage so far as one prompt, ending with ``instruction``.
-
-    Args:
-        prompt: the stage's first prompt (:func:`entity_prompt` or :func:`relation_prompt`).
-        answers: the model's answers so far: the stage's first answer, then one per gleaning pass.
-        instruction: what to ask now: the stage's gleaning instruction or its continue question.
-        gleaning_instruction: the stage's gleaning instruction (:data:`ENTITY_GLEANING_INSTRUCTION`
-            or :data:`RELATION_GLEANING_INSTRUCTION`), written before each earlier gleaning answer.
-    """
-    parts = [prompt.rstrip("\n"), "\n", answers[0].strip() if answers else ""]
-    for answer in answers[1:]:
-        parts += ["\n\n", gleaning_instruction, "\n", answer.strip()]
-    parts += ["\n\n", instruction, "\n"]
-    return "".join(parts)

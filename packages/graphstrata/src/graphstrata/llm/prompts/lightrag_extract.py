@@ -131,18 +131,22 @@ Output:
 """
 
 
-def continued(prompt: str, answers: Sequence[str], instruction: str) -> str:
+def continued(
+    prompt: str, answers: Sequence[str], instruction: str, gleaning_instruction: str = GLEANING_INSTRUCTION
+) -> str:
     """The conversation so far as one prompt, ending with ``instruction``.
 
     Args:
-        prompt: the first prompt (:func:`extract_prompt`).
+        prompt: the first prompt (:func:`extract_prompt`, or a HiRAG stage's first prompt).
         answers: the model's answers so far: the extraction answer, then one per gleaning pass.
         instruction: :data:`GLEANING_INSTRUCTION` (ask for more) or :data:`CONTINUE_QUESTION`
-            (ask whether to go on).
+            (ask whether to go on), or a HiRAG stage's own.
+        gleaning_instruction: the instruction written before each earlier gleaning answer
+            (:data:`GLEANING_INSTRUCTION`; HiRAG's stages pass theirs).
     """
     parts = [prompt.rstrip("\n"), "\n", answers[0].strip() if answers else ""]
     for answer in answers[1:]:
-        parts += ["\n\n", GLEANING_INSTRUCTION, "\n", answer.strip()]
+        parts += ["\n\n", gleaning_instruction, "\n", answer.strip()]
     parts += ["\n\n", instruction, "\n"]
     return "".join(parts)
 
