@@ -116,7 +116,7 @@ def _project_relation_stage(
                 names.append(e.name)
     todo = [c for c in chunks if len(listed.get(c.id, ())) >= 2]
     if todo:
-        ex._relation_answers(todo, titles, [listed[c.id] for c in todo])
+        ex.relation_answers(todo, titles, [listed[c.id] for c in todo])
 
 
 def estimate_llm_cost(

@@ -158,11 +158,26 @@ class HiragLLMExtractor(LLMExtractor):
             hp.RELATION_GLEANING_INSTRUCTION, hp.RELATION_CONTINUE_QUESTION,
         )
 
-    def _relation_answers(
+    def relation_answers(
         self, chunks: Sequence[Chunk], titles: Mapping[str, str] | None, entities: Sequence[Sequence[str]]
     ) -> list[list[str]]:
         """Stage 2's answers per chunk, given each chunk's entity names from stage 1: the
-        relation answer, then one per gleaning pass."""
+        relation answer, then one per gleaning pass (calls in stages ``"extract:relations"``
+        and ``"extract:relations:gleaning"``). Public so that the dry run
+        (:mod:`~.cost`) can send the real relation prompts with projected names.
+
+        Args:
+            chunks: the chunks to ask about.
+            titles: optional ``{document_id: title}`` (shown to the LLM).
+            entities: per chunk, the entity names to list (same length as ``chunks``).
+
+        Returns:
+            Per chunk, its answers (strings), in ``chunks`` order.
+
+        Raises:
+            ValueError: ``entities`` and ``chunks`` differ in length.
+            LLMError: a call failed after its retries.
+        """
         titles = titles or {}
         prompts = [
             hp.relation_prompt(c.text, names, self.language, document_title(titles.get(c.document_id)))
@@ -254,7 +269,7 @@ class HiragLLMExtractor(LLMExtractor):
         if todo:
             for i, answers in zip(
                 todo,
-                self._relation_answers([chunks[i] for i in todo], titles, [list(listed[i].values()) for i in todo]),
+                self.relation_answers([chunks[i] for i in todo], titles, [list(listed[i].values()) for i in todo]),
                 strict=True,
             ):
                 relation_answers[i] = answers
