@@ -394,10 +394,14 @@ class LLMClient:
             self._window,
         )
 
+    def _ledgers(self) -> tuple[Ledger, ...]:
+        """This client's ledger and the ledger of every open :func:`usage_scope`: where each
+        count goes."""
+        return (self.ledger, *_SCOPES.get())
+
     def _record(self, stage: str, usage: Usage | None, cached: bool) -> None:
-        self.ledger.record(stage, usage, cached)
-        for scope in _SCOPES.get():
-            scope.record(stage, usage, cached)
+        for ledger in self._ledgers():
+            ledger.record(stage, usage, cached)
 
     def fallback(self, stage: str, what: str) -> None:
         """Record that ``stage`` fell back (``what``: ``"offline fallback, unreadable
@@ -406,30 +410,26 @@ class LLMClient:
         :meth:`GraphStrata.answer <graphstrata.GraphStrata.answer>` reports them in
         ``Answer.fallbacks``."""
         note = f"{stage.removeprefix('query:')}: {what}"
-        self.ledger.fallback(note)
-        for scope in _SCOPES.get():
-            scope.fallback(note)
+        for ledger in self._ledgers():
+            ledger.fallback(note)
 
     def skip(self, stage: str, n: int = 1) -> None:
         """Count ``n`` records of ``stage`` the parsers skipped (in every open scope too)."""
-        self.ledger.skip(stage, n)
-        for scope in _SCOPES.get():
-            scope.skip(stage, n)
+        for ledger in self._ledgers():
+            ledger.skip(stage, n)
 
     def count_kept(self, stage: str, n: int = 1) -> None:
         """Count ``n`` prompts of ``stage`` answered from the answers an index keeps
         (:func:`graphstrata.llm.records.kept_map`: no call was made), in every open scope too."""
-        self.ledger.keep(stage, n)
-        for scope in _SCOPES.get():
-            scope.keep(stage, n)
+        for ledger in self._ledgers():
+            ledger.keep(stage, n)
 
     def count_answers(self, stage: str, answers: int, failures: Mapping[str, int]) -> None:
         """Count ``answers`` checked answers of ``stage`` and the failed ones by reason (in
         every open scope too), without stopping the stage: for a best-effort stage whose
         failures fall back to offline text (HiRAG's community reports)."""
-        self.ledger.check(stage, answers, failures)
-        for scope in _SCOPES.get():
-            scope.check(stage, answers, failures)
+        for ledger in self._ledgers():
+            ledger.check(stage, answers, failures)
 
     def check_answers(self, stage: str, answers: int, failures: Mapping[str, int]) -> None:
         """Count ``answers`` checked answers of ``stage`` and the failed ones by reason (in
