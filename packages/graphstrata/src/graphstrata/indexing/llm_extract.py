@@ -141,6 +141,8 @@ class GraphBuilder:
         self.endpoints: dict[str, _Acc] = {}
 
     def entity(self, record: EntityRecord, chunk_id: str) -> bool:
+        """Add one mention of entity ``record`` in chunk ``chunk_id`` (name, description, type
+        vote); ``False`` when its name has no canonical key (nothing added)."""
         key = entity_key(record.name)
         if not key:
             return False
@@ -151,6 +153,10 @@ class GraphBuilder:
         return True
 
     def relation(self, record: RelationRecord, chunk_id: str) -> bool:
+        """Add one mention of relation ``record`` in chunk ``chunk_id`` (undirected pair,
+        description, keywords, strength: ``within_chunk`` of a pair repeated in one chunk) and
+        of its two endpoints; ``False`` for an endpoint without a canonical key or a
+        self-relation (nothing added)."""
         a, b = entity_key(record.source), entity_key(record.target)
         if not a or not b or a == b:
             return False
@@ -267,6 +273,8 @@ class ExtractionChecks:
         return None
 
     def reject(self, reason: str) -> None:
+        """Count one record rejected for ``reason`` (``"grounding"`` or ``"echo"``), reported
+        by :meth:`finish`."""
         self.rejected[reason] += 1
 
     def keep_entities(
