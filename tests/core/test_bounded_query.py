@@ -201,6 +201,32 @@ def test_bounded_entity_chunks_rank_the_question_the_same_here(padded: GraphStra
         padded.retrieve(QUERY, entity_chunks=ENTITY_CHUNK_LIMIT + 1)
 
 
+def test_lightrag_lists_a_hubs_most_representative_chunks_and_ranks_the_same(padded: GraphStrata) -> None:
+    """LightRAG's context hits list at most ``entity_chunks`` chunks (the hub's chunk list grew
+    with every padding document) and carry the full count; the chunk ranking does not change."""
+    bounded = padded.retrieve(QUERY, method="lightrag", k=5)
+    unbounded = padded.retrieve(QUERY, method="lightrag", k=5, entity_chunks=None)
+    assert [h.id for h in bounded if h.kind == "chunk"] == [h.id for h in unbounded if h.kind == "chunk"]
+    full = {h.id: h for h in unbounded if h.kind != "chunk"}
+    hub_id = padded.state.kg.entity_ids[int(np.argmax([len(padded.state.kg.entities[e].chunk_ids)
+                                                        for e in padded.state.kg.entity_ids]))]
+    hub = next(h for h in bounded if h.id == hub_id)
+    assert hub.metadata["chunk_count"] == len(full[hub_id].chunk_ids) > 1200
+    want = [padded.state.chunks[r].id for r in build_entity_chunks(padded.state).top(padded.state.kg.row[hub_id])]
+    assert hub.chunk_ids == want and len(want) == ENTITY_CHUNK_LIMIT
+    assert hub.document_ids == padded.state.document_ids_of(want)
+    for h in bounded:
+        if h.kind in ("entity", "relation"):
+            assert len(h.chunk_ids) <= ENTITY_CHUNK_LIMIT
+            assert h.metadata["chunk_count"] == len(full[h.id].chunk_ids)
+            assert set(h.chunk_ids) <= set(full[h.id].chunk_ids)
+            if h.metadata["chunk_count"] <= ENTITY_CHUNK_LIMIT:
+                assert h.chunk_ids == full[h.id].chunk_ids and h.document_ids == full[h.id].document_ids
+    assert "chunk_count" not in full[hub_id].metadata
+    with pytest.raises(ValueError, match="entity_chunks"):
+        padded.retrieve(QUERY, method="lightrag", entity_chunks=0)
+
+
 # -- filters -----------------------------------------------------------------------------------
 
 

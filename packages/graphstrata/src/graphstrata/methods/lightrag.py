@@ -88,12 +88,14 @@ from ..types import Hit
 from . import explain as ex
 from .base import (
     COSINE,
+    ENTITY_CHUNK_LIMIT,
     TOKEN_BUDGET,
     UNIT,
     Method,
     OptionSpec,
     Retrieval,
     dense_candidates,
+    entity_chunks,
     hybrid_scores,
     query_llm,
     rank,
@@ -904,6 +906,13 @@ class LightRAG(Method):
             candidates of the relation search (100).
         relation_seed_cap: relations per seed entity (the ``top_k`` nearest) added to the
             candidates, first by rank (256; ``None`` = all).
+        entity_chunks: provenance of the entity and relation hits (1 … 50, as ArchRAG's and
+            HiRAG's option): an entity of more chunks lists its most representative ones
+            (highest chunk–entity cosine, :class:`~graphstrata.methods.base.EntityChunks`), a
+            relation its first ones; ``metadata["chunk_count"]`` holds the full count. A hub
+            entity's chunk list grows with the corpus (a context listed ~3.4k chunk ids per
+            query at 50k chunks, ~14k at 1M): bounded, a query costs what it costs at 50k.
+            ``None``: every chunk. The chunk ranking is the same either way.
         spread_max_chunks: a source (entity / relation) with more chunks than this adds its
             evidence only to chunks other sources reached (1024; above every entity of the
             dev corpora).
@@ -963,12 +972,14 @@ class LightRAG(Method):
         "relation_seed_chunks": 100,
         "relation_seed_cap": 256,
         "spread_max_chunks": 1024,
+        "entity_chunks": ENTITY_CHUNK_LIMIT,
     }
     option_specs = {
         "ef_search": OptionSpec("int", ge=1),
         "relation_seed_chunks": OptionSpec("int", ge=0),
         "relation_seed_cap": OptionSpec("int", ge=0, optional=True),
         "spread_max_chunks": OptionSpec("int", ge=1),
+        "entity_chunks": OptionSpec("int", ge=1, le=ENTITY_CHUNK_LIMIT, optional=True),
         "mode": OptionSpec(choices=MODES),
         "keywords_fn": OptionSpec("callable"),
         "min_similarity": COSINE,
@@ -1146,18 +1157,20 @@ class LightRAG(Method):
         graph = rank(scores, k)
         mix = None
         if o["mode"] == "mix":
-            out, mix = _mix(state, qvec, k, graph, float(o["min_similarity"]), self._hits(state, ctx))
+            out, mix = _mix(state, qvec, k, graph, float(o["min_similarity"]), self._hits(state, ctx, o["entity_chunks"]))
         else:
-            out = scored(graph, lambda v: bounded(v, bound), self._hits(state, ctx))
+            out = scored(graph, lambda v: bounded(v, bound), self._hits(state, ctx, o["entity_chunks"]))
         if o["explain"]:
             _explain(state, query, qvec, out, ctx, base, evidence, hop, o, mix)
         return out
 
     @staticmethod
-    def _hits(state, ctx: LightRAGContext) -> list[Hit]:
+    def _hits(state, ctx: LightRAGContext, per_entity: int | None = None) -> list[Hit]:
         kg = state.kg
         g = light_graph(state)
         degree = g.degree
+        chunks = state.chunks
+        bounded_rows = None if per_entity is None else entity_chunks(state)
         hits: list[Hit] = []
         # scores: the rank column (degree, edge degree) relative to the first of its section
         top_e = max((float(degree[kg.row[e]]) for e, _, _ in ctx.entities), default=0.0)
@@ -1168,6 +1181,13 @@ class LightRAG(Method):
         for eid, sim, path in ctx.entities:
             e = kg.entities[eid]
             row = kg.row[eid]
+            if bounded_rows is None or len(e.chunk_ids) <= per_entity:
+                rows = g.ent_chunk_rows[g.ent_chunk_indptr[row] : g.ent_chunk_indptr[row + 1]]
+                chunk_ids = list(e.chunk_ids)
+            else:  # a hub: its most representative chunks
+                rows = bounded_rows.top(int(row), per_entity)
+                chunk_ids = [chunks[r].id for r in rows.tolist()]
+            extra = {} if per_entity is None else {"chunk_count": len(e.chunk_ids)}
             hits.append(
                 Hit(
                     id=e.id,
@@ -1175,11 +1195,11 @@ class LightRAG(Method):
                     score=relative(float(degree[row]), top_e),
                     kind="entity",
                     layer=0,
-                    chunk_ids=list(e.chunk_ids),
-                    document_ids=g.documents(g.ent_chunk_rows[g.ent_chunk_indptr[row] : g.ent_chunk_indptr[row + 1]]),
+                    chunk_ids=chunk_ids,
+                    document_ids=g.documents(rows),
                     metadata={"name": e.name, "type": e.type, "weight": e.weight, "similarity": sim,
                               "rank": int(degree[row]), "path": path,
-                              "raw_score": float(degree[row]),
+                              "raw_score": float(degree[row]), **extra,
                               **({"aliases": list(e.aliases)} if e.aliases else {})},
                 )
             )
@@ -1187,6 +1207,13 @@ class LightRAG(Method):
             r = kg.relations[key]
             a, b = kg.entities[key[0]], kg.entities[key[1]]
             d = int(degree[kg.row[key[0]]] + degree[kg.row[key[1]]])
+            if per_entity is None or len(r.chunk_ids) <= per_entity:
+                chunk_ids = list(r.chunk_ids)
+                document_ids = _documents(state, g, ctx.relation_rows.get(key), r.chunk_ids)
+            else:  # its first chunks, as ArchRAG's relation hits
+                chunk_ids = list(r.chunk_ids[:per_entity])
+                document_ids = state.document_ids_of(chunk_ids)
+            extra = {} if per_entity is None else {"chunk_count": len(r.chunk_ids)}
             hits.append(
                 Hit(
                     id=r.id,
@@ -1194,11 +1221,11 @@ class LightRAG(Method):
                     score=relative(float(d), top_r),
                     kind="relation",
                     layer=0,
-                    chunk_ids=list(r.chunk_ids),
-                    document_ids=_documents(state, g, ctx.relation_rows.get(key), r.chunk_ids),
+                    chunk_ids=chunk_ids,
+                    document_ids=document_ids,
                     metadata={"source": a.name, "target": b.name, "weight": r.weight,
                               "keywords": r.keywords, "similarity": sim, "rank": d, "path": path,
-                              "raw_score": float(d)},
+                              "raw_score": float(d), **extra},
                 )
             )
         return hits
