@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "chnsw/chnsw.h"
+#include "chnsw/paths.h"
 #include "chnsw/ppr.h"
 
 namespace py = pybind11;
@@ -340,6 +341,45 @@ py::tuple ppr_push_impl(py::array indptr_obj, py::array indices_obj, py::array p
   return py::make_tuple(nodes, mass, res.residual, res.pushes, res.edges);
 }
 
+/// Bidirectional BFS binding: the graph arrays are used in place, the GIL is released.
+py::tuple shortest_path_impl(py::array indptr_obj, py::array indices_obj, long long a, long long b,
+                             long long max_visits) {
+  using I64 = py::array_t<int64_t, py::array::c_style>;
+  if (indptr_obj.ndim() != 1 || indptr_obj.dtype().kind() != 'i' || indptr_obj.itemsize() != 8 ||
+      !(indptr_obj.flags() & py::array::c_style))
+    throw py::type_error("indptr must be a contiguous 1-D int64 array");
+  I64 indptr = py::reinterpret_borrow<I64>(indptr_obj);
+  if (indptr.shape(0) < 1) throw py::value_error("indptr must have n + 1 >= 1 entries");
+  const int64_t n = indptr.shape(0) - 1;
+  if (indices_obj.ndim() != 1 || !(indices_obj.flags() & py::array::c_style))
+    throw py::value_error("indices must be a contiguous 1-D array");
+  const int64_t nnz = indices_obj.shape(0);
+  if (indptr.data()[0] != 0 || indptr.data()[n] > nnz)
+    throw py::value_error("indptr does not match indices (indptr[0] must be 0 and indptr[-1] <= len(indices))");
+  const char ik = indices_obj.dtype().kind();
+  const auto isz = indices_obj.itemsize();
+  if (ik != 'i' || (isz != 4 && isz != 8)) throw py::type_error("indices must be int32 or int64");
+  chnsw::PathResult res;
+  {
+    const int64_t* ip = indptr.data();
+    const void* idx = indices_obj.data();
+    py::gil_scoped_release release;
+    try {
+      if (isz == 4)
+        res = chnsw::shortest_path(n, ip, static_cast<const int32_t*>(idx), nnz, a, b, max_visits);
+      else
+        res = chnsw::shortest_path(n, ip, static_cast<const int64_t*>(idx), nnz, a, b, max_visits);
+    } catch (const std::invalid_argument& e) {
+      py::gil_scoped_acquire acquire;
+      throw py::value_error(e.what());
+    }
+  }
+  if (!res.found) return py::make_tuple(py::none(), res.visits, res.exhausted);
+  py::array_t<int64_t> path(static_cast<py::ssize_t>(res.path.size()));
+  std::copy(res.path.begin(), res.path.end(), path.mutable_data());
+  return py::make_tuple(path, res.visits, false);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_chnsw, m) {
@@ -382,6 +422,16 @@ PYBIND11_MODULE(_chnsw, m) {
       "level now in use. Raises ValueError for an unknown name. Takes effect for operations that\n"
       "start after the call.");
 
+  m.def("shortest_path", &shortest_path_impl, py::arg("indptr"), py::arg("indices"), py::arg("a"), py::arg("b"),
+        py::arg("max_visits") = -1,
+        "Unweighted shortest path between nodes a and b by bidirectional BFS, in networkx's\n"
+        "bidirectional_shortest_path order (same graph, same path), over a symmetric CSR adjacency:\n"
+        "indptr int64 (n + 1), indices int32/int64 (nnz). The scan stops at the meeting neighbour.\n\n"
+        "max_visits: stop after scanning this many neighbour entries (< 0: no bound).\n\n"
+        "Returns (path, visits, exhausted): path an int64 array from a to b, or None when the nodes\n"
+        "are disconnected or the budget ran out first (exhausted True); visits the entries scanned.\n"
+        "Raises ValueError for endpoints outside [0, n) or a malformed graph (checked as it is read),\n"
+        "TypeError for arrays of another dtype.");
   m.def("ppr_push", &ppr_push_impl, py::arg("indptr"), py::arg("indices"), py::arg("probs"), py::arg("seeds"),
         py::arg("weights"), py::arg("damping") = 0.5, py::arg("epsilon") = 1e-6, py::arg("max_pushes") = 1000000,
         py::arg("relay") = py::none(),

@@ -30,9 +30,9 @@ import warnings as _warnings
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
-from ._chnsw import CHNSW, best_simd_level, max_threads, ppr_push, set_simd_level, simd_level
+from ._chnsw import CHNSW, best_simd_level, max_threads, ppr_push, set_simd_level, shortest_path, simd_level
 
-__all__ = ["CHNSW", "max_threads", "ppr_push", "simd_level", "best_simd_level", "set_simd_level", "__version__"]
+__all__ = ["CHNSW", "max_threads", "ppr_push", "shortest_path", "simd_level", "best_simd_level", "set_simd_level", "__version__"]
 # The installed distribution's version, built from the repository's one VERSION file.
 try:
     __version__ = _dist_version("graphstrata-chnsw")

@@ -36,13 +36,13 @@ stay extractive.
 from __future__ import annotations
 
 import heapq
-import threading
 from collections.abc import Sequence
 from itertools import combinations, count
 from typing import Any
 
 import networkx as nx
 import numpy as np
+from graphstrata_chnsw import shortest_path as native_shortest_path
 
 from ..hierarchy import rank_chunks
 from ..indexing.hirag import HiIndex, HiIndexConfig, extractive_community_report, hi_index
@@ -149,44 +149,17 @@ def bridge_triples(graph: nx.Graph, path: Sequence[str]) -> list[tuple[str, str]
 
 # -- bridge paths over the HiIndex arrays (what retrieval uses) -----------------------------
 
-_SCRATCH = threading.local()
-
 #: neighbour lists longer than this are not scanned for the induced bridge edges; an edge
 #: between two such nodes is looked up directly
 _HUB_DEGREE = 4096
 
 
-def _marks(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """This thread's BFS scratch arrays for ``n`` nodes: int8 marks (all 0 between calls) and
-    int64 parents. Allocated once per thread (grown when a bigger index comes), so a search
-    costs what it visits, not the graph's size."""
-    s = getattr(_SCRATCH, "arrays", None)
-    if s is None or len(s[0]) < n:
-        s = (np.zeros(n, np.int8), np.full(n, -1, np.int64))
-        _SCRATCH.arrays = s
-    return s
-
-
-def _gather(hi: HiIndex, level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The neighbours of the nodes ``level`` (int64) concatenated in order (int64), and the
-    cumulative neighbour counts (position ``p`` belongs to ``level[searchsorted(cum, p,
-    "right")]``)."""
-    starts = hi.indptr[level]
-    lens = hi.indptr[level + 1] - starts
-    cum = np.cumsum(lens)
-    total = int(cum[-1]) if len(cum) else 0
-    if total == 0:
-        return np.zeros(0, np.int64), cum
-    idx = np.repeat(starts - (cum - lens), lens) + np.arange(total, dtype=np.int64)
-    return hi.indices[idx].astype(np.int64), cum
-
-
 def shortest_path(hi: HiIndex, a: int, b: int, max_visits: int | None = None) -> list[int] | None:
-    """An unweighted shortest path between nodes ``a`` and ``b`` of G_k (bidirectional BFS,
-    level by level, vectorised over each level; the same path ``networkx``'s
-    ``bidirectional_shortest_path`` returns for a graph built from the same edges: the smaller
-    fringe is expanded, neighbours in edge order, the first neighbour seen from the other side
-    is the meeting node).
+    """An unweighted shortest path between nodes ``a`` and ``b`` of G_k: bidirectional BFS in
+    the native module (:func:`graphstrata_chnsw.shortest_path`, GIL released), the same path
+    ``networkx``'s ``bidirectional_shortest_path`` returns for a graph built from the same
+    edges (the smaller fringe is expanded, neighbours in edge order, the first neighbour seen
+    from the other side is the meeting node, and the scan stops there as networkx's does).
 
     Args:
         hi: the index (its CSR graph).
@@ -196,53 +169,15 @@ def shortest_path(hi: HiIndex, a: int, b: int, max_visits: int | None = None) ->
     Returns:
         The node indices from ``a`` to ``b``, or ``None`` when they are disconnected or the
         budget ran out first.
+
+    Raises:
+        ValueError: ``a`` or ``b`` outside ``[0, n_nodes)``.
     """
     if a == b:
-        return [a]
-    mark, parent = _marks(hi.n_nodes)
-    touched = [np.asarray([a, b], np.int64)]
-    mark[a], mark[b], parent[a], parent[b] = 1, 2, -1, -1
-    try:
-        fringe = {1: np.asarray([a], np.int64), 2: np.asarray([b], np.int64)}
-        visits = 0
-        while len(fringe[1]) and len(fringe[2]):
-            side = 1 if len(fringe[1]) <= len(fringe[2]) else 2
-            level = fringe[side]
-            nbr, cum = _gather(hi, level)
-            visits += len(nbr)
-            if max_visits is not None and visits > max_visits:
-                return None
-            mk = mark[nbr]
-            meet = np.flatnonzero(mk == 3 - side)
-            if len(meet):
-                p = int(meet[0])
-                w = int(nbr[p])
-                v = int(level[np.searchsorted(cum, p, side="right")])
-                pred_w, succ_w = (v, int(parent[w])) if side == 1 else (int(parent[w]), v)
-                front = [w]
-                x = pred_w
-                while x != -1:
-                    front.append(x)
-                    x = int(parent[x])
-                front.reverse()
-                x = succ_w
-                while x != -1:
-                    front.append(x)
-                    x = int(parent[x])
-                return front
-            fresh = np.flatnonzero(mk == 0)
-            cand = nbr[fresh]
-            _, first = np.unique(cand, return_index=True)
-            first.sort()
-            new = cand[first]
-            mark[new] = side
-            parent[new] = level[np.searchsorted(cum, fresh[first], side="right")]
-            touched.append(new)
-            fringe[side] = new
-        return None
-    finally:
-        for t in touched:
-            mark[t] = 0
+        return [int(a)]
+    budget = -1 if max_visits is None else int(max_visits)
+    path, _, _ = native_shortest_path(hi.indptr, hi.indices, int(a), int(b), budget)
+    return None if path is None else path.tolist()
 
 
 def weighted_path(hi: HiIndex, a: int, b: int, max_visits: int | None = None) -> list[int] | None:
