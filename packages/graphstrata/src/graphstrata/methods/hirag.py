@@ -309,10 +309,12 @@ class HiRAG(Method):
             recall needs the exact top 20; 128 lost 0.011 recall@5 on musique).
         max_path_visits: neighbour entries one shortest-path search may scan before its pair
             is skipped like a disconnected one (200,000; ``None`` = no bound). Measured
-            maxima per pair over 60 questions: 7,300 (musique), 4,500 (hotpotqa), 2,000
-            (lihua_world), 28,600 (44k-chunk kernel docs); the layer-1 summary entities' degree
-            grows with the entity count (at most ``max_clusters`` of them), so the budget is
-            what bounds a search at 10⁶ chunks.
+            maxima per pair over 60 questions, when the search still scanned whole levels:
+            7,300 (musique), 4,500 (hotpotqa), 2,000 (lihua_world), 28,600 (44k-chunk kernel
+            docs); it now stops at the meeting neighbour (about a quarter of those entries on
+            the kernel docs). The layer-1 summary entities' degree grows with the entity count
+            (at most ``max_clusters`` of them), so the budget is what bounds a search at 10⁶
+            chunks.
         entity_chunks: chunks read per entity (1 … 50), as ArchRAG's option: an entity of more
             mentions contributes its most representative ones to its hit, to the community
             reports' chunk ranking and (its first ones, for a relation) to the bridge triples,
