@@ -90,6 +90,9 @@ def test_bad_input_raises_a_clear_error() -> None:
         shortest_path(indptr.astype(np.int32), indices, 0, 3)
     with pytest.raises(TypeError, match="indices must be"):
         shortest_path(indptr, indices.astype(np.float64), 0, 3)
+    # a search stopped by a malformed graph leaves no marks behind for the next one
+    assert shortest_path(indptr, indices, 0, 3)[0].tolist() == [0, 1, 2, 3]
+    assert shortest_path(indptr, indices, 3, 0)[0].tolist() == [3, 2, 1, 0]
 
 
 def test_threads_search_at_once_and_get_their_own_paths() -> None:
