@@ -115,6 +115,9 @@ def test_hi_index_round_trips(gs: GraphStrata) -> None:
         got.node_id(0)
     got.bind(gs.kg, gs.vectors["entities"])
     assert got.node_ids == want.node_ids and np.array_equal(got.vectors, want.vectors)
+    rows = list(range(got.n_nodes - 1, -1, -3))  # entities and summary nodes, out of order
+    assert got.node_ids_of(rows) == [got.node_id(i) for i in rows] == [want.node_ids[i] for i in rows]
+    assert got.n_nodes > got.n_entities  # the sample has summary nodes: both branches ran
     assert got.communities == want.communities and got.community_of == want.community_of
     assert {tuple(sorted(e)) for e in got.graph.edges} == {tuple(sorted(e)) for e in want.graph.edges}
 

@@ -43,7 +43,7 @@ entity layer (ids, vectors) is the state's, attached by :meth:`HiIndex.bind`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -285,6 +285,12 @@ class HiIndex:
         if i < self.n_entities:
             return self._bound()[0][i]
         return self.summary_ids[i - self.n_entities]
+
+    def node_ids_of(self, rows: Iterable[int]) -> list[str]:
+        """The ids of nodes ``rows`` (ints), in order: :meth:`node_id` for many nodes at once
+        (a large community's member list is read in one pass, not a method call per member)."""
+        ids, n, summary = self._bound()[0], self.n_entities, self.summary_ids
+        return [ids[i] if i < n else summary[i - n] for i in rows]
 
     def row_of(self, node_id: str) -> int | None:
         """The node index of ``node_id``, ``None`` when it is not a node."""

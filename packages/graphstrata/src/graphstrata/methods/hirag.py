@@ -460,11 +460,11 @@ class HiRAG(Method):
                 keys.setdefault(i, None)
         if not keys:
             keys = dict.fromkeys(local[:m])
-        key_ids = [hi.node_id(i) for i in keys]
+        key_ids = hi.node_ids_of(keys)
         path_rows = bridge_path_rows(
             hi, list(keys), weighted=bool(o["weighted_paths"]), max_visits=o["max_path_visits"]
         )
-        path = [hi.node_id(i) for i in path_rows]
+        path = hi.node_ids_of(path_rows)
         triples = bridge_triples_rows(hi, path_rows)
         sims.fill(path_rows)
         limit = o["max_bridge_tokens"]
@@ -541,7 +541,7 @@ class HiRAG(Method):
             chunk_ids=chunk_ids,
             document_ids=state.document_ids_of(chunk_ids),
             metadata={"title": title, "size": len(members),
-                      "members": [hi.node_id(i) for i in members], "raw_score": float(score)},
+                      "members": hi.node_ids_of(members), "raw_score": float(score)},
         )
 
     def _triple_hit(
