@@ -273,17 +273,25 @@ Thread safety: any number of threads may search concurrently; add / add_layer / 
 may run while others search (readers/writer lock; add releases it every few hundred nodes).
 )doc";
 
+using CsrIndptr = py::array_t<int64_t, py::array::c_style>;
+
+/// A graph's CSR offsets, used in place: a contiguous 1-D int64 array of n + 1 >= 1 entries
+/// (TypeError / ValueError naming the problem otherwise).
+CsrIndptr csr_indptr(const py::array& indptr_obj) {
+  if (indptr_obj.ndim() != 1 || indptr_obj.dtype().kind() != 'i' || indptr_obj.itemsize() != 8 ||
+      !(indptr_obj.flags() & py::array::c_style))
+    throw py::type_error("indptr must be a contiguous 1-D int64 array");
+  CsrIndptr indptr = py::reinterpret_borrow<CsrIndptr>(indptr_obj);
+  if (indptr.shape(0) < 1) throw py::value_error("indptr must have n + 1 >= 1 entries");
+  return indptr;
+}
+
 /// Forward-push PPR binding: the graph arrays are used in place (no copy per query: indices
 /// int32 or int64, probs float32 or float64), the GIL is released for the push.
 py::tuple ppr_push_impl(py::array indptr_obj, py::array indices_obj, py::array probs_obj, py::array seeds_obj,
                         py::array weights_obj, double damping, double epsilon, long long max_pushes,
                         py::object relay_obj) {
-  using I64 = py::array_t<int64_t, py::array::c_style>;
-  if (indptr_obj.ndim() != 1 || indptr_obj.dtype().kind() != 'i' || indptr_obj.itemsize() != 8 ||
-      !(indptr_obj.flags() & py::array::c_style))
-    throw py::type_error("indptr must be a contiguous 1-D int64 array");
-  I64 indptr = py::reinterpret_borrow<I64>(indptr_obj);
-  if (indptr.shape(0) < 1) throw py::value_error("indptr must have n + 1 >= 1 entries");
+  CsrIndptr indptr = csr_indptr(indptr_obj);
   const int64_t n = indptr.shape(0) - 1;
   if (indices_obj.ndim() != 1 || probs_obj.ndim() != 1 || indices_obj.shape(0) != probs_obj.shape(0))
     throw py::value_error("indices and probs must be 1-D arrays of the same length");
@@ -344,12 +352,7 @@ py::tuple ppr_push_impl(py::array indptr_obj, py::array indices_obj, py::array p
 /// Bidirectional BFS binding: the graph arrays are used in place, the GIL is released.
 py::tuple shortest_path_impl(py::array indptr_obj, py::array indices_obj, long long a, long long b,
                              long long max_visits) {
-  using I64 = py::array_t<int64_t, py::array::c_style>;
-  if (indptr_obj.ndim() != 1 || indptr_obj.dtype().kind() != 'i' || indptr_obj.itemsize() != 8 ||
-      !(indptr_obj.flags() & py::array::c_style))
-    throw py::type_error("indptr must be a contiguous 1-D int64 array");
-  I64 indptr = py::reinterpret_borrow<I64>(indptr_obj);
-  if (indptr.shape(0) < 1) throw py::value_error("indptr must have n + 1 >= 1 entries");
+  CsrIndptr indptr = csr_indptr(indptr_obj);
   const int64_t n = indptr.shape(0) - 1;
   if (indices_obj.ndim() != 1 || !(indices_obj.flags() & py::array::c_style))
     throw py::value_error("indices must be a contiguous 1-D array");
