@@ -17,9 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
-#include <utility>
 #include <vector>
-
 
 namespace chnsw {
 

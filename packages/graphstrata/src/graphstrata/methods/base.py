@@ -643,6 +643,15 @@ def entity_chunks(state: EngineState) -> EntityChunks:
     return state.derived(ENTITY_CHUNKS.key, lambda: build_entity_chunks(state, ENTITY_CHUNK_LIMIT))
 
 
+def representative_chunks(state: EngineState, row: int, m: int) -> tuple[list[str], np.ndarray]:
+    """The ``m`` most representative chunks of entity ``row`` (:func:`entity_chunks`: all of
+    them for an entity of at most ``m``; ``m`` ≤ :data:`ENTITY_CHUNK_LIMIT`): their ids and
+    their int64 rows ``(≤ m,)``, most representative first. What a bounded entity hit lists."""
+    rows = entity_chunks(state).top(int(row), int(m))
+    chunks = state.chunks
+    return [chunks[r].id for r in rows.tolist()], rows
+
+
 def rank(scores: Mapping[int, float], limit: int) -> list[tuple[int, float]]:
     """Sort ``{row: score}`` best first (ties: lower row first), keep ``limit``.
 
@@ -741,11 +750,8 @@ def entity_hit(state: EngineState, row: int, similarity: float, max_chunks: int 
         chunk_ids = list(e.chunk_ids)
         document_ids = state.document_ids_of(chunk_ids)
     else:
-        index = entity_chunks(state)
-        if int(max_chunks) <= index.limit:  # the hub's most representative chunks
-            chunks = state.chunks
-            rows = index.top(int(row), int(max_chunks))
-            chunk_ids = [chunks[r].id for r in rows.tolist()]
+        if int(max_chunks) <= entity_chunks(state).limit:  # the hub's most representative chunks
+            chunk_ids, rows = representative_chunks(state, row, int(max_chunks))
             document_ids = provenance(state).document_ids(rows)
         else:
             chunk_ids = list(e.chunk_ids)[: int(max_chunks)]

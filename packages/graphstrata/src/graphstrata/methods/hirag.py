@@ -57,10 +57,10 @@ from .base import (
     Method,
     OptionSpec,
     Retrieval,
-    entity_chunks,
     entity_hit,
     hybrid_scores,
     rank,
+    representative_chunks,
     scored,
     spread_to_chunks,
 )
@@ -93,8 +93,7 @@ def _entity_chunk_ids(state, row: int, per_entity: int | None) -> Sequence[str]:
     ids = state.kg.entities[state.kg.entity_ids[row]].chunk_ids
     if per_entity is None or len(ids) <= int(per_entity):
         return ids
-    chunks = state.chunks
-    return [chunks[r].id for r in entity_chunks(state).top(int(row), int(per_entity)).tolist()]
+    return representative_chunks(state, row, int(per_entity))[0]
 
 
 def _inverse_weight(u: str, v: str, data: dict) -> float:
@@ -173,8 +172,6 @@ def shortest_path(hi: HiIndex, a: int, b: int, max_visits: int | None = None) ->
     Raises:
         ValueError: ``a`` or ``b`` outside ``[0, n_nodes)``.
     """
-    if a == b:
-        return [int(a)]
     budget = -1 if max_visits is None else int(max_visits)
     path, _, _ = native_shortest_path(hi.indptr, hi.indices, int(a), int(b), budget)
     return None if path is None else path.tolist()

@@ -95,10 +95,10 @@ from .base import (
     OptionSpec,
     Retrieval,
     dense_candidates,
-    entity_chunks,
     hybrid_scores,
     query_llm,
     rank,
+    representative_chunks,
     round_robin,
     rows_dot,
     scored,
@@ -1169,8 +1169,6 @@ class LightRAG(Method):
         kg = state.kg
         g = light_graph(state)
         degree = g.degree
-        chunks = state.chunks
-        bounded_rows = None if per_entity is None else entity_chunks(state)
         hits: list[Hit] = []
         # scores: the rank column (degree, edge degree) relative to the first of its section
         top_e = max((float(degree[kg.row[e]]) for e, _, _ in ctx.entities), default=0.0)
@@ -1181,12 +1179,11 @@ class LightRAG(Method):
         for eid, sim, path in ctx.entities:
             e = kg.entities[eid]
             row = kg.row[eid]
-            if bounded_rows is None or len(e.chunk_ids) <= per_entity:
+            if per_entity is None or len(e.chunk_ids) <= per_entity:
                 rows = g.ent_chunk_rows[g.ent_chunk_indptr[row] : g.ent_chunk_indptr[row + 1]]
                 chunk_ids = list(e.chunk_ids)
             else:  # a hub: its most representative chunks
-                rows = bounded_rows.top(int(row), per_entity)
-                chunk_ids = [chunks[r].id for r in rows.tolist()]
+                chunk_ids, rows = representative_chunks(state, row, per_entity)
             extra = {} if per_entity is None else {"chunk_count": len(e.chunk_ids)}
             hits.append(
                 Hit(
