@@ -427,7 +427,8 @@ PYBIND11_MODULE(_chnsw, m) {
 
   m.def("shortest_path", &shortest_path_impl, py::arg("indptr"), py::arg("indices"), py::arg("a"), py::arg("b"),
         py::arg("max_visits") = -1,
-        "Unweighted shortest path between nodes a and b by bidirectional BFS, in networkx's\n"
+        "Unweighted shortest path between nodes a and b by bidirectional BFS (HiRAG's bridge paths,\n"
+        "specs/seed-hirag.md section 3.1 Eq. 15), in networkx's\n"
         "bidirectional_shortest_path order (same graph, same path), over a symmetric CSR adjacency:\n"
         "indptr int64 (n + 1), indices int32/int64 (nnz). The scan stops at the meeting neighbour.\n\n"
         "max_visits: stop after scanning this many neighbour entries (< 0: no bound).\n\n"

@@ -287,8 +287,14 @@ class HiIndex:
         return self.summary_ids[i - self.n_entities]
 
     def node_ids_of(self, rows: Iterable[int]) -> list[str]:
-        """The ids of nodes ``rows`` (ints), in order: :meth:`node_id` for many nodes at once
-        (a large community's member list is read in one pass, not a method call per member)."""
+        """The ids of nodes ``rows`` (ints in ``[0, n_nodes)``), in order: :meth:`node_id` for
+        many nodes at once (a large community's member list is read in one pass, not a method
+        call per member).
+
+        Raises:
+            ValueError: the index is not bound to a state's entities (:meth:`bind`).
+            IndexError: a row ``>= n_nodes`` (rows are not checked otherwise, as in
+                :meth:`node_id`)."""
         ids, n, summary = self._bound()[0], self.n_entities, self.summary_ids
         return [ids[i] if i < n else summary[i - n] for i in rows]
 
