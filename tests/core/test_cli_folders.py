@@ -13,8 +13,6 @@ import pytest
 from graphstrata import GraphStrata, cli
 from graphstrata.testing import HashEmbedder
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "hotpotqa" / "corpus.jsonl"
-
 
 class CountingEmbedder(HashEmbedder):
     """The hashing test embedder, recording every text it embeds."""
@@ -59,14 +57,15 @@ def minimal_pdf(text: str) -> bytes:
     return bytes(out)
 
 
-def passages(n: int) -> list[dict]:
-    with open(DATA, encoding="utf-8") as f:
+def passages(shared_data: Path, n: int) -> list[dict]:
+    """The first ``n`` HotpotQA passages (``shared_data``: the fixture's folder)."""
+    with open(shared_data / "hotpotqa" / "corpus.jsonl", encoding="utf-8") as f:
         return [json.loads(line) for _, line in zip(range(n), f, strict=False)]
 
 
 @pytest.fixture()
-def folder(tmp_path) -> Path:
-    rows = passages(6)
+def folder(tmp_path, shared_data) -> Path:
+    rows = passages(shared_data, 6)
     d = tmp_path / "docs"
     (d / "notes").mkdir(parents=True)
     for i, r in enumerate(rows[:3]):

@@ -24,8 +24,6 @@ from langchain_graphstrata import (
     embedder_from_langchain,
 )
 
-# ../shared beside the repository (the team's shared data)
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "hotpotqa"
 TEXTS = [
     "Edmund Hillary was a New Zealand mountaineer.",
     "Radium was discovered by Marie and Pierre Curie in 1898.",
@@ -33,14 +31,16 @@ TEXTS = [
 ]
 
 
-def hotpot_sample(n_questions: int = 6, n_distractors: int = 20):
+def hotpot_sample(shared_data: Path, n_questions: int = 6, n_distractors: int = 20):
     """``(passages {id: text}, [(question, evidence ids)])``: the evidence of the first
-    ``n_questions`` questions plus the first ``n_distractors`` other passages."""
-    questions = [json.loads(line) for line in (DATA / "questions.jsonl").open(encoding="utf-8")]
+    ``n_questions`` questions plus the first ``n_distractors`` other passages of
+    ``shared_data``'s HotpotQA (the fixture's folder)."""
+    data = shared_data / "hotpotqa"
+    questions = [json.loads(line) for line in (data / "questions.jsonl").open(encoding="utf-8")]
     questions = questions[:n_questions]
     wanted = {e for q in questions for e in q["evidence_ids"]}
     passages: dict[str, str] = {}
-    with (DATA / "corpus.jsonl").open(encoding="utf-8") as f:
+    with (data / "corpus.jsonl").open(encoding="utf-8") as f:
         for line in f:
             rec = json.loads(line)
             if rec["id"] in wanted or len(passages) < n_distractors + len(wanted):
@@ -84,20 +84,20 @@ def test_pickles_as_its_preset():
     assert emb.preset == "fast" and emb.graphstrata_embedder is fast_embedder()
 
 
-def test_in_memory_vector_store_built_with_it_finds_the_evidence(preset):
+def test_in_memory_vector_store_built_with_it_finds_the_evidence(preset, shared_data):
     """An ``InMemoryVectorStore`` on ~32 HotpotQA passages retrieves the questions' evidence in
     its top 5 (at random: about one question in three)."""
-    passages, questions = hotpot_sample()
+    passages, questions = hotpot_sample(shared_data)
     store = InMemoryVectorStore(GraphStrataEmbeddings(preset=preset))
     store.add_documents([Document(id=pid, page_content=t) for pid, t in passages.items()])
     found = [bool({d.id for d in store.similarity_search(q, k=5)} & ev) for q, ev in questions]
     assert np.mean(found) >= 0.7, found
 
 
-def test_passed_back_to_graphstrata_it_is_the_core_embedder(tmp_path):
+def test_passed_back_to_graphstrata_it_is_the_core_embedder(tmp_path, shared_data):
     """An index built with the fast preset loads with ``embeddings=GraphStrataEmbeddings("fast")``
     (before, the wrapper was a foreign ``langchain:...`` embedder the index refused)."""
-    passages, questions = hotpot_sample(n_questions=3, n_distractors=20)
+    passages, questions = hotpot_sample(shared_data, n_questions=3, n_distractors=20)
     GraphStrata.build([{"id": k, "text": v} for k, v in passages.items()],
                       persist_dir=tmp_path / "ix", embedder="fast")
     emb = GraphStrataEmbeddings(preset="fast")

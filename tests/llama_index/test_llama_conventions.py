@@ -21,19 +21,19 @@ from llama_index.core.retrievers import QueryFusionRetriever
 from llama_index.core.schema import NodeRelationship
 from llama_index.graph_rag.graphstrata import GraphStrataIndex
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "lihua_world" / "corpus.jsonl"
 CONFIG = {"chunk_size": 48, "chunk_overlap": 0}  # several chunks per chat log
 QUERY = "lunch on the 8th with Wolfgang"
 
 
-def _rows(n: int) -> list[dict]:
-    with open(DATA, encoding="utf-8") as f:
+def _rows(shared_data: Path, n: int) -> list[dict]:
+    """The first ``n`` LiHua-World sessions (``shared_data``: the fixture's folder)."""
+    with open(shared_data / "lihua_world" / "corpus.jsonl", encoding="utf-8") as f:
         return [json.loads(line) for _, line in zip(range(n), f, strict=False)]
 
 
 @pytest.fixture(scope="module")
-def docs() -> list[Document]:
-    return [Document(text=r["text"], id_=r["id"], metadata={"title": r["title"]}) for r in _rows(12)]
+def docs(shared_data) -> list[Document]:
+    return [Document(text=r["text"], id_=r["id"], metadata={"title": r["title"]}) for r in _rows(shared_data, 12)]
 
 
 @pytest.fixture(scope="module")
@@ -130,12 +130,12 @@ def test_doc_ids_gets_a_hint(index):
         index.as_retriever(doc_ids=["x"])
 
 
-def test_load_index_from_storage_in_a_fresh_interpreter(tmp_path):
+def test_load_index_from_storage_in_a_fresh_interpreter(tmp_path, shared_data):
     """A process that imports only llama_index.core: the KeyError names the package to
     import; with that import the index loads and retrieves."""
     from graphstrata import GraphStrata
 
-    rows = _rows(4)
+    rows = _rows(shared_data, 4)
     engine = GraphStrata.build([{"id": r["id"], "text": r["text"]} for r in rows])  # offline MiniLM
     index = GraphStrataIndex.from_engine(engine)
     index.storage_context.persist(str(tmp_path / "p"))

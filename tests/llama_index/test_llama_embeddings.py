@@ -20,8 +20,6 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.embeddings.graphstrata import GraphStrataEmbedding
 from llama_index.retrievers.graphstrata import GraphStrataRetriever, embedder_from_llama_index
 
-# ../shared beside the repository (the team's shared data)
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "hotpotqa"
 TEXTS = [
     "Edmund Hillary was a New Zealand mountaineer.",
     "Radium was discovered by Marie and Pierre Curie in 1898.",
@@ -29,14 +27,16 @@ TEXTS = [
 ]
 
 
-def hotpot_sample(n_questions: int = 6, n_distractors: int = 20):
+def hotpot_sample(shared_data: Path, n_questions: int = 6, n_distractors: int = 20):
     """``(passages {id: text}, [(question, evidence ids)])``: the evidence of the first
-    ``n_questions`` questions plus the first ``n_distractors`` other passages."""
-    questions = [json.loads(line) for line in (DATA / "questions.jsonl").open(encoding="utf-8")]
+    ``n_questions`` questions plus the first ``n_distractors`` other passages of
+    ``shared_data``'s HotpotQA (the fixture's folder)."""
+    data = shared_data / "hotpotqa"
+    questions = [json.loads(line) for line in (data / "questions.jsonl").open(encoding="utf-8")]
     questions = questions[:n_questions]
     wanted = {e for q in questions for e in q["evidence_ids"]}
     passages: dict[str, str] = {}
-    with (DATA / "corpus.jsonl").open(encoding="utf-8") as f:
+    with (data / "corpus.jsonl").open(encoding="utf-8") as f:
         for line in f:
             rec = json.loads(line)
             if rec["id"] in wanted or len(passages) < n_distractors + len(wanted):
@@ -88,10 +88,10 @@ def test_pickles():
                                atol=1e-6)
 
 
-def test_vector_store_index_built_with_it_finds_the_evidence(preset):
+def test_vector_store_index_built_with_it_finds_the_evidence(preset, shared_data):
     """A ``VectorStoreIndex`` on ~32 HotpotQA passages retrieves the questions' evidence in its
     top 5 (at random: about one question in three)."""
-    passages, questions = hotpot_sample()
+    passages, questions = hotpot_sample(shared_data)
     docs = [Document(id_=pid, text=text) for pid, text in passages.items()]
     index = VectorStoreIndex.from_documents(docs, embed_model=GraphStrataEmbedding(preset=preset))
     retriever = index.as_retriever(similarity_top_k=5)
@@ -99,11 +99,11 @@ def test_vector_store_index_built_with_it_finds_the_evidence(preset):
     assert np.mean(found) >= 0.7, found
 
 
-def test_passed_back_to_graphstrata_it_is_the_core_embedder(tmp_path):
+def test_passed_back_to_graphstrata_it_is_the_core_embedder(tmp_path, shared_data):
     """An index built with the fast preset loads with ``embed_model=GraphStrataEmbedding("fast")``
     (before, the wrapper was a foreign ``llama_index:...`` embedder the index refused) and the
     retriever ranks the evidence first."""
-    passages, questions = hotpot_sample(n_questions=3, n_distractors=20)
+    passages, questions = hotpot_sample(shared_data, n_questions=3, n_distractors=20)
     GraphStrata.build([{"id": k, "text": v} for k, v in passages.items()],
                       persist_dir=tmp_path / "ix", embedder="fast")
     emb = GraphStrataEmbedding(preset="fast")
