@@ -138,35 +138,34 @@ fuzz: $(VENV)/.deps $(VENV)/.native $(if $(FUZZ_SANITIZE),$(SANITIZE_DIR)/.site)
 #                      supported llama-index-core and langchain-core (requirements/floors.txt),
 #                      in their own venv $(FLOORS_VENV); `make test` covers the highest
 #                      (requirements/constraints.txt). Everything else keeps the pins of `make test`.
-#                      About 11 min from no venv on the 2-core dev VM under load (4m47 of it the
-#                      tests), 5 min once the venv exists; .ci/run runs it after `make test`.
+#                      .ci/run runs it after `make test`.
+# $(FLOORS_VENV) is an overlay on $(VENV): its own site-packages holds only the floors.txt pins
+# (and anything those versions need that $(VENV) lacks); $(VENV)'s site-packages follows it on
+# sys.path through a .pth that calls site.addsitedir, so $(VENV)'s own .pth files (the editable
+# installs of packages/*) apply as well. The rest is $(VENV)'s: the same pins as a full second
+# venv resolved with constraints.txt, without a second 2.3 GB copy of torch, ray and the rest
+# (CI once ran out of disk installing that copy). pip leaves $(VENV)'s newer copies alone
+# ("outside environment"); the recipe checks that the floors are the versions imported.
 FLOORS_VENV := build/venv-floors
 FLOORS_BIN  := $(FLOORS_VENV)/bin
 FLOORS_PIP  := $(FLOORS_BIN)/python -m pip
+FLOORS_PINS  = $$(sed -n 's/^\([A-Za-z0-9_.-]*\)==.*/\1/p' requirements/floors.txt | paste -sd'|')
 
 .PHONY: test-floors
 
 # constraints.txt less the names floors.txt pins (pip refuses two == pins of one name)
-$(FLOORS_VENV)/.deps: requirements/dev.txt requirements/constraints.txt requirements/floors.txt
-	test -x $(FLOORS_BIN)/python || $(PYTHON) -m venv $(FLOORS_VENV)
-	$(FLOORS_PIP) install -q --upgrade pip
-	# CPU build of torch first, as in $(VENV)/.deps
-	$(FLOORS_PIP) install -q torch==2.13.0
-	grep -v -i -E "^($$(sed -n 's/^\([A-Za-z0-9_.-]*\)==.*/\1/p' requirements/floors.txt | paste -sd'|'))==" \
-	  requirements/constraints.txt > $(FLOORS_VENV)/constraints.txt
-	$(FLOORS_PIP) install -q -c $(FLOORS_VENV)/constraints.txt -c requirements/floors.txt -r requirements/dev.txt
+$(FLOORS_VENV)/.deps: $(VENV)/.packages requirements/constraints.txt requirements/floors.txt
+	rm -rf $(FLOORS_VENV)
+	$(PYTHON) -m venv $(FLOORS_VENV)
+	echo "import site; site.addsitedir('$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')')" \
+	  > "$$($(FLOORS_BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/zz-graphstrata-base-venv.pth"
+	grep -v -i -E "^($(FLOORS_PINS))==" requirements/constraints.txt > $(FLOORS_VENV)/constraints.txt
+	$(FLOORS_PIP) install -q -c $(FLOORS_VENV)/constraints.txt -r requirements/floors.txt
+	$(FLOORS_BIN)/python tools/check_floors.py requirements/floors.txt
 	touch $@
 
-$(FLOORS_VENV)/.native: $(FLOORS_VENV)/.deps $(NATIVE_SOURCES)
-	$(FLOORS_PIP) install -q --force-reinstall --no-deps --no-build-isolation ./native
-	touch $@
-
-$(FLOORS_VENV)/.packages: $(FLOORS_VENV)/.deps $(FLOORS_VENV)/.native $(addsuffix /pyproject.toml,$(PACKAGES))
-	$(FLOORS_PIP) install -q --no-deps --no-build-isolation $(foreach p,$(PACKAGES),-e $(p))
-	touch $@
-
-test-floors: $(FLOORS_VENV)/.packages
-	$(FLOORS_PIP) list 2>/dev/null | grep -E '^(llama-index-core|langchain-core) '
+test-floors: $(FLOORS_VENV)/.deps
+	$(FLOORS_BIN)/python tools/check_floors.py requirements/floors.txt
 	$(FLOORS_BIN)/python -m pytest tests/llama_index tests/langchain -q -p no:cacheprovider
 
 # ---------------------------------------------------------------- LLM path on a real local model

@@ -6,12 +6,17 @@
   ``local_files_only`` (3.0+), which the default embedder passes.
 - ``requirements/floors.txt`` (what ``make test-floors`` installs) pins exactly the lower bound
   each package declares for llama-index-core and langchain-core, so the floor that is declared is
-  the floor that is tested.
+  the floor that is tested; ``tools/check_floors.py`` refuses an interpreter that would import
+  another version of a pinned framework than the floor (the floors venv is an overlay on .venv,
+  which holds the newest copies too).
 """
 
 from __future__ import annotations
 
+import importlib.metadata as md
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +92,34 @@ def test_make_test_floors_installs_floors_txt():
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^test-floors:", makefile, re.M)
     assert "requirements/floors.txt" in makefile
+    recipe = makefile[makefile.index("\ntest-floors:"):]
+    assert "tools/check_floors.py requirements/floors.txt" in recipe.split("\n\n")[0]
+
+
+def _check_floors(tmp_path, text: str) -> subprocess.CompletedProcess:
+    pins = tmp_path / "floors.txt"
+    pins.write_text(text)
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "check_floors.py"), str(pins)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_check_floors_accepts_the_versions_this_interpreter_imports(tmp_path):
+    version = md.version("packaging")
+    done = _check_floors(tmp_path, f"# comment\npackaging=={version}\n")
+    if "not in this venv" in done.stderr:
+        pytest.skip("packaging is not installed in this interpreter's own site-packages")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"packaging {version} (packaging from ")
+
+
+def test_check_floors_refuses_another_version_than_the_pin(tmp_path):
+    done = _check_floors(tmp_path, "packaging==0.1\n")
+    assert done.returncode == 1
+    assert f"packaging: {md.version('packaging')} found first" in done.stderr
+    assert "pins 0.1" in done.stderr
+
+
+def test_check_floors_refuses_a_file_without_pins(tmp_path):
+    done = _check_floors(tmp_path, "# nothing pinned\n")
+    assert done.returncode == 1
+    assert "no name==version lines" in done.stderr
