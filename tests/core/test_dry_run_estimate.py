@@ -22,7 +22,6 @@ from graphstrata.llm import DryRunLLM
 from graphstrata.testing import HashEmbedder, TokenizedLLM, answer_at_realistic_length
 from graphstrata.types import Document
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "hotpotqa" / "corpus.jsonl"
 CONFIG = {"min_communities": 2, "max_community_size": 6}
 FAMILIES = ("extract", "extract:gleaning", "community_reports", "hirag_summaries", "hirag_reports")
 
@@ -32,10 +31,8 @@ HIRAG_CONFIG = {**CONFIG, "llm_extraction": "hirag"}
 HIRAG_FAMILIES = ("extract", "extract:gleaning", "extract:relations", "extract:relations:gleaning")
 
 
-def _measure(config: dict):
-    if not DATA.is_file():
-        pytest.skip("../shared/data/hotpotqa is not here")
-    with open(DATA, encoding="utf-8") as f:
+def _measure(config: dict, data: Path):
+    with open(data / "hotpotqa" / "corpus.jsonl", encoding="utf-8") as f:
         corpus = [json.loads(line) for _, line in zip(range(12), f, strict=False)]
     llm = TokenizedLLM(answer_at_realistic_length)
     with warnings.catch_warnings():
@@ -47,13 +44,13 @@ def _measure(config: dict):
 
 
 @pytest.fixture(scope="module")
-def measured():
-    return _measure(CONFIG)
+def measured(shared_data: Path):
+    return _measure(CONFIG, shared_data)
 
 
 @pytest.fixture(scope="module")
-def measured_hirag():
-    return _measure(HIRAG_CONFIG)
+def measured_hirag(shared_data: Path):
+    return _measure(HIRAG_CONFIG, shared_data)
 
 
 def _assert_within_25_percent(measurement, family: str, kind: str) -> None:

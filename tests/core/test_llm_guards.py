@@ -23,7 +23,6 @@ from graphstrata.testing import HashEmbedder, ScriptedLLM
 from graphstrata.testing import answer_every_prompt as toy
 from graphstrata.types import Chunk
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "hotpotqa" / "corpus.jsonl"
 CONFIG = {"min_communities": 2, "max_community_size": 6, "chunk_size": 120, "chunk_overlap": 16}
 
 # what SmolLM2 answered: the worked example's records, whatever the passage
@@ -47,11 +46,15 @@ EXAMPLE_REPORT = json.dumps(
 )
 
 
-def _docs(n: int = 8) -> list[dict]:
-    if not DATA.is_file():
-        pytest.skip(f"{DATA} is not here")
-    with open(DATA, encoding="utf-8") as f:
-        return [json.loads(line) for _, line in zip(range(n), f, strict=False)]
+@pytest.fixture(scope="module")
+def hotpot_docs(shared_data: Path):
+    """``hotpot_docs(n=8)``: the first ``n`` HotpotQA documents (``shared_data``: the root conftest)."""
+
+    def first(n: int = 8) -> list[dict]:
+        with open(shared_data / "hotpotqa" / "corpus.jsonl", encoding="utf-8") as f:
+            return [json.loads(line) for _, line in zip(range(n), f, strict=False)]
+
+    return first
 
 
 def _echo_extraction(prompt: str, system: str | None) -> str:
@@ -66,11 +69,11 @@ def _echo_reports(prompt: str, system: str | None) -> str:
     return toy(prompt, system)
 
 
-def test_an_echoing_llm_stops_the_build_with_one_error_and_persists_nothing(tmp_path):
+def test_an_echoing_llm_stops_the_build_with_one_error_and_persists_nothing(tmp_path, hotpot_docs):
     out = tmp_path / "index"
     llm = ScriptedLLM(_echo_extraction, id="echo-model")
     with pytest.raises(LLMOutputError) as err:
-        GraphStrata.build(_docs(), config=CONFIG, embedder=HashEmbedder(), persist_dir=out, llm=llm)
+        GraphStrata.build(hotpot_docs(), config=CONFIG, embedder=HashEmbedder(), persist_dir=out, llm=llm)
     msg = str(err.value)
     assert "'echo-model'" in msg and "stage 'extract'" in msg and "(100%)" in msg
     assert "copied from the prompt's example" in msg
@@ -79,9 +82,9 @@ def test_an_echoing_llm_stops_the_build_with_one_error_and_persists_nothing(tmp_
         GraphStrata.load(out, embedder=HashEmbedder())
 
 
-def test_a_failed_llm_build_leaves_the_existing_index_as_it_was(tmp_path):
+def test_a_failed_llm_build_leaves_the_existing_index_as_it_was(tmp_path, hotpot_docs):
     out = tmp_path / "index"
-    docs = _docs()
+    docs = hotpot_docs()
     good = GraphStrata.build(docs, config=CONFIG, embedder=HashEmbedder(), persist_dir=out, llm=ScriptedLLM(toy))
     before = sorted(good.kg.entities)
     with pytest.raises(LLMOutputError, match="stage 'community_reports:layer_1'"):
@@ -92,7 +95,7 @@ def test_a_failed_llm_build_leaves_the_existing_index_as_it_was(tmp_path):
     assert sorted(GraphStrata.load(out, embedder=HashEmbedder()).kg.entities) == before
 
 
-def test_the_failure_threshold_is_a_setting_and_failures_are_counted_in_stats(tmp_path):
+def test_the_failure_threshold_is_a_setting_and_failures_are_counted_in_stats(tmp_path, hotpot_docs):
     """A model echoing on some chunks: with ``llm_max_failure_share=1`` the build goes through,
     keeps none of the example's entities, and ``stats()`` shows the failures per stage; the
     same answers stop the build at a threshold below their share."""
@@ -106,7 +109,7 @@ def test_the_failure_threshold_is_a_setting_and_failures_are_counted_in_stats(tm
         return toy(prompt, system)
 
     gs = GraphStrata.build(
-        _docs(), config={**CONFIG, "llm_max_failure_share": 1.0}, embedder=HashEmbedder(),
+        hotpot_docs(), config={**CONFIG, "llm_max_failure_share": 1.0}, embedder=HashEmbedder(),
         llm=ScriptedLLM(sometimes, id="echo-model"), persist_dir=tmp_path / "i",
     )
     assert not {"mara ilves", "ilves labs", "tallinn"} & set(gs.kg.entities)
@@ -116,7 +119,7 @@ def test_the_failure_threshold_is_a_setting_and_failures_are_counted_in_stats(tm
     share = len(echoed) / stage["calls"]
     with pytest.raises(LLMOutputError, match=f"{len(echoed)} of {stage['calls']} answers"):
         GraphStrata.build(
-            _docs(), config={**CONFIG, "llm_max_failure_share": share / 2}, embedder=HashEmbedder(),
+            hotpot_docs(), config={**CONFIG, "llm_max_failure_share": share / 2}, embedder=HashEmbedder(),
             llm=ScriptedLLM(sometimes, id="echo-model"),
         )
 
@@ -168,10 +171,10 @@ def test_grounding_and_echo_helpers():
 # -- query-time fallbacks are reported in Answer ----------------------------------------------
 
 
-def test_answer_reports_the_query_steps_that_fell_back():
+def test_answer_reports_the_query_steps_that_fell_back(hotpot_docs):
     from graphstrata.llm.prompts import agrag_query, archrag_answer, lightrag_query
 
-    gs = GraphStrata.build(_docs(), config={**CONFIG, "llm_community_reports": False}, embedder=HashEmbedder(),
+    gs = GraphStrata.build(hotpot_docs(), config={**CONFIG, "llm_community_reports": False}, embedder=HashEmbedder(),
                            llm=ScriptedLLM(toy))
     query = "Which label released the debut album of F.I.R.?"
     assert gs.answer(query, method="lightrag").fallbacks == []  # every step read the model's answer
@@ -208,7 +211,7 @@ def test_an_over_window_prompt_is_never_sent():
     assert count_prompt_tokens(object(), "z" * 9) == 3  # no tokenizer: 3 characters a token, never fewer
 
 
-def test_answer_budgets_shrink_to_the_window_and_every_prompt_fits(tmp_path):
+def test_answer_budgets_shrink_to_the_window_and_every_prompt_fits(tmp_path, hotpot_docs):
     """LightRAG's default context budget (12,000 tokens) overflowed an 8k window; with the window
     known (here a setting, ``llm_context_window``) the budget is fitted and nothing over it is sent."""
     from graphstrata.llm import count_prompt_tokens
@@ -220,7 +223,7 @@ def test_answer_budgets_shrink_to_the_window_and_every_prompt_fits(tmp_path):
         sizes.append(count_prompt_tokens(object(), (system or "") + "\n\n" + prompt))
         return toy(prompt, system)
 
-    docs = _docs(30)
+    docs = hotpot_docs(30)
     gs = GraphStrata.build(docs, config={**CONFIG, "llm_community_reports": False}, embedder=HashEmbedder(),
                            llm=ScriptedLLM(toy))
     unbounded = gs.answer("Which label released the debut album of F.I.R.?", method="lightrag", k=20,
