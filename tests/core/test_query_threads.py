@@ -5,11 +5,12 @@ and torch's process-wide setting is restored however queries overlap."""
 from __future__ import annotations
 
 import threading
+import types
 
 import pytest
 
 from graphstrata import GraphStrata
-from graphstrata.models import intra_op_threads
+from graphstrata.models import embed_query, intra_op_threads
 from graphstrata.testing import HashEmbedder
 from graphstrata.testing.contract import contract_documents
 
@@ -47,6 +48,32 @@ def test_query_threads_reach_the_embedder(counted) -> None:
     for method in ("dense", "hybrid", "archrag"):
         gs.retrieve("Who built the Analytical Engine?", method=method, k=2)
     assert emb.queries and all(t == 3 for _, t in emb.queries)
+
+
+def test_threads_go_only_to_embedders_that_take_them_however_often_asked() -> None:
+    # whether embed_query takes ``threads`` is remembered per function: two embedder classes,
+    # asked in turn, each keep their own answer (a cache keyed wrongly would pass threads=
+    # to the one without the argument, TypeError, or drop them for the other)
+    class NoThreads(HashEmbedder):
+        def __init__(self) -> None:
+            super().__init__(64)
+            self.calls = 0
+
+        def embed_query(self, text: str):
+            self.calls += 1
+            return self.embed([text])[0]
+
+    with_threads, without = CountingEmbedder(), NoThreads()
+    for i in range(3):
+        for emb in (with_threads, without, CountingEmbedder(), NoThreads()):
+            v = embed_query(emb, f"query {i}", threads=2)
+            assert v.shape == (64,) and str(v.dtype) == "float32"
+    assert with_threads.queries == [(f"query {i}", 2) for i in range(3)]
+    assert without.calls == 3
+    # a plain function and a callable object as embed_query, unhashable or not weakly referenceable
+    fn = types.SimpleNamespace(embed_query=lambda text, threads=None: [float(threads or 0)] * 4)
+    assert embed_query(fn, "q", threads=5).tolist() == [5.0] * 4
+    assert embed_query(fn, "q").tolist() == [0.0] * 4
 
 
 def test_intra_op_threads_is_restored_after_overlapping_users() -> None:

@@ -90,6 +90,21 @@ def test_deterministic_and_independent_of_the_batch(fast, no_distil):
     np.testing.assert_array_equal(together, StaticEmbedder().embed(texts))  # from the cache
 
 
+def test_embed_query_is_the_batch_vector_bit_for_bit(fast, shared_data, jsonl):
+    # embed_query adds the token rows itself (no sparse matrix); a query must meet the index's
+    # chunk vectors exactly as embed() would have embedded it: repeated tokens, unknown and
+    # special tokens, nothing at all, long real passages
+    docs = [d["text"] for d in jsonl(shared_data / "hotpotqa" / "corpus.jsonl")[:150]]
+    texts = docs + ["", "   \n", "\u2603\u2603", "[CLS] [SEP] [UNK]", "the the the the", "Ünïcödé façade"]
+    for t in texts:
+        np.testing.assert_array_equal(fast.embed_query(t), fast.embed([t])[0], err_msg=t[:60])
+    a = fast.embed_query("")
+    a[:] = 0  # the caller owns the vector: the fallback for empty text is a copy
+    np.testing.assert_array_equal(fast.embed_query(""), fast.embed([""])[0])
+    with pytest.raises(TypeError, match="strings"):
+        fast.embed_query(None)
+
+
 def test_similar_texts_score_higher_than_unrelated_ones(fast):
     pairs = [
         ("The cat sat on the mat.", "A kitten was sitting on a rug.", "Quarterly tax revenue fell."),

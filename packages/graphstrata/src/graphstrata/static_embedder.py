@@ -200,8 +200,30 @@ class StaticEmbedder:
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query; float32 ``(dim,)``, L2-normalised."""
-        return self.embed([text])[0]
+        """Embed one query; float32 ``(dim,)``, L2-normalised; the same vector as
+        ``embed([text])[0]``, bit for bit.
+
+        The batch path builds a sparse count matrix (~0.3 ms of scipy overhead for one text);
+        here the few distinct tokens' rows are added in the order that product adds them
+        (ascending token id, each row times its count, accumulated in float32).
+
+        Raises:
+            TypeError: ``text`` is not a ``str``.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"texts must be strings, got {type(text).__name__}")
+        ids = np.asarray(self._tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.int64)
+        ids = ids[self._use[ids]]
+        out = np.zeros(self.dim, dtype=np.float32)
+        if len(ids):
+            uniq, counts = np.unique(ids, return_counts=True)
+            for i, c in zip(uniq.tolist(), counts.astype(np.float32).tolist(), strict=True):
+                out += np.float32(c) * self._vectors[i]
+        norm = np.linalg.norm(out[None, :], axis=1)[0]  # as the batch path computes it
+        if norm == 0:
+            return self._fallback.copy()
+        out /= norm
+        return out
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         """Character spans of MiniLM's WordPiece tokens of ``text`` (same as the default's)."""
