@@ -31,10 +31,17 @@ def shared_data() -> Path:
     return d
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """Records of a JSONL file, in order."""
+def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:
+    """Records of a JSONL file, in order: all of them, or the first ``limit`` (the rest of the
+    file is not read)."""
+    out: list[dict] = []
     with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        for line in f:
+            if limit is not None and len(out) >= limit:
+                break
+            if line.strip():
+                out.append(json.loads(line))
+    return out
 
 
 @pytest.fixture(scope="session")

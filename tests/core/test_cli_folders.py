@@ -4,7 +4,6 @@ re-embeds only the changed files, and `query -k` prints k hits. Texts: HotpotQA 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import graphstrata.api
@@ -57,15 +56,9 @@ def minimal_pdf(text: str) -> bytes:
     return bytes(out)
 
 
-def passages(shared_data: Path, n: int) -> list[dict]:
-    """The first ``n`` HotpotQA passages (``shared_data``: the fixture's folder)."""
-    with open(shared_data / "hotpotqa" / "corpus.jsonl", encoding="utf-8") as f:
-        return [json.loads(line) for _, line in zip(range(n), f, strict=False)]
-
-
 @pytest.fixture()
-def folder(tmp_path, shared_data) -> Path:
-    rows = passages(shared_data, 6)
+def folder(tmp_path, shared_data, jsonl) -> Path:
+    rows = jsonl(shared_data / "hotpotqa" / "corpus.jsonl", 6)
     d = tmp_path / "docs"
     (d / "notes").mkdir(parents=True)
     for i, r in enumerate(rows[:3]):

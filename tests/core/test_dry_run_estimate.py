@@ -9,7 +9,6 @@ both sides count with one rule. Tests the estimator's arithmetic, never answer q
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
@@ -31,9 +30,7 @@ HIRAG_CONFIG = {**CONFIG, "llm_extraction": "hirag"}
 HIRAG_FAMILIES = ("extract", "extract:gleaning", "extract:relations", "extract:relations:gleaning")
 
 
-def _measure(config: dict, data: Path):
-    with open(data / "hotpotqa" / "corpus.jsonl", encoding="utf-8") as f:
-        corpus = [json.loads(line) for _, line in zip(range(12), f, strict=False)]
+def _measure(config: dict, corpus: list[dict]):
     llm = TokenizedLLM(answer_at_realistic_length)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # records the extractor rejects are counted, not fatal
@@ -44,13 +41,13 @@ def _measure(config: dict, data: Path):
 
 
 @pytest.fixture(scope="module")
-def measured(shared_data: Path):
-    return _measure(CONFIG, shared_data)
+def measured(shared_data: Path, jsonl):
+    return _measure(CONFIG, jsonl(shared_data / "hotpotqa" / "corpus.jsonl", 12))
 
 
 @pytest.fixture(scope="module")
-def measured_hirag(shared_data: Path):
-    return _measure(HIRAG_CONFIG, shared_data)
+def measured_hirag(shared_data: Path, jsonl):
+    return _measure(HIRAG_CONFIG, jsonl(shared_data / "hotpotqa" / "corpus.jsonl", 12))
 
 
 def _assert_within_25_percent(measurement, family: str, kind: str) -> None:

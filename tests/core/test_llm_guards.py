@@ -47,14 +47,9 @@ EXAMPLE_REPORT = json.dumps(
 
 
 @pytest.fixture(scope="module")
-def hotpot_docs(shared_data: Path):
+def hotpot_docs(shared_data: Path, jsonl):
     """``hotpot_docs(n=8)``: the first ``n`` HotpotQA documents (``shared_data``: the root conftest)."""
-
-    def first(n: int = 8) -> list[dict]:
-        with open(shared_data / "hotpotqa" / "corpus.jsonl", encoding="utf-8") as f:
-            return [json.loads(line) for _, line in zip(range(n), f, strict=False)]
-
-    return first
+    return lambda n=8: jsonl(shared_data / "hotpotqa" / "corpus.jsonl", n)
 
 
 def _echo_extraction(prompt: str, system: str | None) -> str:

@@ -17,17 +17,11 @@ from graphstrata.sources import load_sources
 posix_only = pytest.mark.skipif(os.name != "posix", reason="FIFOs, devices and symlinks are POSIX here")
 
 
-def passages(shared_data: Path, n: int) -> list[dict]:
-    """The first ``n`` HotpotQA passages (``shared_data``: the fixture's folder)."""
-    with open(shared_data / "hotpotqa" / "corpus.jsonl", encoding="utf-8") as f:
-        return [json.loads(line) for _, line in zip(range(n), f, strict=False)]
-
-
 @pytest.fixture()
-def folder(tmp_path, shared_data) -> Path:
+def folder(tmp_path, shared_data, jsonl) -> Path:
     d = tmp_path / "docs"
     d.mkdir()
-    for i, r in enumerate(passages(shared_data, 2)):
+    for i, r in enumerate(jsonl(shared_data / "hotpotqa" / "corpus.jsonl", 2)):
         (d / f"p{i}.md").write_text(f"# {r['title']}\n\n{r['text']}", encoding="utf-8")
     return d
 
@@ -64,8 +58,8 @@ def test_fifo_and_devices_are_refused_without_being_opened(folder):
     assert "outside the folder" in skipped(load_sources([folder]))["zero.txt"]
 
 
-def test_oversized_files_are_refused_by_size_before_any_read(folder, monkeypatch, shared_data):
-    big = passages(shared_data, 40)
+def test_oversized_files_are_refused_by_size_before_any_read(folder, monkeypatch, shared_data, jsonl):
+    big = jsonl(shared_data / "hotpotqa" / "corpus.jsonl", 40)
     (folder / "big.txt").write_text("\n\n".join(r["text"] for r in big), encoding="utf-8")
     (folder / "big.pdf").write_bytes(b"%PDF-1.4\n" + b"0" * 5000)
     # a JSONL file is bounded per line: many short lines are read, one long line is refused

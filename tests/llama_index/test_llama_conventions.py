@@ -6,13 +6,11 @@ picklable retrievers; a hint for ``doc_ids=``. Real documents: LiHua-World chat 
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 from llama_index.core import Document, VectorStoreIndex
@@ -25,15 +23,9 @@ CONFIG = {"chunk_size": 48, "chunk_overlap": 0}  # several chunks per chat log
 QUERY = "lunch on the 8th with Wolfgang"
 
 
-def _rows(shared_data: Path, n: int) -> list[dict]:
-    """The first ``n`` LiHua-World sessions (``shared_data``: the fixture's folder)."""
-    with open(shared_data / "lihua_world" / "corpus.jsonl", encoding="utf-8") as f:
-        return [json.loads(line) for _, line in zip(range(n), f, strict=False)]
-
-
 @pytest.fixture(scope="module")
-def docs(shared_data) -> list[Document]:
-    return [Document(text=r["text"], id_=r["id"], metadata={"title": r["title"]}) for r in _rows(shared_data, 12)]
+def docs(shared_data, jsonl) -> list[Document]:
+    return [Document(text=r["text"], id_=r["id"], metadata={"title": r["title"]}) for r in jsonl(shared_data / "lihua_world" / "corpus.jsonl", 12)]
 
 
 @pytest.fixture(scope="module")
@@ -130,12 +122,12 @@ def test_doc_ids_gets_a_hint(index):
         index.as_retriever(doc_ids=["x"])
 
 
-def test_load_index_from_storage_in_a_fresh_interpreter(tmp_path, shared_data):
+def test_load_index_from_storage_in_a_fresh_interpreter(tmp_path, shared_data, jsonl):
     """A process that imports only llama_index.core: the KeyError names the package to
     import; with that import the index loads and retrieves."""
     from graphstrata import GraphStrata
 
-    rows = _rows(shared_data, 4)
+    rows = jsonl(shared_data / "lihua_world" / "corpus.jsonl", 4)
     engine = GraphStrata.build([{"id": r["id"], "text": r["text"]} for r in rows])  # offline MiniLM
     index = GraphStrataIndex.from_engine(engine)
     index.storage_context.persist(str(tmp_path / "p"))
