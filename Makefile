@@ -83,7 +83,7 @@ $(VENV)/.docs: $(VENV)/.deps requirements/docs.txt requirements/constraints.txt
 	touch $@
 
 docs: $(VENV)/.docs
-	$(BIN)/mkdocs build --strict --site-dir build/site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
 clean:
 	rm -rf $(VENV) native/build build demo_index .pytest_cache
