@@ -4,6 +4,7 @@
 #   make bench  benchmarks (slow; not part of make test)
 #   make wheels every wheel into dist/: the native one compiled and repaired (auditwheel), the pure ones
 #   make test-llm  the LLM path on a real local model (SmolLM2-135M on CPU; slow; CI runs it)
+#   make docs   the documentation site (MkDocs, warnings are errors) into build/site
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -72,6 +73,17 @@ bench: install
 lint: install
 	$(PIP) install -q ruff
 	$(BIN)/ruff check packages tests integration_tests bench cookbook tools
+
+# The site: mkdocs.yml, pages under docs/, the API reference rendered from the docstrings by
+# mkdocstrings (static analysis by griffe: nothing is imported). --strict makes every warning
+# (a broken link, a docstring griffe cannot parse) an error. Output: build/site.
+.PHONY: docs
+$(VENV)/.docs: $(VENV)/.deps requirements/docs.txt requirements/constraints.txt
+	$(PIP) install -q $(CONSTRAINTS) -r requirements/docs.txt
+	touch $@
+
+docs: $(VENV)/.docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
 clean:
 	rm -rf $(VENV) native/build build demo_index .pytest_cache
