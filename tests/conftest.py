@@ -5,7 +5,8 @@ embedding model (the packaged MiniLM or the ``fast`` static embedder distilled f
 than a decorator on each of a few hundred tests, this hook marks a test when it requests (directly
 or through another fixture) one of :data:`SLOW_FIXTURES`, or lives in one of
 :data:`SLOW_MODULES`, whose tests load a model without a fixture that says so. A new fixture of
-that kind belongs in one of these lists.
+that kind belongs in one of these lists. A single test that loads a model itself (e.g. a
+LangChain ``from_documents`` without ``embeddings``) carries ``@pytest.mark.slow`` instead.
 
 ``make test`` runs every test, slow ones included; ``make test-quick`` runs ``-m "not slow"``.
 """

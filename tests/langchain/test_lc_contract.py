@@ -330,6 +330,7 @@ def _versions(path: Path) -> tuple[str, list[str]]:
     return (path / "CURRENT").read_text(), sorted(p.name for p in path.iterdir())
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_add_documents_and_delete_persist(tmp_path: Path) -> None:
     path = tmp_path / "idx"
     r = GraphStrataRetriever.from_documents(SMALL, method="bm25", k=1, persist_dir=path)
@@ -352,6 +353,7 @@ def test_add_documents_and_delete_persist(tmp_path: Path) -> None:
         "ada", "babbage", "turing"}
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_add_documents_ids(tmp_path: Path) -> None:
     r = GraphStrataRetriever.from_documents(SMALL, method="bm25", k=1)
     # Document.id, then the text hash (what from_documents gives), so re-adding is idempotent
@@ -375,6 +377,7 @@ def test_add_documents_ids(tmp_path: Path) -> None:
         r.delete(list(r.graphstrata.documents))
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_failed_write_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from graphstrata import store
 
@@ -399,6 +402,7 @@ def test_failed_write_changes_nothing(tmp_path: Path, monkeypatch: pytest.Monkey
     assert set(GraphStrataRetriever(index_dir=path, k=1).graphstrata.documents) == set(before_docs)
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 async def test_async_lifecycle(tmp_path: Path) -> None:
     r = GraphStrataRetriever.from_documents(SMALL, method="bm25", k=1, persist_dir=tmp_path / "i")
     assert await r.aadd_documents([HOPPER], ids=["hopper"]) == ["hopper"]
@@ -418,6 +422,7 @@ def test_load_error_names_embeddings(tmp_path: Path) -> None:
     assert GraphStrataRetriever(index_dir=path, embeddings=emb, method="dense").invoke("Ada")
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_persisted_manifest_is_untouched_by_a_refused_call(tmp_path: Path) -> None:
     path = tmp_path / "idx"
     r = GraphStrataRetriever.from_documents(SMALL, method="bm25", k=1, persist_dir=path)
@@ -429,6 +434,7 @@ def test_persisted_manifest_is_untouched_by_a_refused_call(tmp_path: Path) -> No
     assert json.loads(manifest.read_text())["embedder"]
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_concurrent_queries_during_add(tmp_path: Path) -> None:
     r = GraphStrataRetriever.from_documents(SMALL, method="bm25", k=2)
 
