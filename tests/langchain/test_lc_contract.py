@@ -45,13 +45,6 @@ def topic_gs(lc_corpus: list[tuple[str, str, str]]) -> Any:
 # --------------------------------------------------------------------------- 1. k and context
 
 
-def test_k_is_at_most_k_chunks_for_every_method(lc_gs: Any) -> None:
-    for method in lc_gs.methods:
-        docs = GraphStrataRetriever(index=lc_gs, method=method, k=3).invoke(QUERY)
-        assert 0 < len(docs) <= 3, method
-        assert {d.metadata["kind"] for d in docs} == {"chunk"}, method
-
-
 def test_context_is_opt_in_with_its_own_cap(lc_gs: Any) -> None:
     for method in ("archrag", "lightrag", "hirag", "agrag"):
         if method not in lc_gs.methods:
@@ -178,21 +171,6 @@ def test_search_kwargs_k(lc_gs: Any) -> None:
         GraphStrataRetriever(index=lc_gs, k=3, search_kwargs={"k": 2})
     with pytest.raises(ValueError, match=r"search_kwargs\['k'\] must be a positive int"):
         GraphStrataRetriever(index=lc_gs, search_kwargs={"k": 0})
-
-
-def test_filter_is_applied_before_k_is_cut(topic_gs: Any) -> None:
-    # The query is about computing; the filter allows only mountain documents, none of which
-    # is in the unfiltered top k. A post-filter would return nothing; we get k mountain chunks.
-    unfiltered = GraphStrataRetriever(index=topic_gs, method="dense", k=3).invoke(QUERY)
-    assert not {d.metadata["document_id"] for d in unfiltered} & TOPICS["mountains"]
-    for method in topic_gs.methods:
-        r = GraphStrataRetriever(
-            index=topic_gs, method=method,
-            search_kwargs={"k": 3, "filter": {"topic": "mountains"}},
-        )
-        docs = r.invoke(QUERY)
-        assert len(docs) == 3, method
-        assert {d.metadata["document_id"] for d in docs} <= TOPICS["mountains"], method
 
 
 def test_filter_operators_and_per_call_filter(topic_gs: Any) -> None:
