@@ -1,6 +1,7 @@
 # graphstrata — the README's commands. Everything installs into .venv from the package registries.
 #   make demo   create/update .venv, index the sample corpus, answer example queries (CLI, LlamaIndex, LangChain)
 #   make test   create/update .venv, run tests/ and integration_tests/
+#   make test-quick  tests/ without the slow tests (no real corpora, no real models)
 #   make bench  benchmarks (slow; not part of make test)
 #   make wheels every wheel into dist/: the native one compiled and repaired (auditwheel), the pure ones
 #   make test-llm  the LLM path on a real local model (SmolLM2-135M on CPU; slow; CI runs it)
@@ -20,7 +21,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast bench lint clean wheels
+.PHONY: install demo test test-fast test-quick bench lint clean wheels
 
 install: $(VENV)/.deps $(VENV)/.native $(VENV)/.packages
 
@@ -54,6 +55,11 @@ test: install
 
 test-fast: install
 	$(BIN)/python -m pytest tests -x -q
+
+# tests/ without the slow ones (real corpora of ../shared/data, real embedding models: the marker
+# tests/conftest.py adds); make test still runs everything
+test-quick: install
+	$(BIN)/python -m pytest tests -q -m "not slow"
 
 bench: install
 	$(PIP) install -q -r requirements/bench.txt

@@ -1,4 +1,4 @@
-"""Issue 29: AGRAG keeps what the LLM said. A triple ``X PRED Y`` reaches the fact filter and
+"""AGRAG keeps what the LLM said (issue 29). A triple ``X PRED Y`` reaches the fact filter and
 the answer prompt with its predicate (not ``co-occurs with``), and parallel facts between one
 pair of entities stay distinct (``methods/agrag.py`` ``fact_triples``)."""
 

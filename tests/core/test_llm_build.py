@@ -293,7 +293,7 @@ def test_cli_index_with_llm_prints_costs_and_dry_run_spends_nothing(tmp_path, mo
 
 
 def test_llm_insert_extracts_only_new_chunks_and_delete_removes_their_graph(tmp_path):
-    """Issue 16 on the LLM path: an insert pays extraction calls for the new chunks only (the
+    """On the LLM path (issue 16), an insert pays extraction calls for the new chunks only (the
     response cache answers the rest), reports only for touched communities, and a delete
     leaves nothing the deleted document alone supported."""
     docs = _docs(12)

@@ -1,4 +1,4 @@
-"""Issue 30 finding 6: ``--llm`` imports, factories that exit or return nothing, a locked cache.
+"""``--llm`` imports, factories that exit or return nothing, a locked cache (issue 30 finding 6).
 
 Before the fix ``--llm MODULE:FACTORY`` put the working directory first on ``sys.path`` (a
 stray ``sklearn.py`` there ran during indexing), ``--llm sys:exit`` exited 0 writing and

@@ -1,4 +1,4 @@
-"""Issue 30 finding 4: folders cannot pull in files from elsewhere, hang or exhaust memory.
+"""Folders cannot pull in files from elsewhere, hang or exhaust memory (issue 30 finding 4).
 
 Before the fix folder loading followed symlinks out of the folder, read a whole file before
 checking it (a 2 GB file took 15–57 s and 2–4 GB of memory to reject, ``/dev/zero`` ran until

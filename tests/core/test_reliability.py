@@ -1,4 +1,4 @@
-"""Issue 15 findings 3–7 and 9: hostile input, failed writes, trusted manifests, leftovers.
+"""Hostile input, failed writes, trusted manifests, leftovers (issue 15 findings 3–7 and 9).
 
 Concurrency, multi-process loading and SIGKILL crash points run on real data in
 integration_tests/core/test_core_reliability.py.

@@ -45,13 +45,6 @@ def topic_gs(lc_corpus: list[tuple[str, str, str]]) -> Any:
 # --------------------------------------------------------------------------- 1. k and context
 
 
-def test_k_is_at_most_k_chunks_for_every_method(lc_gs: Any) -> None:
-    for method in lc_gs.methods:
-        docs = GraphStrataRetriever(index=lc_gs, method=method, k=3).invoke(QUERY)
-        assert 0 < len(docs) <= 3, method
-        assert {d.metadata["kind"] for d in docs} == {"chunk"}, method
-
-
 def test_context_is_opt_in_with_its_own_cap(lc_gs: Any) -> None:
     for method in ("archrag", "lightrag", "hirag", "agrag"):
         if method not in lc_gs.methods:
@@ -178,21 +171,6 @@ def test_search_kwargs_k(lc_gs: Any) -> None:
         GraphStrataRetriever(index=lc_gs, k=3, search_kwargs={"k": 2})
     with pytest.raises(ValueError, match=r"search_kwargs\['k'\] must be a positive int"):
         GraphStrataRetriever(index=lc_gs, search_kwargs={"k": 0})
-
-
-def test_filter_is_applied_before_k_is_cut(topic_gs: Any) -> None:
-    # The query is about computing; the filter allows only mountain documents, none of which
-    # is in the unfiltered top k. A post-filter would return nothing; we get k mountain chunks.
-    unfiltered = GraphStrataRetriever(index=topic_gs, method="dense", k=3).invoke(QUERY)
-    assert not {d.metadata["document_id"] for d in unfiltered} & TOPICS["mountains"]
-    for method in topic_gs.methods:
-        r = GraphStrataRetriever(
-            index=topic_gs, method=method,
-            search_kwargs={"k": 3, "filter": {"topic": "mountains"}},
-        )
-        docs = r.invoke(QUERY)
-        assert len(docs) == 3, method
-        assert {d.metadata["document_id"] for d in docs} <= TOPICS["mountains"], method
 
 
 def test_filter_operators_and_per_call_filter(topic_gs: Any) -> None:
@@ -330,6 +308,7 @@ def _versions(path: Path) -> tuple[str, list[str]]:
     return (path / "CURRENT").read_text(), sorted(p.name for p in path.iterdir())
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_add_documents_and_delete_persist(tmp_path: Path) -> None:
     path = tmp_path / "idx"
     r = GraphStrataRetriever.from_documents(SMALL, method="bm25", k=1, persist_dir=path)
@@ -352,6 +331,7 @@ def test_add_documents_and_delete_persist(tmp_path: Path) -> None:
         "ada", "babbage", "turing"}
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_add_documents_ids(tmp_path: Path) -> None:
     r = GraphStrataRetriever.from_documents(SMALL, method="bm25", k=1)
     # Document.id, then the text hash (what from_documents gives), so re-adding is idempotent
@@ -375,6 +355,7 @@ def test_add_documents_ids(tmp_path: Path) -> None:
         r.delete(list(r.graphstrata.documents))
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_failed_write_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from graphstrata import store
 
@@ -399,6 +380,7 @@ def test_failed_write_changes_nothing(tmp_path: Path, monkeypatch: pytest.Monkey
     assert set(GraphStrataRetriever(index_dir=path, k=1).graphstrata.documents) == set(before_docs)
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 async def test_async_lifecycle(tmp_path: Path) -> None:
     r = GraphStrataRetriever.from_documents(SMALL, method="bm25", k=1, persist_dir=tmp_path / "i")
     assert await r.aadd_documents([HOPPER], ids=["hopper"]) == ["hopper"]
@@ -418,6 +400,7 @@ def test_load_error_names_embeddings(tmp_path: Path) -> None:
     assert GraphStrataRetriever(index_dir=path, embeddings=emb, method="dense").invoke("Ada")
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_persisted_manifest_is_untouched_by_a_refused_call(tmp_path: Path) -> None:
     path = tmp_path / "idx"
     r = GraphStrataRetriever.from_documents(SMALL, method="bm25", k=1, persist_dir=path)
@@ -429,6 +412,7 @@ def test_persisted_manifest_is_untouched_by_a_refused_call(tmp_path: Path) -> No
     assert json.loads(manifest.read_text())["embedder"]
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_concurrent_queries_during_add(tmp_path: Path) -> None:
     r = GraphStrataRetriever.from_documents(SMALL, method="bm25", k=2)
 

@@ -43,6 +43,7 @@ def test_multi_query_retriever_returns_each_chunk_once(lc_gs: Any) -> None:
     assert all(0.0 <= d.metadata["score"] <= 1.0 for d in scored)
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_an_index_can_start_empty(tmp_path: Any) -> None:
     retriever = GraphStrataRetriever.from_documents([], method="bm25", k=2, persist_dir=tmp_path / "ix")
     assert retriever.invoke("Analytical Engine") == []
@@ -64,6 +65,7 @@ def test_retriever_pickles_and_answers_the_same(lc_index_dir: Any) -> None:
     assert copy.invoke(VARIANTS[0]) == retriever.invoke(VARIANTS[0])
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_an_unpersisted_index_refuses_to_pickle_with_the_fix(lc_documents: list[Document]) -> None:
     retriever = GraphStrataRetriever.from_documents(lc_documents[:3])
     with pytest.raises(TypeError, match="persist"):

@@ -377,8 +377,8 @@ def test_transformer_refuses_llm_and_extractor_together():
 
 
 def test_cache_key_follows_the_chat_model_settings():
-    """Issue 29: ``ChatModelLLM`` reports the chat model's generation settings (max tokens,
-    temperature) for the response cache key."""
+    """``ChatModelLLM`` reports the chat model's generation settings (max tokens, temperature)
+    for the response cache key (issue 29)."""
     from graphstrata.llm import LLMClient, ResponseCache
 
     class Settled(FakeListChatModel):
@@ -394,8 +394,8 @@ def test_cache_key_follows_the_chat_model_settings():
 
 
 def test_the_context_window_comes_from_the_chat_model_profile():
-    """Issue 29: the window is the LangChain model's profile ``max_input_tokens`` (or the
-    adapter's setting); budgets are fitted to it."""
+    """The window is the LangChain model's profile ``max_input_tokens`` (or the adapter's
+    setting); budgets are fitted to it (issue 29)."""
     from graphstrata.llm import LLMClient
 
     model = FakeListChatModel(responses=["a"], profile={"max_input_tokens": 1234})
@@ -531,7 +531,7 @@ def _sample_documents(n: int) -> list[Document]:
 
 
 def test_an_llm_index_persisted_later_keeps_its_cache_and_an_insert_pays_for_its_chunks(embeddings, tmp_path):
-    """Issue 29 on the LangChain side: an index built with a chat model and no persist_dir
+    """On the LangChain side (issue 29), an index built with a chat model and no persist_dir
     writes its response cache beside the index when persisted; loaded with that cache
     deleted, ``add_documents`` costs extraction calls for the new document's chunks only
     (the per-chunk LLM answers are persisted with the index)."""

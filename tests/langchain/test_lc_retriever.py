@@ -278,6 +278,7 @@ def test_empty_query_raises(lc_gs: Any) -> None:
 # --------------------------------------------------------------------------- from_documents
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_from_documents_uses_document_ids(lc_documents: list[Document]) -> None:
     docs = lc_documents[:6]
     r = GraphStrataRetriever.from_documents(docs, method="bm25", k=2)
@@ -287,6 +288,7 @@ def test_from_documents_uses_document_ids(lc_documents: list[Document]) -> None:
     assert hits[0].metadata["topic_id"] == "T-enigma"  # user metadata survives the round trip
 
 
+@pytest.mark.slow  # from_documents without embeddings: the default MiniLM
 def test_from_documents_id_key_and_generated_ids(lc_documents: list[Document]) -> None:
     docs = lc_documents[:4]
     r = GraphStrataRetriever.from_documents(docs, id_key="topic_id", method="dense", k=1)

@@ -1,4 +1,4 @@
-"""Issue 30: several LangChain workers writing one persisted index directory.
+"""Several LangChain workers writing one persisted index directory (issue 30).
 
 Each worker holds its own retriever over the directory. A write merges what the other workers
 wrote since (the core's write lock and reload); ``delete`` first reads the directory's current

@@ -456,8 +456,8 @@ def test_kg_extractor_async_with_llm():
 
 
 def test_cache_key_follows_the_llama_index_llm_max_tokens():
-    """Issue 29: ``LlamaIndexLLM`` reports the model's token limit, so one shared response
-    cache never hands a 128-token answer to the same model limited to 64."""
+    """``LlamaIndexLLM`` reports the model's token limit, so one shared response cache never
+    hands a 128-token answer to the same model limited to 64 (issue 29)."""
     from graphstrata.llm import LLMClient, ResponseCache
 
     cache = ResponseCache()
@@ -472,8 +472,8 @@ def test_cache_key_follows_the_llama_index_llm_max_tokens():
 
 
 def test_the_context_window_comes_from_the_llama_index_metadata():
-    """Issue 29: the window is ``LLM.metadata.context_window`` (or the adapter's setting), and
-    the client refuses a prompt over it without calling the model."""
+    """The window is ``LLM.metadata.context_window`` (or the adapter's setting), and the client
+    refuses a prompt over it without calling the model (issue 29)."""
     from graphstrata.llm import LLMClient, PromptTooLongError
 
     class Small(MockLLM):
@@ -610,7 +610,7 @@ def _sample_documents(n: int) -> list[Document]:
 
 
 def test_an_llm_index_loaded_without_its_cache_pays_only_for_an_inserted_documents_chunks(hash_embedding, tmp_path):
-    """Issue 29's must-show: a LlamaIndex-built LLM index persists its per-chunk LLM answers
+    """A LlamaIndex-built LLM index (issue 29's must-show) persists its per-chunk LLM answers
     (and its response cache, beside the engine); loaded with the cache deleted, inserting a
     document costs extraction calls for that document's chunks only."""
     from graphstrata.llm import CACHE_FILE

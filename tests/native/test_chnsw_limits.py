@@ -1,4 +1,4 @@
-"""Issue 30 finding 1: the native index under thread and address-space limits, and NUL paths.
+"""The native index under thread and address-space limits, and NUL paths (issue 30 finding 1).
 
 Before the fix ``GRAPHSTRATA_NUM_THREADS=512`` under ``prlimit --as=3221225472`` killed the
 process with SIGABRT (``std::terminate``: a ``std::thread`` that could not start, while others

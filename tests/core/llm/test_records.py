@@ -24,7 +24,7 @@ from graphstrata.testing import HashEmbedder, ScriptedLLM
 from graphstrata.testing import answer_every_prompt as toy
 from graphstrata.types import Chunk
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "cookbook" / "sample_corpus" / "wiki_sample.jsonl"
 CONFIG = {"min_communities": 2, "max_community_size": 6, "chunk_size": 120, "chunk_overlap": 16}
 

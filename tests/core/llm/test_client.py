@@ -269,8 +269,8 @@ def test_field_coercion():
 
 
 def test_cache_distinguishes_max_token_settings():
-    """Issue 29: an answer generated under a 128-token limit is not reused by a 64-token model
-    (same id, same prompt), while the same settings share one entry."""
+    """An answer generated under a 128-token limit is not reused by a 64-token model (same id,
+    same prompt), while the same settings share one entry (issue 29)."""
     calls: list[str] = []
     cache = ResponseCache()
     long = LLMClient(CallableLLM(lambda p: calls.append("128") or "a long answer", id="m", settings={"max_tokens": 128}), cache)

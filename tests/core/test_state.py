@@ -136,7 +136,7 @@ def _shares_native_memory(arr: np.ndarray) -> bool:
 
 
 def test_built_and_loaded_vectors_are_the_indexes_own_memory(gs, embedder):
-    """Issue 33: a state holds each vector once — its ``vectors`` are views of the C-HNSW's own
+    """A state holds each vector once (issue 33) — its ``vectors`` are views of the C-HNSW's own
     buffers, bit for bit what the index stores, not a second copy."""
     loaded = GraphStrata.load(gs.persist_dir, embedder=embedder).state
     for state in (gs.state, loaded):

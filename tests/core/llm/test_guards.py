@@ -1,4 +1,4 @@
-"""Issue 29: the LLM build keeps only what the model read in the text.
+"""The LLM build keeps only what the model read in the text (issue 29).
 
 Scripted models stand in for the failure modes SmolLM2-135M showed on this machine: answers
 copying the extraction prompt's worked example, reports copying the example report, names

@@ -19,7 +19,7 @@ from graphstrata.methods import explain as ex
 from graphstrata.models import embed_query
 from graphstrata.testing import HashEmbedder
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "cookbook" / "sample_corpus"
 K = 5
 

@@ -1,4 +1,4 @@
-"""Issue 29, "Keep what the LLM says": an LLM build embeds the model's descriptions.
+"""An LLM build embeds the model's descriptions (issue 29, "Keep what the LLM says").
 
 Entity vectors embed name + description (LightRAG §3.1), relation vectors keywords + endpoint
 names + description (LightRAG §3.1), AGRAG's facts their triple text (AGRAG §III-C); they

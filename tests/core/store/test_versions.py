@@ -1,5 +1,6 @@
-"""Issue 30 findings 2 and 3 in the store: superseded versions go at once unless a reader is
-loading them (then the last reader removes them); writers of one directory merge, never drop."""
+"""Versions in the store: superseded versions go at once unless a reader is loading them (then
+the last reader removes them); writers of one directory merge, never drop (issue 30 findings 2
+and 3)."""
 
 from __future__ import annotations
 
