@@ -473,17 +473,12 @@ class LLMClient:
         loop = _caller_loop()
         if loop is not None and has_async_api(self.llm):
             return asyncio.run_coroutine_threadsafe(self.arequest(req, stage), loop).result()
-        retrying = Retrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=self._wait,
-            retry=retry_if_exception(is_transient),
-            reraise=True,
-        )
+        retrying = Retrying(**self._retry_policy())
         try:
             with self._sem:
                 out = retrying(self.llm.complete, req.prompt, system=req.system, json_mode=req.json_mode)
         except Exception as exc:
-            raise LLMError(f"LLM call failed in stage {stage!r} ({self.llm.id}): {type(exc).__name__}: {exc}") from exc
+            raise self._failed(stage, exc) from exc
         return self._received(out, req, key, stage)
 
     async def arequest(self, req: LLMRequest, stage: str = "llm") -> LLMResponse:
@@ -499,18 +494,27 @@ class LLMClient:
         if hit is not None:
             return hit
         self.check_fits(req, stage)
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=self._wait,
-            retry=retry_if_exception(is_transient),
-            reraise=True,
-        )
+        retrying = AsyncRetrying(**self._retry_policy())
         try:
             async with self._loop_semaphore():
                 out = await retrying(self.llm.acomplete, req.prompt, system=req.system, json_mode=req.json_mode)
         except Exception as exc:
-            raise LLMError(f"LLM call failed in stage {stage!r} ({self.llm.id}): {type(exc).__name__}: {exc}") from exc
+            raise self._failed(stage, exc) from exc
         return self._received(out, req, key, stage)
+
+    def _retry_policy(self) -> dict[str, Any]:
+        """tenacity's retry settings of a call: ``attempts`` tries, this client's wait,
+        transient errors only (:func:`is_transient`), the last error re-raised."""
+        return {
+            "stop": stop_after_attempt(self.attempts),
+            "wait": self._wait,
+            "retry": retry_if_exception(is_transient),
+            "reraise": True,
+        }
+
+    def _failed(self, stage: str, exc: BaseException) -> LLMError:
+        """The :class:`LLMError` of a call that failed after its retries."""
+        return LLMError(f"LLM call failed in stage {stage!r} ({self.llm.id}): {type(exc).__name__}: {exc}")
 
     def stream_request(self, req: LLMRequest, stage: str = "llm") -> Iterator[str]:
         """:meth:`request` with the output given as it is written: an iterator of its text
@@ -546,12 +550,7 @@ class LLMClient:
                 yield text
             return
         out = _StreamedOutput(self, req, key, stage)
-        retrying = Retrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=self._wait,
-            retry=retry_if_exception(is_transient),
-            reraise=True,
-        )
+        retrying = Retrying(**self._retry_policy())
         with self._sem:
             try:
                 for attempt in retrying:
@@ -601,12 +600,7 @@ class LLMClient:
                 yield response.text
             return
         out = _StreamedOutput(self, req, key, stage)
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=self._wait,
-            retry=retry_if_exception(is_transient),
-            reraise=True,
-        )
+        retrying = AsyncRetrying(**self._retry_policy())
         async with self._loop_semaphore():
             try:
                 async for attempt in retrying:
@@ -774,9 +768,7 @@ class _StreamedOutput:
     def error(self, exc: Exception) -> LLMError:
         if isinstance(exc, LLMError):
             return exc
-        return LLMError(
-            f"LLM call failed in stage {self.stage!r} ({self.client.llm.id}): {type(exc).__name__}: {exc}"
-        )
+        return self.client._failed(self.stage, exc)
 
     def close(self) -> None:
         """Count the call (and cache it when the stream reached its end); once."""
