@@ -465,11 +465,9 @@ class LLMClient:
         In a worker thread started by :func:`run_in_worker_thread`, a cache miss of an LLM
         with an async API is awaited on the caller's event loop (:meth:`arequest`); otherwise
         the call is synchronous, in this thread."""
-        key = self.key(req)
-        hit = self._cached(key, stage)
+        key, hit = self._lookup(req, stage)
         if hit is not None:
             return hit
-        self.check_fits(req, stage)
         loop = _caller_loop()
         if loop is not None and has_async_api(self.llm):
             return asyncio.run_coroutine_threadsafe(self.arequest(req, stage), loop).result()
@@ -489,11 +487,9 @@ class LLMClient:
         Raises:
             LLMError: as :meth:`complete`.
         """
-        key = self.key(req)
-        hit = self._cached(key, stage)
+        key, hit = self._lookup(req, stage)
         if hit is not None:
             return hit
-        self.check_fits(req, stage)
         retrying = AsyncRetrying(**self._retry_policy())
         try:
             async with self._loop_semaphore():
@@ -501,6 +497,19 @@ class LLMClient:
         except Exception as exc:
             raise self._failed(stage, exc) from exc
         return self._received(out, req, key, stage)
+
+    def _lookup(self, req: LLMRequest, stage: str) -> tuple[str, LLMResponse | None]:
+        """``(cache key, cached response)`` of ``req``; on a miss (``None``) the prompt has
+        been checked to fit the window.
+
+        Raises:
+            PromptTooLongError: a miss whose prompt does not fit (nothing is sent).
+        """
+        key = self.key(req)
+        hit = self._cached(key, stage)
+        if hit is None:
+            self.check_fits(req, stage)
+        return key, hit
 
     def _retry_policy(self) -> dict[str, Any]:
         """tenacity's retry settings of a call: ``attempts`` tries, this client's wait,
@@ -536,13 +545,11 @@ class LLMClient:
                 something other than ``str`` / :class:`Usage`.
             PromptTooLongError: the prompt does not fit the window (nothing is sent).
         """
-        key = self.key(req)
-        hit = self._cached(key, stage)
+        key, hit = self._lookup(req, stage)
         if hit is not None:
             if hit.text:
                 yield hit.text
             return
-        self.check_fits(req, stage)
         stream = getattr(self.llm, "stream", None)
         if not callable(stream):
             text = self.request(req, stage).text
@@ -578,13 +585,11 @@ class LLMClient:
         Raises:
             LLMError, PromptTooLongError: as :meth:`stream_request`.
         """
-        key = self.key(req)
-        hit = self._cached(key, stage)
+        key, hit = self._lookup(req, stage)
         if hit is not None:
             if hit.text:
                 yield hit.text
             return
-        self.check_fits(req, stage)
         native = has_async_api(self.llm)
         astream = getattr(self.llm, "astream", None)
         stream = getattr(self.llm, "stream", None)
