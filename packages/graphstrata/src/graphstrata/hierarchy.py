@@ -387,39 +387,12 @@ def attributed_communities(
         n = len(cur_vectors)
         if n < config.min_communities:
             break
-        level_neighbours, level_search = neighbours if level == 1 else None, None
-        if index is not None and n > EXACT_KNN_MAX:
-            layer = level - 1  # the index layer holding this level's nodes (0: entities)
-            if level_neighbours is None:
-                level_neighbours = partial(index.knn, layer=layer)
-            level_search = partial(_search_layer, index, layer)
-        aug_edges, weights = knn_augment(cur_vectors, cur_edges, config, level_neighbours)
-        clusters = leiden_clusters(n, aug_edges, weights, cur_vectors, config, search=level_search)
-        del aug_edges, weights
-        release_free_memory()  # the edge list and Leiden's own graph, freed: handed back
+        clusters = _level_clusters(level, cur_vectors, cur_edges, config, neighbours, index)
         if len(clusters) < config.min_communities or len(clusters) >= n:
             break
         texts = summarise(level, clusters)
-        if embed is not None:
-            comm_vectors = embed([f"{t}\n{s}" for t, s in texts])
-        else:
-            comm_vectors = np.vstack([cur_vectors[m].mean(axis=0) for m in clusters])
-            comm_vectors /= np.maximum(np.linalg.norm(comm_vectors, axis=1, keepdims=True), 1e-12)
-        communities = []
-        next_entities = []
-        for ci, (members, (title, summary)) in enumerate(zip(clusters, texts, strict=True)):
-            ents = sorted({e for m in members for e in cur_entities[m]})
-            next_entities.append(ents)
-            communities.append(
-                Community(
-                    id=f"L{level}C{ci}",
-                    layer=level,
-                    members=[str(m) for m in members],
-                    entity_ids=[str(e) for e in ents],
-                    title=title,
-                    summary=summary,
-                )
-            )
+        comm_vectors = _community_vectors(texts, clusters, cur_vectors, embed)
+        communities, cur_entities = _level_communities(level, clusters, texts, cur_entities)
         layers.append(communities)
         layer_vectors.append(comm_vectors)
         if index is not None:
@@ -429,18 +402,80 @@ def attributed_communities(
                 index.add_layers([comm_vectors])
         if progress:
             progress(f"layer {level}: {len(communities)} communities from {n} nodes")
-        # next level graph: communities linked when their members are linked (spec A2)
-        label = np.empty(n, dtype=np.int64)
-        for ci, members in enumerate(clusters):
-            label[members] = ci
-        if len(cur_edges):
-            a, b = label[cur_edges[:, 0]], label[cur_edges[:, 1]]
-            keep = a != b
-            pairs = np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1)
-            cur_edges = _dedupe_edges(pairs)
+        cur_edges = _coarsened_edges(cur_edges, clusters, n)
         cur_vectors = comm_vectors
-        cur_entities = next_entities
     return layers, layer_vectors
+
+
+def _level_clusters(
+    level: int, vectors: np.ndarray, edges: np.ndarray, config: HierarchyConfig,
+    neighbours: Neighbours | None, index: Any,
+) -> list[list[int]]:
+    """One level's clusters (lists of node rows): k-NN-augmented weighted Leiden over its
+    nodes; a level over :data:`EXACT_KNN_MAX` nodes reads its k-NN and nearest neighbours from
+    ``index``'s layer ``level - 1``, level 1 its k-NN from ``neighbours`` when given."""
+    n = len(vectors)
+    level_neighbours, level_search = neighbours if level == 1 else None, None
+    if index is not None and n > EXACT_KNN_MAX:
+        layer = level - 1  # the index layer holding this level's nodes (0: entities)
+        if level_neighbours is None:
+            level_neighbours = partial(index.knn, layer=layer)
+        level_search = partial(_search_layer, index, layer)
+    aug_edges, weights = knn_augment(vectors, edges, config, level_neighbours)
+    clusters = leiden_clusters(n, aug_edges, weights, vectors, config, search=level_search)
+    del aug_edges, weights
+    release_free_memory()  # the edge list and Leiden's own graph, freed: handed back
+    return clusters
+
+
+def _community_vectors(
+    texts: Sequence[tuple[str, str]], clusters: Sequence[Sequence[int]], vectors: np.ndarray,
+    embed: EmbedFn | None,
+) -> np.ndarray:
+    """Float32 ``(len(clusters), dim)`` vectors of a level's communities: ``title + "\n" +
+    summary`` embedded, or (``embed`` ``None``) the normalised mean of the members' vectors."""
+    if embed is not None:
+        return embed([f"{t}\n{s}" for t, s in texts])
+    comm_vectors = np.vstack([vectors[m].mean(axis=0) for m in clusters])
+    comm_vectors /= np.maximum(np.linalg.norm(comm_vectors, axis=1, keepdims=True), 1e-12)
+    return comm_vectors
+
+
+def _level_communities(
+    level: int, clusters: Sequence[Sequence[int]], texts: Sequence[tuple[str, str]],
+    entities_below: Sequence[Sequence[int]],
+) -> tuple[list[Community], list[list[int]]]:
+    """The communities of ``level`` (members as row indices of the level below) and the
+    entity rows under each."""
+    communities = []
+    next_entities = []
+    for ci, (members, (title, summary)) in enumerate(zip(clusters, texts, strict=True)):
+        ents = sorted({e for m in members for e in entities_below[m]})
+        next_entities.append(ents)
+        communities.append(
+            Community(
+                id=f"L{level}C{ci}",
+                layer=level,
+                members=[str(m) for m in members],
+                entity_ids=[str(e) for e in ents],
+                title=title,
+                summary=summary,
+            )
+        )
+    return communities, next_entities
+
+
+def _coarsened_edges(edges: np.ndarray, clusters: Sequence[Sequence[int]], n: int) -> np.ndarray:
+    """The next level's graph: communities linked when their members are linked (spec A2)."""
+    label = np.empty(n, dtype=np.int64)
+    for ci, members in enumerate(clusters):
+        label[members] = ci
+    if not len(edges):
+        return edges
+    a, b = label[edges[:, 0]], label[edges[:, 1]]
+    keep = a != b
+    pairs = np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1)
+    return _dedupe_edges(pairs)
 
 
 def _search_layer(index: Any, layer: int, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -118,38 +118,53 @@ class AnswerStream:
         self.result: GeneratedAnswer | None = step if isinstance(step, GeneratedAnswer) else None
 
     def __iter__(self) -> Iterator[str]:
-        step = self.step
-        if isinstance(step, GeneratedAnswer):
-            if step.text:
-                yield step.text
+        relay = _Relay(self.step)
+        if relay.done:
+            yield from relay.pieces()
             return
-        reader, output = step.reader(), []
-        for delta in self.client.stream_request(step.request, step.stage):
-            output.append(delta)
-            shown = reader.feed(delta)
-            if shown:
-                yield shown
-        rest = reader.end()
-        if rest:
-            yield rest
-        self.result = step.finish("".join(output))
+        for delta in self.client.stream_request(self.step.request, self.step.stage):
+            yield from relay.feed(delta)
+        yield from relay.pieces()
+        self.result = relay.finish()
 
     async def __aiter__(self) -> AsyncIterator[str]:
-        step = self.step
-        if isinstance(step, GeneratedAnswer):
-            if step.text:
-                yield step.text
-            return
-        reader, output = step.reader(), []
-        async for delta in self.client.astream_request(step.request, step.stage):
-            output.append(delta)
-            shown = reader.feed(delta)
-            if shown:
-                yield shown
-        rest = reader.end()
-        if rest:
-            yield rest
-        self.result = step.finish("".join(output))
+        relay = _Relay(self.step)
+        if not relay.done:
+            async for delta in self.client.astream_request(self.step.request, self.step.stage):
+                for shown in relay.feed(delta):
+                    yield shown
+        for piece in relay.pieces():
+            yield piece
+        if not relay.done:
+            self.result = relay.finish()
+
+
+class _Relay:
+    """A step's output on its way to the reader of an answer stream: a
+    :class:`GeneratedAnswer`'s text as it is (``done``), or the last call's deltas, each kept
+    and the part the step's reader shows given on, then the reader's rest."""
+
+    def __init__(self, step: GeneratedAnswer | FinalCall) -> None:
+        self.step = step
+        self.done = isinstance(step, GeneratedAnswer)
+        self.reader = None if self.done else step.reader()
+        self.output: list[str] = []
+
+    def feed(self, delta: str) -> list[str]:
+        """The text to show for ``delta`` (none or one piece)."""
+        self.output.append(delta)
+        shown = self.reader.feed(delta)
+        return [shown] if shown else []
+
+    def pieces(self) -> list[str]:
+        """What is left to show (none or one piece): a made answer's text, or the reader's
+        rest once the call's output ended."""
+        rest = self.step.text if self.done else self.reader.end()
+        return [rest] if rest else []
+
+    def finish(self) -> GeneratedAnswer:
+        """The answer of the last call's whole output."""
+        return self.step.finish("".join(self.output))
 
 
 class Generator:

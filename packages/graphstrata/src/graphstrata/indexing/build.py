@@ -253,7 +253,6 @@ def _graph_stages(
     and BM25 → the new state. ``owned`` holds the chunk vectors (taken out of it: what the
     build no longer needs is dropped as early as it can be, so that at no point three copies of
     the vectors exist — ours, the C-HNSW's and the state's)."""
-    chunk_vecs = owned.pop()
     # BM25 first, while the heap is smallest: its token lists are the build's largest transient
     # after the vectors' (1.4 GB at 200k chunks), and at the end they came on top of everything
     # (issue 33)
@@ -264,66 +263,12 @@ def _graph_stages(
         ),
     )
     release_free_memory()
-    titles = {d.id: d.metadata["title"] for d in documents.values() if d.metadata.get("title")}
-    entities, relations, records, frozen, answers = extract_stage(
-        chunks, titles, config, llm, prog, summary=True, known=llm_answers
-    )
-    if config.entity_resolution:  # opt-in (issue 28): aliases merged into one entity each
-        entities, relations, records = prog.stage(
-            "resolving entities",
-            partial(
-                resolution_stage,
-                entities, relations, records, embedder.embed, extractor(config, None).max_description_sentences,
-            ),
-        )
-    kg = KnowledgeGraph(entities, relations)
-    del entities, relations
+    kg, records, frozen, answers = _knowledge_graph(documents, chunks, config, embedder, prog, llm, llm_answers)
     chunk_row = {c.id: i for i, c in enumerate(chunks)}
-    own_ids = {cid: cid for cid in chunk_row}
-    kg.share_strings(own_ids)
-    if len(chunks) >= COMPACT_MIN_CHUNKS:
-        # the graph and the records were made among the extraction's short-lived objects:
-        # rebuilt in fresh memory, the arenas those pinned go back to the OS (issue 33)
-        box = [(kg, records)]
-        del kg, records
-        try:
-            kg, records = prog.stage("compacting the graph", lambda: rebuilt(box))
-        except OSError:  # no room for the temporary file: keep them where they are
-            kg, records = box.pop()
-        kg.share_strings(own_ids)  # chunk ids: the chunks' own strings again
-    del own_ids
     # each stage frees most of what it allocated (records, token lists, edge lists) in sizes the
     # next ones do not reuse: returned to the OS between stages, not held to the end (issue 33)
     release_free_memory()
-    entity_vecs = np.zeros((0, embedder.dim), dtype=np.float32)
-    communities: list[list[Community]] = []
-    layer_vecs: list[np.ndarray] = []
-    layered = None
-    summary_tfidf = frozen.get("summary")
-    if len(kg) and describes_entities(config, llm.id if llm is not None else None):
-        # an LLM build embeds what the model wrote (LightRAG §3.1): name + description
-        entity_vecs = described_entity_vectors(kg, embedder, prog)
-    elif len(kg):
-        entity_vecs = entity_vectors(kg, chunk_row, chunk_vecs, config, embedder, prog)
-    del chunk_vecs  # the chunk index keeps what it needs
-    _stop_own_pool()
-    release_free_memory()
-    if len(kg):
-        # layer 0 first: its graph also gives the k-NN edges of clustering (no O(n²) scan)
-        entity_index = prog.stage(
-            "indexing entities (C-HNSW)",
-            lambda: LayeredIndex.build(
-                [entity_vecs], M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
-            ),
-        )
-        # each kept community layer joins the entity index as it is clustered (the levels above
-        # take their k-NN from it too)
-        communities, layer_vecs = cluster_communities(
-            kg, chunks, entity_vecs, config, embedder, prog, llm, summary_tfidf=summary_tfidf,
-            neighbours=entity_index.knn, index=entity_index,
-        )
-        layered = entity_index
-    del entity_vecs, layer_vecs  # the entity index holds them
+    communities, layered = _entity_layers(kg, chunks, chunk_row, owned, config, embedder, prog, llm, frozen)
     release_free_memory()
     chunk_index = prog.stage("indexing chunks (C-HNSW)", chunk_index_job.result)
     # the indexes' own copies (persisted once, in the .chnsw files): built == loaded, bit for bit
@@ -354,3 +299,72 @@ def _graph_stages(
             stats_version=stats_version,
         ),
     )
+
+
+def _knowledge_graph(
+    documents: dict[str, Document], chunks, config, embedder, prog: Progress, llm, llm_answers
+) -> tuple[KnowledgeGraph, Any, dict[str, Any], Any]:
+    """Extraction (and the opt-in entity resolution) → ``(kg, records, frozen, answers)``;
+    on a large corpus the graph and records are compacted into fresh memory."""
+    titles = {d.id: d.metadata["title"] for d in documents.values() if d.metadata.get("title")}
+    entities, relations, records, frozen, answers = extract_stage(
+        chunks, titles, config, llm, prog, summary=True, known=llm_answers
+    )
+    if config.entity_resolution:  # opt-in (issue 28): aliases merged into one entity each
+        entities, relations, records = prog.stage(
+            "resolving entities",
+            partial(
+                resolution_stage,
+                entities, relations, records, embedder.embed, extractor(config, None).max_description_sentences,
+            ),
+        )
+    kg = KnowledgeGraph(entities, relations)
+    del entities, relations
+    own_ids = {c.id: c.id for c in chunks}
+    kg.share_strings(own_ids)
+    if len(chunks) >= COMPACT_MIN_CHUNKS:
+        # the graph and the records were made among the extraction's short-lived objects:
+        # rebuilt in fresh memory, the arenas those pinned go back to the OS (issue 33)
+        box = [(kg, records)]
+        del kg, records
+        try:
+            kg, records = prog.stage("compacting the graph", lambda: rebuilt(box))
+        except OSError:  # no room for the temporary file: keep them where they are
+            kg, records = box.pop()
+        kg.share_strings(own_ids)  # chunk ids: the chunks' own strings again
+    return kg, records, frozen, answers
+
+
+def _entity_layers(
+    kg: KnowledgeGraph, chunks, chunk_row: dict[str, int], owned: list[np.ndarray], config, embedder,
+    prog: Progress, llm, frozen: dict[str, Any],
+) -> tuple[list[list[Community]], LayeredIndex | None]:
+    """Entity vectors (the chunk vectors are taken out of ``owned`` and dropped once they are
+    made), the entity C-HNSW and the community layers clustered into it →
+    ``(communities, layered)``; ``([], None)`` for an empty graph."""
+    chunk_vecs = owned.pop()
+    entity_vecs = np.zeros((0, embedder.dim), dtype=np.float32)
+    if len(kg) and describes_entities(config, llm.id if llm is not None else None):
+        # an LLM build embeds what the model wrote (LightRAG §3.1): name + description
+        entity_vecs = described_entity_vectors(kg, embedder, prog)
+    elif len(kg):
+        entity_vecs = entity_vectors(kg, chunk_row, chunk_vecs, config, embedder, prog)
+    del chunk_vecs  # the chunk index keeps what it needs
+    _stop_own_pool()
+    release_free_memory()
+    if not len(kg):
+        return [], None
+    # layer 0 first: its graph also gives the k-NN edges of clustering (no O(n²) scan)
+    entity_index = prog.stage(
+        "indexing entities (C-HNSW)",
+        lambda: LayeredIndex.build(
+            [entity_vecs], M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
+        ),
+    )
+    # each kept community layer joins the entity index as it is clustered (the levels above
+    # take their k-NN from it too); the entity index holds the vectors
+    communities, _ = cluster_communities(
+        kg, chunks, entity_vecs, config, embedder, prog, llm, summary_tfidf=frozen.get("summary"),
+        neighbours=entity_index.knn, index=entity_index,
+    )
+    return communities, entity_index

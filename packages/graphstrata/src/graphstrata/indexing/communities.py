@@ -100,49 +100,8 @@ def cluster_communities(
         summary_tfidf = fit_summary_tfidf([c.text for c in chunks])
     if summary_tfidf is None:
         return [], []
-    vectorizer = summary_tfidf.vectorizer()
-    entities = [kg.entities[e] for e in kg.entity_ids]
-    # per node of the level below: entity rows and sentences (at layer 1 an entity's sentences
-    # are split from its description when its community is summarised, not all held at once:
-    # ~0.3 kB an entity, 0.5 GB at a million chunks)
-    below_rows: list[list[int]] | None = None  # layer 1: node m is entity row m
-    below_sentences: list[list[str]] | None = None
-
-    def sentences(m: int) -> list[str]:
-        if below_sentences is not None:
-            return below_sentences[m]
-        d = entities[m].description
-        return [d[s:t] for s, t in split_sentences(d)]
-
     use_reports = llm is not None and config.llm_community_reports
-    reports: dict[int, list[CommunityReport]] = {}  # level -> report per community (LLM only)
-
-    def summarise(level: int, clusters: list[list[int]]) -> list[tuple[str, str]]:
-        nonlocal below_rows, below_sentences
-        rows_next = (
-            [sorted(set(members)) for members in clusters] if below_rows is None
-            else [sorted({r for m in members for r in below_rows[m]}) for members in clusters]
-        )
-        out = extractive_summaries(
-            [
-                (
-                    [entities[r].name for r in rows],
-                    [entities[r].weight for r in rows],
-                    [s for m in members for s in sentences(m)],
-                )
-                for members, rows in zip(clusters, rows_next, strict=True)
-            ],
-            vectorizer,
-        )
-        sents_next = [[summary] if summary else [] for _, summary in out]
-        if use_reports:
-            level_reports = _llm_reports(llm, kg, level, clusters, rows_next, reports.get(level - 1), out)
-            reports[level] = level_reports
-            out = [(r.title, r.text()) for r in level_reports]
-            sents_next = [[r.text()] for r in level_reports]
-        below_rows, below_sentences = rows_next, sents_next
-        return out
-
+    summarise = _LayerSummaries(kg, summary_tfidf.vectorizer(), llm if use_reports else None)
     row = kg.row
     edges = np.fromiter(
         (r for a, b in kg.relations for r in (row[a], row[b])), np.int64, count=2 * len(kg.relations)
@@ -166,7 +125,75 @@ def cluster_communities(
         )
 
     layers, layer_vecs = prog.stage("clustering communities", run)
-    # indices → ids, chunk provenance
+    _name_layers(kg, layers, summarise.reports)
+    return layers, layer_vecs
+
+
+class _LayerSummaries:
+    """The ``summarise`` callback of :func:`~graphstrata.hierarchy.attributed_communities`,
+    called once per level, bottom-up: extractive summaries, or LLM community reports
+    (``llm``), of each cluster of the level's nodes.
+
+    Per node of the level below it keeps the entity rows and sentences (at layer 1 an entity's
+    sentences are split from its description when its community is summarised, not all held
+    at once: ~0.3 kB an entity, 0.5 GB at a million chunks).
+
+    Attributes:
+        reports: ``{level: [CommunityReport per community]}`` (LLM reports only).
+    """
+
+    def __init__(self, kg: KnowledgeGraph, vectorizer: Any, llm: LLMClient | None) -> None:
+        self.kg = kg
+        self.vectorizer = vectorizer
+        self.llm = llm
+        self.entities = [kg.entities[e] for e in kg.entity_ids]
+        self.below_rows: list[list[int]] | None = None  # layer 1: node m is entity row m
+        self.below_sentences: list[list[str]] | None = None
+        self.reports: dict[int, list[CommunityReport]] = {}
+
+    def sentences(self, m: int) -> list[str]:
+        """The sentences of node ``m`` of the level below."""
+        if self.below_sentences is not None:
+            return self.below_sentences[m]
+        d = self.entities[m].description
+        return [d[s:t] for s, t in split_sentences(d)]
+
+    def __call__(self, level: int, clusters: list[list[int]]) -> list[tuple[str, str]]:
+        """``(title, summary)`` per cluster of ``level`` (clusters of rows of the level below)."""
+        entities = self.entities
+        rows_next = (
+            [sorted(set(members)) for members in clusters] if self.below_rows is None
+            else [sorted({r for m in members for r in self.below_rows[m]}) for members in clusters]
+        )
+        out = extractive_summaries(
+            [
+                (
+                    [entities[r].name for r in rows],
+                    [entities[r].weight for r in rows],
+                    [s for m in members for s in self.sentences(m)],
+                )
+                for members, rows in zip(clusters, rows_next, strict=True)
+            ],
+            self.vectorizer,
+        )
+        sents_next = [[summary] if summary else [] for _, summary in out]
+        if self.llm is not None:
+            level_reports = _llm_reports(
+                self.llm, self.kg, level, clusters, rows_next, self.reports.get(level - 1), out
+            )
+            self.reports[level] = level_reports
+            out = [(r.title, r.text()) for r in level_reports]
+            sents_next = [[r.text()] for r in level_reports]
+        self.below_rows, self.below_sentences = rows_next, sents_next
+        return out
+
+
+def _name_layers(
+    kg: KnowledgeGraph, layers: list[list[Community]], reports: dict[int, list[CommunityReport]]
+) -> None:
+    """The clustered layers' indices turned into ids, their chunk provenance ranked, and the
+    LLM reports' ratings and findings set (in place); the answer a report was read from stays
+    with the index."""
     below_ids = kg.entity_ids
     book = current_book()
     for level, comms in enumerate(layers, 1):
@@ -180,7 +207,6 @@ def cluster_communities(
             c.entity_ids = [kg.entity_ids[int(e)] for e in c.entity_ids]
             c.chunk_ids = rank_chunks([kg.entities[e].chunk_ids for e in c.entity_ids])
         below_ids = [c.id for c in comms]
-    return layers, layer_vecs
 
 
 def _llm_reports(llm, kg, level, clusters, rows, below_reports, fallbacks) -> list[CommunityReport]:

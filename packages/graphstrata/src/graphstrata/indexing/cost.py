@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -156,8 +156,6 @@ def estimate_llm_cost(
         ValueError: an empty corpus, or a document over ``config.max_document_chars``.
     """
     from ..llm.base import count_prompt_tokens
-    from ..llm.prompts.archrag import COMMUNITY_REPORT_PROMPT, COMMUNITY_REPORT_SYSTEM
-    from ..llm.prompts.hirag import SUMMARY_ENTITY_PROMPT, SUMMARY_ENTITY_SYSTEM
 
     if not docs:
         raise ValueError("empty corpus: no documents given")
@@ -171,6 +169,22 @@ def estimate_llm_cost(
         return count_prompt_tokens(llm, text)
 
     titles = {d.id: d.metadata["title"] for d in docs if d.metadata.get("title")}
+    stages, offline, chunk_tokens = _extraction_stages(chunks, titles, config, llm, count)
+    stages.update(_projected_stages(offline, chunk_tokens, config, count))
+    total = {
+        key: int(sum(s[key] for s in stages.values())) for key in ("calls", "prompt_tokens", "completion_tokens")
+    }
+    return {"chunks": len(chunks), "stages": stages, "total": {**total, "estimated": True}}
+
+
+def _extraction_stages(
+    chunks: Sequence[Any], titles: Mapping[str, str], config: GraphStrataConfig, llm: Any,
+    count: Callable[[str], int],
+) -> tuple[dict[str, dict[str, Any]], list[Any], int]:
+    """The extraction stages of :func:`estimate_llm_cost`: the real prompts counted by a
+    dry-run client, completion tokens from the family's ratio. Returns ``(stages, offline
+    entities, chunk tokens)``; the offline entities and the chunks' tokens size the
+    projections."""
     dry = DryRunLLM(tokenizer=llm)
     client = LLMClient(dry, concurrency=1, max_failure_share=1.0)  # empty answers are no model failure
     ex = extractor(config, client, False)
@@ -202,6 +216,27 @@ def estimate_llm_cost(
             s["prompt_tokens"] = int(s["prompt_tokens"] + s["calls"] * ratios[answer_of[family]] * per_chunk)
         basis = s["calls"] * per_chunk if family in per_chunk_families else s["prompt_tokens"]
         s["completion_tokens"] = int(round(ratios.get(family, 0.0) * basis))
+    return stages, offline, chunk_tokens
+
+
+def _projection(calls: int, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+    """One projected stage of :func:`estimate_llm_cost` (estimated, calls not exact)."""
+    return {
+        "calls": calls, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+        "estimated": True, "exact_calls": False,
+    }
+
+
+def _projected_stages(
+    offline: Sequence[Any], chunk_tokens: int, config: GraphStrataConfig, count: Callable[[str], int]
+) -> dict[str, dict[str, Any]]:
+    """The stages that depend on the graph the LLM will extract (community reports, HiRAG
+    summary entities and reports), projected from the offline graph sized from the chunks
+    (see :func:`estimate_llm_cost`); a stage with no call is left out."""
+    from ..llm.prompts.archrag import COMMUNITY_REPORT_PROMPT, COMMUNITY_REPORT_SYSTEM
+    from ..llm.prompts.hirag import SUMMARY_ENTITY_PROMPT, SUMMARY_ENTITY_SYSTEM
+
+    stages: dict[str, dict[str, Any]] = {}
     desc_tokens = float(np.mean([count(e.description) for e in offline])) if offline else 0.0
     n_entities = int(round(LLM_ENTITIES_PER_CHUNK_TOKEN * chunk_tokens))
     members = config.max_community_size / 2
@@ -214,21 +249,18 @@ def estimate_llm_cost(
             break
         reports += n
     if config.llm_community_reports and reports:
-        stages["community_reports (projected)"] = {
-            "calls": reports, "prompt_tokens": reports * per_report,
-            "completion_tokens": int(round(reports * per_report * COMPLETION_RATIOS["community_reports"])),
-            "estimated": True, "exact_calls": False,
-        }
+        stages["community_reports (projected)"] = _projection(
+            reports, reports * per_report,
+            int(round(reports * per_report * COMPLETION_RATIOS["community_reports"])),
+        )
     summary_template = count(SUMMARY_ENTITY_SYSTEM + SUMMARY_ENTITY_PROMPT)
     summaries = int(round(HIRAG_CALLS_PER_SQRT_ENTITY * np.sqrt(n_entities))) if n_entities > 2 else 0
     size = n_entities / max(summaries, 1)  # members per cluster
     summary_prompts = summaries * (summary_template + size * desc_tokens * SUMMARY_MEMBER_TOKENS_PER_DESC_TOKEN)
     if summaries:
-        stages["hirag_summaries (projected)"] = {
-            "calls": summaries, "prompt_tokens": int(summary_prompts),
-            "completion_tokens": summaries * COMPLETION_PER_CALL["hirag_summaries"],
-            "estimated": True, "exact_calls": False,
-        }
+        stages["hirag_summaries (projected)"] = _projection(
+            summaries, int(summary_prompts), summaries * COMPLETION_PER_CALL["hirag_summaries"]
+        )
     hi_nodes = n_entities + summaries  # HiRAG's Leiden runs over entities and summary entities
     hi_members = HiIndexConfig().leiden_max_cluster_size / 2
     hi_reports = int(round(HIRAG_COMMUNITIES_PER_HALF_CAP * hi_nodes / max(hi_members, 1))) if n_entities > 2 else 0
@@ -236,12 +268,8 @@ def estimate_llm_cost(
         per_hi_report = int(
             min(report_prompt + HIRAG_REPORT_MEMBER_TOKENS_PER_DESC_TOKEN * desc_tokens * hi_members, 8000)
         )
-        stages["hirag_reports (projected)"] = {
-            "calls": hi_reports, "prompt_tokens": hi_reports * per_hi_report,
-            "completion_tokens": int(round(hi_reports * per_hi_report * COMPLETION_RATIOS["community_reports"])),
-            "estimated": True, "exact_calls": False,
-        }
-    total = {
-        key: int(sum(s[key] for s in stages.values())) for key in ("calls", "prompt_tokens", "completion_tokens")
-    }
-    return {"chunks": len(chunks), "stages": stages, "total": {**total, "estimated": True}}
+        stages["hirag_reports (projected)"] = _projection(
+            hi_reports, hi_reports * per_hi_report,
+            int(round(hi_reports * per_hi_report * COMPLETION_RATIOS["community_reports"])),
+        )
+    return stages

@@ -135,32 +135,39 @@ def extract_stage(
             if model is not None:
                 frozen["summary"] = model
         return out.entities, out.relations, None, frozen, out.answers
+    return prog.stage(
+        "extracting entities", lambda: _statistical_extraction(ex, chunks, titles, runner, summary)
+    )
 
-    def statistical():
-        texts = [c.text for c in chunks]
-        specs = [ex.tfidf_spec(len(texts))] if ex.top_n and texts else []
-        if summary:
-            specs.append(summary_tfidf_spec())
-        fits = fit_tfidf(specs, texts, runner) if specs else []
-        del texts
-        if ex.top_n and chunks:
-            tfidf, terms = fits.pop(0)
-        else:
-            tfidf, terms = None, [[] for _ in chunks]
-        frozen = {} if tfidf is None else {"extraction": tfidf}
-        if summary and fits[0][0] is not None:
-            frozen["summary"] = fits[0][0]
-        if callable(getattr(runner, "map", None)) or (
-            isinstance(runner, LocalRunner) and len(chunks) >= SHARDED_MIN_CHUNKS
-        ):
-            records, (entities, relations) = _sharded(ex, chunks, titles, terms, runner)
-        else:
-            recs = runner.chunk_records(ex, chunks, titles, None, terms=terms)
-            entities, relations = merge_records(recs, max_description_sentences=ex.max_description_sentences)
-            records = {r.chunk_id: r for r in recs}
-        return entities, relations, records, frozen, None
 
-    return prog.stage("extracting entities", statistical)
+def _statistical_extraction(
+    ex: StatisticalExtractor, chunks: Sequence[Chunk], titles: Mapping[str, str], runner: Any, summary: bool
+) -> tuple[list[Entity], list[Relation], Mapping[str, ChunkRecord], dict[str, Any], None]:
+    """:func:`extract_stage` of a statistical extractor: the TF-IDF models fitted in one
+    pass over the texts, the records extracted (shard by shard on a mapping runner or a large
+    corpus) and merged."""
+    texts = [c.text for c in chunks]
+    specs = [ex.tfidf_spec(len(texts))] if ex.top_n and texts else []
+    if summary:
+        specs.append(summary_tfidf_spec())
+    fits = fit_tfidf(specs, texts, runner) if specs else []
+    del texts
+    if ex.top_n and chunks:
+        tfidf, terms = fits.pop(0)
+    else:
+        tfidf, terms = None, [[] for _ in chunks]
+    frozen = {} if tfidf is None else {"extraction": tfidf}
+    if summary and fits[0][0] is not None:
+        frozen["summary"] = fits[0][0]
+    if callable(getattr(runner, "map", None)) or (
+        isinstance(runner, LocalRunner) and len(chunks) >= SHARDED_MIN_CHUNKS
+    ):
+        records, (entities, relations) = _sharded(ex, chunks, titles, terms, runner)
+    else:
+        recs = runner.chunk_records(ex, chunks, titles, None, terms=terms)
+        entities, relations = merge_records(recs, max_description_sentences=ex.max_description_sentences)
+        records = {r.chunk_id: r for r in recs}
+    return entities, relations, records, frozen, None
 
 
 def _sharded(ex: StatisticalExtractor, chunks: Sequence[Chunk], titles: Mapping[str, str],

@@ -231,7 +231,42 @@ class HiragLLMExtractor(LLMExtractor):
         grounds = [Grounding(f"{document_title(titles.get(c.document_id)) or ''}\n{c.text}") for c in chunks]
         prompts = self._entity_prompts(chunks, titles)
         keys = [self._record_key(p) for p in prompts]
-        # a record: [number of entity answers, entity answers..., relation answers...]
+        entity_answers, relation_answers = self._known_records(chunks, keys, known)
+        asked = [i for i, c in enumerate(chunks) if relation_answers[i] is None]
+        if asked:
+            for i, answers in zip(asked, self._entity_answers([prompts[i] for i in asked]), strict=True):
+                entity_answers[i] = answers
+        # stage 1: entities, kept where their name occurs in their chunk
+        listed, note = self._keep_entities(builder, chunks, grounds, entity_answers, skipped)
+        notes = [note]  # raised before any relation prompt is sent
+        # stage 2: relations among each chunk's entities (asked for the chunks asked in stage 1)
+        todo = [i for i in asked if len(listed[i]) >= 2]
+        for i in asked:
+            relation_answers[i] = []
+        if todo:
+            for i, answers in zip(
+                todo,
+                self.relation_answers([chunks[i] for i in todo], titles, [list(listed[i].values()) for i in todo]),
+                strict=True,
+            ):
+                relation_answers[i] = answers
+        notes.append(self._keep_relations(builder, chunks, grounds, listed, relation_answers, skipped))
+
+        entities, relations, summaries = self._merged(builder, len(chunks), skipped, known)
+        note = "; ".join(n for n in notes if n)
+        report_skipped(self.client, skipped, f"HiRAG two-stage LLM extraction over {len(chunks)} chunk(s)", note)
+        records = {
+            c.id: LLMRecord.of(keys[i], [str(len(entity_answers[i])), *entity_answers[i], *(relation_answers[i] or [])])
+            for i, c in enumerate(chunks)
+        }
+        return LLMExtraction(entities, relations, LLMAnswers(records, summaries), len(asked))
+
+    def _known_records(
+        self, chunks: Sequence[Chunk], keys: Sequence[str], known: LLMAnswers | None
+    ) -> tuple[list[list[str]], list[list[str] | None]]:
+        """Per chunk, the entity and relation answers its kept record holds (a record:
+        ``[number of entity answers, entity answers..., relation answers...]``); a chunk
+        with no valid record gets ``[]`` and ``None`` (to ask)."""
         entity_answers: list[list[str]] = [[] for _ in chunks]
         relation_answers: list[list[str] | None] = [None for _ in chunks]  # None: not known
         for i, c in enumerate(chunks):
@@ -239,14 +274,21 @@ class HiragLLMExtractor(LLMExtractor):
             if hit is not None and hit[1][0].isdigit() and 1 <= int(hit[1][0]) < len(hit[1]):
                 n = int(hit[1][0])
                 entity_answers[i], relation_answers[i] = hit[1][1 : n + 1], hit[1][n + 1 :]
-        asked = [i for i, c in enumerate(chunks) if relation_answers[i] is None]
-        if asked:
-            for i, answers in zip(asked, self._entity_answers([prompts[i] for i in asked]), strict=True):
-                entity_answers[i] = answers
+        return entity_answers, relation_answers
 
-        # stage 1: entities, kept where their name occurs in their chunk
+    def _keep_entities(
+        self, builder: GraphBuilder, chunks: Sequence[Chunk], grounds: Sequence[Grounding],
+        entity_answers: Sequence[Sequence[str]], skipped: Counter,
+    ) -> tuple[list[dict[str, str]], str]:
+        """Stage 1's answers parsed into ``builder``, an entity kept where its name occurs in
+        its chunk. Returns per chunk ``{canonical key: the name as first written}`` and the
+        checks' note.
+
+        Raises:
+            LLMOutputError: too many chunks' first answers gave nothing usable.
+        """
         checks = ExtractionChecks(self.client, STAGE_EXTRACT, hp.EXAMPLE_ENTITY_NAMES)
-        listed: list[dict[str, str]] = []  # per chunk: canonical key -> the name as first written
+        listed: list[dict[str, str]] = []
         for chunk, ground, answers in zip(chunks, grounds, entity_answers, strict=True):
             names: dict[str, str] = {}
             for n, answer in enumerate(answers):
@@ -260,19 +302,18 @@ class HiragLLMExtractor(LLMExtractor):
                 if not n:  # the first answer of each chunk is the one that must be usable
                     checks.answer(bool(parsed.entities), len(kept), reasons)
             listed.append(names)
-        notes = [checks.finish()]  # raises before any relation prompt is sent
+        return listed, checks.finish()
 
-        # stage 2: relations among each chunk's entities (asked for the chunks asked in stage 1)
-        todo = [i for i in asked if len(listed[i]) >= 2]
-        for i in asked:
-            relation_answers[i] = []
-        if todo:
-            for i, answers in zip(
-                todo,
-                self.relation_answers([chunks[i] for i in todo], titles, [list(listed[i].values()) for i in todo]),
-                strict=True,
-            ):
-                relation_answers[i] = answers
+    def _keep_relations(
+        self, builder: GraphBuilder, chunks: Sequence[Chunk], grounds: Sequence[Grounding],
+        listed: Sequence[Mapping[str, str]], relation_answers: Sequence[Sequence[str] | None], skipped: Counter,
+    ) -> str:
+        """Stage 2's answers parsed into ``builder``: a listed name is grounded by stage 1,
+        another must occur in the chunk. Returns the checks' note.
+
+        Raises:
+            LLMOutputError: too many chunks' first relation answers gave nothing usable.
+        """
         checks = ExtractionChecks(self.client, STAGE_RELATIONS, hp.EXAMPLE_ENTITY_NAMES)
         for i, answers in enumerate(relation_answers):
             if not answers:
@@ -283,19 +324,9 @@ class HiragLLMExtractor(LLMExtractor):
                 text = checks.text(answer)
                 parsed = parse_extraction(text, self.entity_types)
                 skipped[stage] += parsed.skipped
-                reasons = Counter()
-                # a listed name is grounded by stage 1; another must occur in the chunk
+                reasons: Counter = Counter()
                 kept = checks.keep_relations(builder, parsed.relations, chunk.id, ground, names, skipped, stage, reasons)
                 if not n:  # "<|COMPLETE|>" alone says no pair is related: readable
                     readable = bool(parsed.relations) or hp.COMPLETION_DELIMITER in text
                     checks.answer(readable, kept, reasons)
-        notes.append(checks.finish())
-
-        entities, relations, summaries = self._merged(builder, len(chunks), skipped, known)
-        note = "; ".join(n for n in notes if n)
-        report_skipped(self.client, skipped, f"HiRAG two-stage LLM extraction over {len(chunks)} chunk(s)", note)
-        records = {
-            c.id: LLMRecord.of(keys[i], [str(len(entity_answers[i])), *entity_answers[i], *(relation_answers[i] or [])])
-            for i, c in enumerate(chunks)
-        }
-        return LLMExtraction(entities, relations, LLMAnswers(records, summaries), len(asked))
+        return checks.finish()

@@ -790,6 +790,34 @@ class AgragLLMExtractor(_ExtractsWithAnswers):
             for cid in e.chunk_ids:
                 if cid in hints:
                     hints[cid].append(e.name)
+        texts, records, asked = self._triple_answers(chunks, hints, known)
+        builder = GraphBuilder(chunk_positions(chunks), within_chunk=operator.add)
+        checks = ExtractionChecks(self.client, STAGE_TRIPLES, agrag_prompts.EXAMPLE_ENTITY_NAMES)
+        stat_keys = {e.id for e in stat_entities}  # grounded by construction
+        skipped = sum(
+            self._keep_triples(builder, checks, chunk, text, titles or {}, stat_keys)
+            for chunk, text in zip(chunks, texts, strict=True)
+        )
+        guard_note = checks.finish()
+        entities, relations = builder.build(stat_entities)
+        counts = {STAGE_TRIPLES: skipped}
+        if not entities:
+            total = count_skipped(self.client, counts)
+            raise ValueError(
+                f"extraction produced no entities from {len(chunks)} chunk(s): no statistical entity and no "
+                f"readable triple ({total} triple(s) skipped as unreadable)"
+            )
+        note = "" if relations else f"the LLM ({self.client.id}) gave no usable triple for {len(chunks)} chunk(s)"
+        note = "; ".join(n for n in (note, guard_note) if n)
+        report_skipped(self.client, counts, f"AGRAG triple extraction over {len(chunks)} chunk(s)", note)
+        return LLMExtraction(entities, relations, LLMAnswers({c.id: records[c.id] for c in chunks}), asked)
+
+    def _triple_answers(
+        self, chunks: Sequence[Chunk], hints: Mapping[str, list[str]], known: LLMAnswers | None
+    ) -> tuple[list[str], dict[str, LLMRecord], int]:
+        """Each chunk's triples answer: kept in ``known`` or asked (one JSON-mode call per
+        chunk, its statistical entity names as hints). Returns ``(answer per chunk,
+        {chunk_id: record}, chunks asked)``."""
         texts: list[str] = [""] * len(chunks)
         records: dict[str, LLMRecord] = {}
         todo = []
@@ -810,46 +838,38 @@ class AgragLLMExtractor(_ExtractsWithAnswers):
         for (i, key), response in zip(todo, self.client.map(requests, STAGE_TRIPLES, self.show_progress), strict=True):
             texts[i] = response.text
             records[chunks[i].id] = LLMRecord.of(key, [response.text])
-        builder = GraphBuilder(chunk_positions(chunks), within_chunk=operator.add)
-        skipped = 0
-        checks = ExtractionChecks(self.client, STAGE_TRIPLES, agrag_prompts.EXAMPLE_ENTITY_NAMES)
-        stat_keys = {e.id for e in stat_entities}  # grounded by construction
-        titles_of = titles or {}
-        for chunk, text in zip(chunks, texts, strict=True):
-            parsed = parse_triples(checks.text(text))
-            skipped += parsed.skipped
-            ground = Grounding(f"{document_title(titles_of.get(chunk.document_id)) or ''}\n{chunk.text}")
-            seen: set[tuple[str, str, str]] = set()
-            reasons: Counter = Counter()
-            kept = 0
-            for s, p, o in checks.bound(parsed.triples, MAX_RELATIONS_PER_CHUNK, "relations"):
-                ident = (entity_key(s), p.lower(), entity_key(o))
-                if ident in seen:
-                    continue
-                seen.add(ident)
-                if not ident[0] or not ident[2] or ident[0] == ident[2]:  # unusable: skipped, not ungrounded
-                    skipped += 1
-                    continue
-                why = checks.names(ground, [x for x in (s, o) if entity_key(x) not in stat_keys])
-                if why:
-                    reasons[why] += 1
-                    checks.reject(why)
-                    continue
-                ok = builder.relation(RelationRecord(s, o, f"{s} {p} {o}", p, 1.0), chunk.id)
-                kept += ok
-                skipped += not ok
-            # a chunk may state no fact: only unreadable answers and all-rejected ones fail
-            checks.answer(bool(parsed) or not parsed.skipped, kept, reasons)
-        guard_note = checks.finish()
-        entities, relations = builder.build(stat_entities)
-        counts = {STAGE_TRIPLES: skipped}
-        if not entities:
-            total = count_skipped(self.client, counts)
-            raise ValueError(
-                f"extraction produced no entities from {len(chunks)} chunk(s): no statistical entity and no "
-                f"readable triple ({total} triple(s) skipped as unreadable)"
-            )
-        note = "" if relations else f"the LLM ({self.client.id}) gave no usable triple for {len(chunks)} chunk(s)"
-        note = "; ".join(n for n in (note, guard_note) if n)
-        report_skipped(self.client, counts, f"AGRAG triple extraction over {len(chunks)} chunk(s)", note)
-        return LLMExtraction(entities, relations, LLMAnswers({c.id: records[c.id] for c in chunks}), len(todo))
+        return texts, records, len(todo)
+
+    @staticmethod
+    def _keep_triples(
+        builder: GraphBuilder, checks: ExtractionChecks, chunk: Chunk, text: str, titles: Mapping[str, str],
+        stat_keys: set[str],
+    ) -> int:
+        """One chunk's triples answer parsed into ``builder``: a triple is kept when each
+        endpoint is a statistical entity or occurs in the chunk (its title included); an
+        identical triple counts once. Returns the triples skipped as unusable."""
+        parsed = parse_triples(checks.text(text))
+        skipped = parsed.skipped
+        ground = Grounding(f"{document_title(titles.get(chunk.document_id)) or ''}\n{chunk.text}")
+        seen: set[tuple[str, str, str]] = set()
+        reasons: Counter = Counter()
+        kept = 0
+        for s, p, o in checks.bound(parsed.triples, MAX_RELATIONS_PER_CHUNK, "relations"):
+            ident = (entity_key(s), p.lower(), entity_key(o))
+            if ident in seen:
+                continue
+            seen.add(ident)
+            if not ident[0] or not ident[2] or ident[0] == ident[2]:  # unusable: skipped, not ungrounded
+                skipped += 1
+                continue
+            why = checks.names(ground, [x for x in (s, o) if entity_key(x) not in stat_keys])
+            if why:
+                reasons[why] += 1
+                checks.reject(why)
+                continue
+            ok = builder.relation(RelationRecord(s, o, f"{s} {p} {o}", p, 1.0), chunk.id)
+            kept += ok
+            skipped += not ok
+        # a chunk may state no fact: only unreadable answers and all-rejected ones fail
+        checks.answer(bool(parsed) or not parsed.skipped, kept, reasons)
+        return skipped

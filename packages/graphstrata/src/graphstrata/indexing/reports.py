@@ -369,6 +369,20 @@ def community_reports(
     ]
     keys: list[str | None] = []
     parsed = _complete_parsed(client, requests, parse_community_report, stage, keys)
+    _check_reports(client, requests, parsed, tables, stage, stop_on_failures)
+    return _with_fallbacks(parsed, fallbacks, keys)
+
+
+def _check_reports(
+    client: LLMClient, requests: Sequence[LLMRequest | None], parsed: list[CommunityReport | None],
+    tables: Sequence[str], stage: str, stop_on_failures: bool,
+) -> None:
+    """Count the unreadable reports and those copying the prompt's example (set to ``None``
+    in ``parsed``: the fallback replaces them), and check or count the stage's failures.
+
+    Raises:
+        LLMOutputError: ``stop_on_failures`` and too many reports failed.
+    """
     failures = {"parse": 0, "echo": 0}
     for i, report in enumerate(parsed):
         if requests[i] is None:
@@ -385,6 +399,13 @@ def community_reports(
         client.check_answers(stage, answers, failures)
     elif answers:
         client.count_answers(stage, answers, failures)
+
+
+def _with_fallbacks(
+    parsed: Sequence[CommunityReport | None], fallbacks: Sequence[tuple[str, str]], keys: Sequence[str | None]
+) -> list[CommunityReport]:
+    """One report per community: the parsed one (titled by its fallback when it has no
+    title), else its extractive fallback; each with the key of the answer it came from."""
     out = []
     for report, (title, summary), key in zip(parsed, fallbacks, keys, strict=True):
         if report is None:

@@ -201,6 +201,35 @@ def _full(state: EngineState, docs: list[Document], show_progress: bool) -> Engi
     return new
 
 
+@dataclasses.dataclass
+class _ChunkDelta:
+    """Step 1 of an update: the next chunk rows (survivors in their old order, then the new
+    chunks) and their vectors."""
+
+    new_chunks: list[Chunk]
+    keep_rows: np.ndarray  # int64 rows of the surviving chunks in the old state
+    removed_chunks: list[Chunk]
+    chunks: list[Chunk]
+    chunk_row: dict[str, int]
+    chunk_vecs: np.ndarray  # float32 (len(chunks), dim)
+    titles: dict[str, str]
+
+
+@dataclasses.dataclass
+class _GraphDelta:
+    """Step 2 of an update: the next graph's entities and relations, the entities whose
+    chunks or text changed, and what the next state keeps of the extraction."""
+
+    kg_entities: dict[str, Entity]
+    relations: Any  # {(source, target): Relation} (statistical) or [Relation] (LLM)
+    affected: set[str]
+    entity_order: list[str]
+    frozen: dict[str, Any]
+    records: dict[str, ChunkRecord] | None = None
+    llm_answers: Any = None
+    delta_pairs: set[tuple[str, str]] | None = None  # every relation a new chunk names
+
+
 def _update(
     state: EngineState,
     documents: dict[str, Document],
@@ -211,9 +240,72 @@ def _update(
     """The next state and whether it was made incrementally (``False``: a full build)."""
     if state.layered is None or not state.communities or not len(state.kg):
         return _full(state, list(documents.values()), show_progress), False
-    config, embedder = state.config, state.embedder
     prog = Progress(show_progress)
-    # 1. chunks --------------------------------------------------------------------------
+    cd = _chunk_delta(state, documents, upserts, gone_docs, prog)  # 1. chunks
+    gd = _graph_delta(state, cd, prog, show_progress)  # 2. knowledge graph
+    if not gd.kg_entities:
+        return _full(state, list(documents.values()), show_progress), False
+    kg, ent_old_rows, entity_vecs = _entity_rows(state, gd, cd, prog)  # 3. entity rows, vectors
+    vec_of = {eid: entity_vecs[i] for i, eid in enumerate(gd.entity_order)}
+    # 4. communities
+    hier = HierarchyUpdate(
+        state, kg, vec_of, gd.frozen, prog, gd.delta_pairs, llm=build_llm(state), purge=bool(gone_docs)
+    )
+    brand_new = [e for e in gd.entity_order if e not in state.kg.entities]
+    gone_entities = {e for e in state.kg.entities if e not in kg.entities}
+    hierarchy = _update_layers(state, hier, kg, gd.affected, ent_old_rows, brand_new, gone_entities)
+    if hierarchy is None:  # a layer would be empty
+        return _full(state, list(documents.values()), show_progress), False
+    layers, layer_vecs, old_rows = hierarchy
+    # 5. indexes
+    layered, chunk_index, bm25, vectors = _updated_indexes(
+        state, documents, cd, [ent_old_rows, *old_rows], [entity_vecs, *layer_vecs], prog
+    )
+    drift = _next_drift(state, {
+        "documents_added": len(upserts),
+        "documents_removed": len(gone_docs),
+        "chunks_added": len(cd.new_chunks),
+        "chunks_removed": len(cd.removed_chunks),
+        "entities_added": len(brand_new),
+        "entities_removed": len(gone_entities),
+        "communities_reclustered": hier.reclustered,
+        "communities_resummarised": hier.resummarised,
+        "updates": 1,
+    })
+    # the rest (config, embedder, build seconds and usage, LLM) carries over; the derived
+    # cache starts empty
+    return dataclasses.replace(
+        state,
+        documents=documents,
+        chunks=cd.chunks,
+        chunk_row=cd.chunk_row,
+        kg=kg,
+        communities=layers,
+        layered=layered,
+        chunk_index=chunk_index,
+        bm25=bm25,
+        vectors=vectors,
+        generation=state.generation + 1,
+        records=gd.records,
+        llm_answers=gd.llm_answers,
+        frozen=gd.frozen,
+        drift=drift,
+    ), True
+
+
+def _chunk_delta(
+    state: EngineState,
+    documents: Mapping[str, Document],
+    upserts: list[Document],
+    gone_docs: set[str],
+    prog: Progress,
+) -> _ChunkDelta:
+    """Step 1: the new documents chunked and embedded; the deleted documents' chunks dropped.
+
+    Raises:
+        ValueError: no chunk would remain.
+    """
+    config, embedder = state.config, state.embedder
     new_chunks = prog.stage("chunking", lambda: chunk_stage(upserts, config, embedder) if upserts else [])
     keep_rows = np.asarray(
         [i for i, c in enumerate(state.chunks) if c.document_id not in gone_docs], dtype=np.int64
@@ -226,97 +318,123 @@ def _update(
     new_vecs = prog.embed(embedder, [c.text for c in new_chunks], "embedding chunks")
     chunk_vecs = np.vstack([state.vectors["chunks"][keep_rows], new_vecs]).astype(np.float32)
     titles = {d.id: d.metadata["title"] for d in documents.values() if d.metadata.get("title")}
+    return _ChunkDelta(new_chunks, keep_rows, removed_chunks, chunks, chunk_row, chunk_vecs, titles)
 
-    # 2. knowledge graph -----------------------------------------------------------------
-    ex = extractor(config, build_llm(state), show_progress)
-    records: dict[str, ChunkRecord] | None = None
-    llm_answers = None
+
+def _graph_delta(state: EngineState, cd: _ChunkDelta, prog: Progress, show_progress: bool) -> _GraphDelta:
+    """Step 2: the next graph, from the kept records (statistical) or answers (LLM)."""
+    ex = extractor(state.config, build_llm(state), show_progress)
     frozen = dict(state.frozen)
-    if removed_chunks and frozen:  # delete means gone: no term only removed text held
+    if cd.removed_chunks and frozen:  # delete means gone: no term only removed text held
         frozen = prog.stage(
             "pruning vocabularies",
-            lambda: prune_vocabularies(frozen, [c.text for c in removed_chunks], _live_texts(chunks, titles)),
-        )
-    if isinstance(ex, StatisticalExtractor):
-        old_records = state.records
-        if old_records is None or "extraction" not in frozen:  # an index persisted before schema 4
-            old_records, frozen = prog.stage(
-                "deriving extraction records", lambda: _derive_records(state, ex, frozen)
-            )
-        new_recs = prog.stage(
-            "extracting entities",
-            lambda: current_runner().chunk_records(ex, new_chunks, titles, frozen.get("extraction")),
-        )
-        resolved: dict[str, str] = {}
-        if config.entity_resolution:  # new mentions onto the existing entities (issue 28)
-            names = {k: max(v[0], key=v[0].get) for r in new_recs for k, v in r.entities.items() if v[0]}
-            resolved = resolve_onto(state.kg.entities, names, names)
-            new_recs = [apply_to_record(r, resolved, ex.max_description_sentences) for r in new_recs]
-        records = {c.id: old_records[c.id] for c in chunks[: len(keep_rows)]}
-        records.update({r.chunk_id: r for r in new_recs})
-        kg_entities, relations, affected = prog.stage(
-            "merging entities",
-            lambda: _merge_delta(
-                state.kg, [old_records[c.id] for c in removed_chunks], new_recs, records, chunk_row,
-                ex.max_description_sentences,
+            lambda: prune_vocabularies(
+                frozen, [c.text for c in cd.removed_chunks], _live_texts(cd.chunks, cd.titles)
             ),
         )
-        entity_order = sorted(kg_entities)  # merge_records' order, as in a build
-        if config.entity_resolution:  # a re-merged entity keeps its aliases, and gains new ones
-            aliases = {e: set(state.kg.entities[e].aliases) for e in affected if e in state.kg.entities}
-            for alias, target in resolved.items():
-                aliases.setdefault(target, set()).add(alias)
-            with_aliases((kg_entities[e] for e in aliases if e in kg_entities), aliases)
-    else:
-        out = prog.stage(
-            "extracting entities", lambda: ex.extract_with_answers(chunks, titles, state.llm_answers)
+    if isinstance(ex, StatisticalExtractor):
+        return _statistical_delta(state, ex, cd, frozen, prog)
+    out = prog.stage(
+        "extracting entities", lambda: ex.extract_with_answers(cd.chunks, cd.titles, state.llm_answers)
+    )
+    ents, rels = out.entities, out.relations
+    if state.config.entity_resolution:  # the whole graph is re-extracted: resolved as a build does
+        ents, rels, _ = prog.stage(
+            "resolving entities",
+            partial(resolution_stage, ents, rels, None, state.embedder.embed, 0),  # no records: no sentences
         )
-        ents, rels, llm_answers = out.entities, out.relations, out.answers
-        if config.entity_resolution:  # the whole graph is re-extracted: resolved as a build does
-            ents, rels, _ = prog.stage(
-                "resolving entities",
-                partial(resolution_stage, ents, rels, None, embedder.embed, 0),  # no records: no sentences
-            )
-        kg_entities, relations, affected = _diff(state.kg, ents, rels)
-        entity_order = [e.id for e in ents]
-    if not kg_entities:
-        return _full(state, list(documents.values()), show_progress), False
+    kg_entities, relations, affected = _diff(state.kg, ents, rels)
+    return _GraphDelta(
+        kg_entities, relations, affected, [e.id for e in ents], frozen, llm_answers=out.answers
+    )
 
-    # 3. entity rows and vectors (row order as a build gives it: the extractor's order) ----
-    old_kg = state.kg
-    old_ent_vecs = state.vectors["entities"]
-    entity_ids = list(entity_order)
+
+def _statistical_delta(
+    state: EngineState, ex: StatisticalExtractor, cd: _ChunkDelta, frozen: dict[str, Any], prog: Progress
+) -> _GraphDelta:
+    """Step 2 of a statistically extracted graph: the new chunks' records merged in, the
+    removed chunks' records merged out, new mentions resolved onto existing entities."""
+    config = state.config
+    old_records = state.records
+    if old_records is None or "extraction" not in frozen:  # an index persisted before schema 4
+        old_records, frozen = prog.stage(
+            "deriving extraction records", lambda: _derive_records(state, ex, frozen)
+        )
+    new_recs = prog.stage(
+        "extracting entities",
+        lambda: current_runner().chunk_records(ex, cd.new_chunks, cd.titles, frozen.get("extraction")),
+    )
+    resolved: dict[str, str] = {}
+    if config.entity_resolution:  # new mentions onto the existing entities (issue 28)
+        names = {k: max(v[0], key=v[0].get) for r in new_recs for k, v in r.entities.items() if v[0]}
+        resolved = resolve_onto(state.kg.entities, names, names)
+        new_recs = [apply_to_record(r, resolved, ex.max_description_sentences) for r in new_recs]
+    records = {c.id: old_records[c.id] for c in cd.chunks[: len(cd.keep_rows)]}
+    records.update({r.chunk_id: r for r in new_recs})
+    kg_entities, relations, affected = prog.stage(
+        "merging entities",
+        lambda: _merge_delta(
+            state.kg, [old_records[c.id] for c in cd.removed_chunks], new_recs, records, cd.chunk_row,
+            ex.max_description_sentences,
+        ),
+    )
+    if config.entity_resolution:  # a re-merged entity keeps its aliases, and gains new ones
+        aliases = {e: set(state.kg.entities[e].aliases) for e in affected if e in state.kg.entities}
+        for alias, target in resolved.items():
+            aliases.setdefault(target, set()).add(alias)
+        with_aliases((kg_entities[e] for e in aliases if e in kg_entities), aliases)
+    return _GraphDelta(
+        kg_entities, relations, affected,
+        sorted(kg_entities),  # merge_records' order, as in a build
+        frozen, records=records, delta_pairs={p for r in new_recs for p in r.relations},
+    )
+
+
+def _entity_rows(
+    state: EngineState, gd: _GraphDelta, cd: _ChunkDelta, prog: Progress
+) -> tuple[KnowledgeGraph, np.ndarray, np.ndarray]:
+    """Step 3: the next graph in the extractor's row order, each entity's old row (``-1``:
+    embedded again, int64) and the entity vectors (float32 ``(n, dim)``)."""
+    config, embedder, old_kg = state.config, state.embedder, state.kg
+    entity_ids = list(gd.entity_order)
+    kg_entities = gd.kg_entities
     kg = (
-        KnowledgeGraph.from_keyed([kg_entities[e] for e in entity_ids], relations)
-        if isinstance(relations, dict)
-        else KnowledgeGraph([kg_entities[e] for e in entity_ids], relations)
+        KnowledgeGraph.from_keyed([kg_entities[e] for e in entity_ids], gd.relations)
+        if isinstance(gd.relations, dict)
+        else KnowledgeGraph([kg_entities[e] for e in entity_ids], gd.relations)
     )
     described = describes_entities(config, state.llm_id)  # name + description vectors (LLM build)
     needs_vector = _needs_described_vector if described else _needs_vector
     ent_old_rows = np.full(len(entity_ids), -1, np.int64)
     for i, eid in enumerate(entity_ids):
         row = old_kg.row.get(eid)
-        if row is not None and not (eid in affected and needs_vector(old_kg.entities[eid], kg_entities[eid])):
+        if row is not None and not (eid in gd.affected and needs_vector(old_kg.entities[eid], kg_entities[eid])):
             ent_old_rows[i] = row
     fresh = np.flatnonzero(ent_old_rows < 0)
     entity_vecs = np.zeros((len(entity_ids), embedder.dim), np.float32)
-    entity_vecs[ent_old_rows >= 0] = old_ent_vecs[ent_old_rows[ent_old_rows >= 0]]
+    entity_vecs[ent_old_rows >= 0] = state.vectors["entities"][ent_old_rows[ent_old_rows >= 0]]
     if len(fresh):
         fresh_ids = [entity_ids[i] for i in fresh]
         entity_vecs[fresh] = (
             described_entity_vectors(kg, embedder, prog, ids=fresh_ids)
             if described
-            else entity_vectors(kg, chunk_row, chunk_vecs, config, embedder, prog, ids=fresh_ids)
+            else entity_vectors(kg, cd.chunk_row, cd.chunk_vecs, config, embedder, prog, ids=fresh_ids)
         )
-    vec_of = {eid: entity_vecs[i] for i, eid in enumerate(entity_ids)}
+    return kg, ent_old_rows, entity_vecs
 
-    # 4. communities ---------------------------------------------------------------------
-    delta_pairs = None
-    if records is not None:  # every relation of a new entity is named by a new chunk
-        delta_pairs = {p for r in new_recs for p in r.relations}
-    hier = HierarchyUpdate(state, kg, vec_of, frozen, prog, delta_pairs, llm=build_llm(state), purge=bool(gone_docs))
-    brand_new = [e for e in entity_ids if e not in old_kg.entities]
-    gone_entities = {e for e in old_kg.entities if e not in kg.entities}
+
+def _update_layers(
+    state: EngineState,
+    hier: HierarchyUpdate,
+    kg: KnowledgeGraph,
+    affected: set[str],
+    ent_old_rows: np.ndarray,
+    brand_new: list[str],
+    gone_entities: set[str],
+) -> tuple[list[list[Community]], list[np.ndarray], list[np.ndarray]] | None:
+    """Step 4: every community layer updated bottom-up: the layers, their vectors and each
+    layer's old rows; ``None`` when a layer would be empty."""
+    old_kg = state.kg
     below_removed = gone_entities
     below_added: dict[str, str | None] = {e: None for e in brand_new}  # new node -> sibling
     # content changes that need a new summary and vector: a new entity vector, name or
@@ -330,72 +448,59 @@ def _update(
         )
     }
     below_provenance = {e for e in affected if e in kg.entities and e not in below_touched}
-    old_rows: list[np.ndarray] = [ent_old_rows]
+    old_rows: list[np.ndarray] = []
     layers: list[list[Community]] = []
     layer_vecs: list[np.ndarray] = []
     for level in range(1, len(state.communities) + 1):
         result = hier.update_layer(level, below_removed, below_added, below_touched, below_provenance)
         if result is None:  # the layer would be empty
-            return _full(state, list(documents.values()), show_progress), False
+            return None
         comms, vecs, rows, below_removed, below_added, below_touched, below_provenance = result
         layers.append(comms)
         layer_vecs.append(vecs)
         old_rows.append(rows)
+    return layers, layer_vecs, old_rows
 
-    # 5. indexes -------------------------------------------------------------------------
+
+def _updated_indexes(
+    state: EngineState,
+    documents: Mapping[str, Document],
+    cd: _ChunkDelta,
+    old_rows: list[np.ndarray],
+    layer_vectors: list[np.ndarray],
+    prog: Progress,
+) -> tuple[Any, ChunkIndex, Any, dict[str, np.ndarray]]:
+    """Step 5: the layered and chunk C-HNSW, BM25 and the stored vectors of the next state."""
+    config = state.config
     layered = prog.stage(
         "indexing layers (C-HNSW)",
         lambda: state.layered.updated(
-            old_rows, [entity_vecs, *layer_vecs], M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
+            old_rows, layer_vectors, M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
         ),
     )
-    chunk_old_rows = np.concatenate([keep_rows, np.full(len(new_chunks), -1, np.int64)])
+    chunk_old_rows = np.concatenate([cd.keep_rows, np.full(len(cd.new_chunks), -1, np.int64)])
     chunk_index: ChunkIndex = prog.stage(
         "indexing chunks (C-HNSW)",
         lambda: state.chunk_index.updated(
-            chunk_old_rows, chunk_vecs, M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
+            chunk_old_rows, cd.chunk_vecs, M=config.hnsw_M, ef_construction=config.hnsw_ef_construction
         ),
     )
     bm25 = prog.stage(
         "indexing chunks (BM25)",
-        lambda: state.bm25.updated(keep_rows, lexical_texts(new_chunks, documents, config.use_titles)),
+        lambda: state.bm25.updated(cd.keep_rows, lexical_texts(cd.new_chunks, documents, config.use_titles)),
     )
     # the indexes' own copies, as a load of the persisted state reads them (schema 5)
-    vectors = stored_vectors(chunk_index, layered, state.embedder.dim)
+    return layered, chunk_index, bm25, stored_vectors(chunk_index, layered, state.embedder.dim)
+
+
+def _next_drift(state: EngineState, counts: Mapping[str, int]) -> dict[str, Any]:
+    """``state``'s drift counters (started from its build's sizes) with ``counts`` added."""
     drift = dict(state.drift) or new_drift(
-        len(state.documents), len(state.chunks), len(old_kg), sum(len(x) for x in state.communities)
+        len(state.documents), len(state.chunks), len(state.kg), sum(len(x) for x in state.communities)
     )
-    for key, n in (
-        ("documents_added", len(upserts)),
-        ("documents_removed", len(gone_docs)),
-        ("chunks_added", len(new_chunks)),
-        ("chunks_removed", len(removed_chunks)),
-        ("entities_added", len(brand_new)),
-        ("entities_removed", len(gone_entities)),
-        ("communities_reclustered", hier.reclustered),
-        ("communities_resummarised", hier.resummarised),
-        ("updates", 1),
-    ):
+    for key, n in counts.items():
         drift[key] = int(drift.get(key, 0)) + int(n)
-    # the rest (config, embedder, build seconds and usage, LLM) carries over; the derived
-    # cache starts empty
-    return dataclasses.replace(
-        state,
-        documents=documents,
-        chunks=chunks,
-        chunk_row=chunk_row,
-        kg=kg,
-        communities=layers,
-        layered=layered,
-        chunk_index=chunk_index,
-        bm25=bm25,
-        vectors=vectors,
-        generation=state.generation + 1,
-        records=records,
-        llm_answers=llm_answers,
-        frozen=frozen,
-        drift=drift,
-    ), True
+    return drift
 
 
 def _live_texts(chunks: Sequence[Chunk], titles: Mapping[str, str]) -> Iterator[str]:

@@ -48,6 +48,27 @@ COHESION_DROP = 0.1
 update is re-clustered."""
 
 
+@dataclasses.dataclass
+class _LayerEdit:
+    """One layer's communities while :meth:`HierarchyUpdate.update_layer` repairs them: a
+    community is copied on its first edit (most stay untouched), its members before the edit
+    kept in ``old_members``."""
+
+    comms: dict[str, Community]
+    parent_of: dict[str, str]  # node of the layer below -> its community
+    touched: set[str] = dataclasses.field(default_factory=set)
+    old_members: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+    def edit(self, cid: str) -> Community:
+        """Community ``cid``, copied (with its own member list) on first edit."""
+        c = self.comms[cid]
+        if cid not in self.touched:
+            self.old_members[cid] = c.members
+            self.comms[cid] = c = dataclasses.replace(c, members=list(c.members))
+            self.touched.add(cid)
+        return c
+
+
 class HierarchyUpdate:
     """Layer-by-layer repair of the community hierarchy of ``state`` for the next KG ``kg``
     (see the module docstring).
@@ -120,84 +141,19 @@ class HierarchyUpdate:
         """
         old = self.state.communities[level - 1]
         old_vecs = self.state.vectors[f"layer_{level}"]
-        comms = {c.id: c for c in old}  # copied on first edit (most communities are untouched)
-        parent_of = {m: c.id for c in old for m in c.members}
-        touched: set[str] = set()
-        old_members: dict[str, list[str]] = {}
-
-        def edit(cid: str) -> Community:
-            c = comms[cid]
-            if cid not in touched:
-                old_members[cid] = c.members
-                comms[cid] = c = dataclasses.replace(c, members=list(c.members))
-                touched.add(cid)
-            return c
-
-        shrunk: set[str] = set()  # lost members: always re-summarised (no stale names)
-        for m in below_removed:
-            if m in parent_of:
-                edit(parent_of[m]).members.remove(m)
-                shrunk.add(parent_of[m])
-        for m in below_touched:
-            if m in parent_of:
-                edit(parent_of[m])
-                if self.purge:
-                    shrunk.add(parent_of[m])
-        if self.purge and self.use_reports and level == 1:
-            # an LLM report also quotes relations and chunks: rewrite it too
-            for m in below_provenance:
-                if m in parent_of:
-                    edit(parent_of[m])
-                    shrunk.add(parent_of[m])
-            below_provenance = set()
-        # a member whose chunks alone changed: the community's provenance is recomputed, its
-        # summary and vector are kept
-        provenance: dict[str, Community] = {}
-        for m in below_provenance:
-            cid = parent_of.get(m)
-            if cid is not None and cid not in touched and cid not in provenance:
-                provenance[cid] = comms[cid] = dataclasses.replace(comms[cid])
-        # new nodes of the layer below join a community
-        centroid_ids = [c.id for c in old]
-        orphans = []
-        for node, sibling in below_added.items():
-            home = parent_of.get(sibling) if sibling is not None else None
-            if home is None or home not in comms:
-                orphans.append(node)
-                continue
-            edit(home).members.append(node)
-            parent_of[node] = home
-        for node, home in self._assign(level, orphans, parent_of, comms, centroid_ids, old_vecs).items():
-            edit(home).members.append(node)
-            parent_of[node] = home
-        # drift: split what grew too large or lost cohesion; drop what is empty
-        removed: set[str] = set()
-        split: set[str] = set()
-        new_nodes: dict[str, str | None] = {}
-        next_index = 1 + max((int(c.id.split("C", 1)[1]) for c in old if "C" in c.id), default=-1)
-        for cid in sorted(touched):
-            c = comms[cid]
-            if not c.members:
-                removed.add(cid)
-                continue
-            parts = self._split(level, c, old_members=old_members.get(cid, []))
-            if len(parts) > 1:
-                split.add(cid)
-                self.reclustered += 1
-                c.members = parts[0]
-                for part in parts[1:]:
-                    nid = f"L{level}C{next_index}"
-                    next_index += 1
-                    comms[nid] = Community(id=nid, layer=level, members=part)
-                    new_nodes[nid] = cid
-        if len(removed) == len(comms):
+        le = _LayerEdit({c.id: c for c in old}, {m: c.id for c in old for m in c.members})
+        shrunk, provenance = self._apply_below(level, le, below_removed, below_touched, below_provenance)
+        self._place_new(level, le, below_added, [c.id for c in old], old_vecs)
+        removed, split, new_nodes = self._split_drifted(level, le, old)
+        if len(removed) == len(le.comms):
             return None
+        comms, touched = le.comms, le.touched
         # a touched community whose centroid barely moved since its vector was computed keeps
         # summary and vector (changes accumulate until they pass the threshold)
         old_row = {c.id: i for i, c in enumerate(old)}
         for cid in sorted(touched - removed - split - shrunk):
             c = comms[cid]
-            if self._settled(c, old_vecs[old_row[cid]], old_members.get(cid, [])):
+            if self._settled(c, old_vecs[old_row[cid]], le.old_members.get(cid, [])):
                 touched.discard(cid)
                 provenance[cid] = c
         fresh = [cid for cid in touched if cid not in removed] + list(new_nodes)
@@ -227,6 +183,82 @@ class HierarchyUpdate:
         self.below_comm = {c.id: c for c in layer}
         return (layer, vecs, rows, removed, new_nodes, {cid for cid in touched if cid not in removed},
                 set(provenance))
+
+    def _apply_below(
+        self, level: int, le: _LayerEdit, below_removed: set[str], below_touched: set[str],
+        below_provenance: set[str],
+    ) -> tuple[set[str], dict[str, Community]]:
+        """Removed and changed nodes of the layer below edit their communities: the
+        communities that must be re-summarised whatever their drift (``shrunk``) and those
+        whose provenance alone is recomputed (``{id: community}``)."""
+        shrunk: set[str] = set()  # lost members: always re-summarised (no stale names)
+        for m in below_removed:
+            if m in le.parent_of:
+                le.edit(le.parent_of[m]).members.remove(m)
+                shrunk.add(le.parent_of[m])
+        for m in below_touched:
+            if m in le.parent_of:
+                le.edit(le.parent_of[m])
+                if self.purge:
+                    shrunk.add(le.parent_of[m])
+        if self.purge and self.use_reports and level == 1:
+            # an LLM report also quotes relations and chunks: rewrite it too
+            for m in below_provenance:
+                if m in le.parent_of:
+                    le.edit(le.parent_of[m])
+                    shrunk.add(le.parent_of[m])
+            below_provenance = set()
+        # a member whose chunks alone changed: the community's provenance is recomputed, its
+        # summary and vector are kept
+        provenance: dict[str, Community] = {}
+        for m in below_provenance:
+            cid = le.parent_of.get(m)
+            if cid is not None and cid not in le.touched and cid not in provenance:
+                provenance[cid] = le.comms[cid] = dataclasses.replace(le.comms[cid])
+        return shrunk, provenance
+
+    def _place_new(self, level: int, le: _LayerEdit, below_added: dict[str, str | None],
+                   centroid_ids: list[str], old_vecs: np.ndarray) -> None:
+        """New nodes of the layer below join their sibling's community, else the one
+        :meth:`_assign` picks."""
+        orphans = []
+        for node, sibling in below_added.items():
+            home = le.parent_of.get(sibling) if sibling is not None else None
+            if home is None or home not in le.comms:
+                orphans.append(node)
+                continue
+            le.edit(home).members.append(node)
+            le.parent_of[node] = home
+        for node, home in self._assign(level, orphans, le.parent_of, le.comms, centroid_ids, old_vecs).items():
+            le.edit(home).members.append(node)
+            le.parent_of[node] = home
+
+    def _split_drifted(
+        self, level: int, le: _LayerEdit, old: Sequence[Community]
+    ) -> tuple[set[str], set[str], dict[str, str | None]]:
+        """Drift: touched communities that grew too large or lost cohesion split, empty ones
+        go. Returns ``(removed, split, new_nodes)``; ``new_nodes`` maps a new community id to
+        the community it split from."""
+        removed: set[str] = set()
+        split: set[str] = set()
+        new_nodes: dict[str, str | None] = {}
+        next_index = 1 + max((int(c.id.split("C", 1)[1]) for c in old if "C" in c.id), default=-1)
+        for cid in sorted(le.touched):
+            c = le.comms[cid]
+            if not c.members:
+                removed.add(cid)
+                continue
+            parts = self._split(level, c, old_members=le.old_members.get(cid, []))
+            if len(parts) > 1:
+                split.add(cid)
+                self.reclustered += 1
+                c.members = parts[0]
+                for part in parts[1:]:
+                    nid = f"L{level}C{next_index}"
+                    next_index += 1
+                    le.comms[nid] = Community(id=nid, layer=level, members=part)
+                    new_nodes[nid] = cid
+        return removed, split, new_nodes
 
     def _settled(self, c: Community, old_vec: np.ndarray, old_members: list[str]) -> bool:
         """Whether ``c``'s centroid is within :data:`COMMUNITY_VECTOR_DRIFT` (cosine) of what

@@ -465,25 +465,18 @@ class LLMClient:
         In a worker thread started by :func:`run_in_worker_thread`, a cache miss of an LLM
         with an async API is awaited on the caller's event loop (:meth:`arequest`); otherwise
         the call is synchronous, in this thread."""
-        key = self.key(req)
-        hit = self._cached(key, stage)
+        key, hit = self._lookup(req, stage)
         if hit is not None:
             return hit
-        self.check_fits(req, stage)
         loop = _caller_loop()
         if loop is not None and has_async_api(self.llm):
             return asyncio.run_coroutine_threadsafe(self.arequest(req, stage), loop).result()
-        retrying = Retrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=self._wait,
-            retry=retry_if_exception(is_transient),
-            reraise=True,
-        )
+        retrying = Retrying(**self._retry_policy())
         try:
             with self._sem:
                 out = retrying(self.llm.complete, req.prompt, system=req.system, json_mode=req.json_mode)
         except Exception as exc:
-            raise LLMError(f"LLM call failed in stage {stage!r} ({self.llm.id}): {type(exc).__name__}: {exc}") from exc
+            raise self._failed(stage, exc) from exc
         return self._received(out, req, key, stage)
 
     async def arequest(self, req: LLMRequest, stage: str = "llm") -> LLMResponse:
@@ -494,23 +487,43 @@ class LLMClient:
         Raises:
             LLMError: as :meth:`complete`.
         """
-        key = self.key(req)
-        hit = self._cached(key, stage)
+        key, hit = self._lookup(req, stage)
         if hit is not None:
             return hit
-        self.check_fits(req, stage)
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=self._wait,
-            retry=retry_if_exception(is_transient),
-            reraise=True,
-        )
+        retrying = AsyncRetrying(**self._retry_policy())
         try:
             async with self._loop_semaphore():
                 out = await retrying(self.llm.acomplete, req.prompt, system=req.system, json_mode=req.json_mode)
         except Exception as exc:
-            raise LLMError(f"LLM call failed in stage {stage!r} ({self.llm.id}): {type(exc).__name__}: {exc}") from exc
+            raise self._failed(stage, exc) from exc
         return self._received(out, req, key, stage)
+
+    def _lookup(self, req: LLMRequest, stage: str) -> tuple[str, LLMResponse | None]:
+        """``(cache key, cached response)`` of ``req``; on a miss (``None``) the prompt has
+        been checked to fit the window.
+
+        Raises:
+            PromptTooLongError: a miss whose prompt does not fit (nothing is sent).
+        """
+        key = self.key(req)
+        hit = self._cached(key, stage)
+        if hit is None:
+            self.check_fits(req, stage)
+        return key, hit
+
+    def _retry_policy(self) -> dict[str, Any]:
+        """tenacity's retry settings of a call: ``attempts`` tries, this client's wait,
+        transient errors only (:func:`is_transient`), the last error re-raised."""
+        return {
+            "stop": stop_after_attempt(self.attempts),
+            "wait": self._wait,
+            "retry": retry_if_exception(is_transient),
+            "reraise": True,
+        }
+
+    def _failed(self, stage: str, exc: BaseException) -> LLMError:
+        """The :class:`LLMError` of a call that failed after its retries."""
+        return LLMError(f"LLM call failed in stage {stage!r} ({self.llm.id}): {type(exc).__name__}: {exc}")
 
     def stream_request(self, req: LLMRequest, stage: str = "llm") -> Iterator[str]:
         """:meth:`request` with the output given as it is written: an iterator of its text
@@ -532,13 +545,11 @@ class LLMClient:
                 something other than ``str`` / :class:`Usage`.
             PromptTooLongError: the prompt does not fit the window (nothing is sent).
         """
-        key = self.key(req)
-        hit = self._cached(key, stage)
+        key, hit = self._lookup(req, stage)
         if hit is not None:
             if hit.text:
                 yield hit.text
             return
-        self.check_fits(req, stage)
         stream = getattr(self.llm, "stream", None)
         if not callable(stream):
             text = self.request(req, stage).text
@@ -546,12 +557,7 @@ class LLMClient:
                 yield text
             return
         out = _StreamedOutput(self, req, key, stage)
-        retrying = Retrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=self._wait,
-            retry=retry_if_exception(is_transient),
-            reraise=True,
-        )
+        retrying = Retrying(**self._retry_policy())
         with self._sem:
             try:
                 for attempt in retrying:
@@ -579,13 +585,11 @@ class LLMClient:
         Raises:
             LLMError, PromptTooLongError: as :meth:`stream_request`.
         """
-        key = self.key(req)
-        hit = self._cached(key, stage)
+        key, hit = self._lookup(req, stage)
         if hit is not None:
             if hit.text:
                 yield hit.text
             return
-        self.check_fits(req, stage)
         native = has_async_api(self.llm)
         astream = getattr(self.llm, "astream", None)
         stream = getattr(self.llm, "stream", None)
@@ -601,12 +605,7 @@ class LLMClient:
                 yield response.text
             return
         out = _StreamedOutput(self, req, key, stage)
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=self._wait,
-            retry=retry_if_exception(is_transient),
-            reraise=True,
-        )
+        retrying = AsyncRetrying(**self._retry_policy())
         async with self._loop_semaphore():
             try:
                 async for attempt in retrying:
@@ -774,9 +773,7 @@ class _StreamedOutput:
     def error(self, exc: Exception) -> LLMError:
         if isinstance(exc, LLMError):
             return exc
-        return LLMError(
-            f"LLM call failed in stage {self.stage!r} ({self.client.llm.id}): {type(exc).__name__}: {exc}"
-        )
+        return self.client._failed(self.stage, exc)
 
     def close(self) -> None:
         """Count the call (and cache it when the stream reached its end); once."""

@@ -163,16 +163,38 @@ async def _call(fn: Callable[..., dict[str, Any]], *args: Any, **kwargs: Any) ->
         raise ToolError(exc.message) from None
 
 
+Query = Annotated[str, Field(description="the question or search text")]
+IndexArg = Annotated[str | None, Field(description="index name (see list_indexes); may be omitted "
+                                                     "when the caller can read only one")]
+MethodArg = Annotated[Method, Field(description="retrieval method; archrag unless another fits better")]
+Filters = Annotated[dict[str, Any] | None, Field(
+    description='metadata filter on documents, applied before k is cut: {"year": {"$gte": 2020}}, '
+    '{"author": "Ada"}; operators $eq $ne $gt $gte $lt $lte $in $nin $contains, $and / $or')]
+
+
+# one document of the insert tool (no docstring: pydantic would put it in the tool's schema)
+class DocumentIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str | None = Field(None, description="document id (an existing id is replaced); default: a content hash")
+    text: str = Field(min_length=1)
+    metadata: dict[str, Any] | None = None
+
+
 def build_tools(service: GraphService) -> list[Tool]:
     """The tools ``service`` offers (see the module docstring), with strict argument models."""
+    chosen = _read_tools(service)
+    if service.config.allow_writes:
+        chosen += _write_tools(service)
+    return strict_tools(
+        Tool.from_function(fn, name=name, description=TOOL_DESCRIPTIONS[name], structured_output=True)
+        for name, fn in chosen
+    )
+
+
+def _read_tools(service: GraphService) -> list[tuple[str, Callable[..., Awaitable[Any]]]]:
+    """``(name, tool function)`` of retrieve, list_indexes and stats, and answer when the
+    service has an LLM."""
     max_k = service.config.max_k
-    Query = Annotated[str, Field(description="the question or search text")]
-    IndexArg = Annotated[str | None, Field(description="index name (see list_indexes); may be omitted "
-                                                         "when the caller can read only one")]
-    MethodArg = Annotated[Method, Field(description="retrieval method; archrag unless another fits better")]
-    Filters = Annotated[dict[str, Any] | None, Field(
-        description='metadata filter on documents, applied before k is cut: {"year": {"$gte": 2020}}, '
-        '{"author": "Ada"}; operators $eq $ne $gt $gte $lt $lte $in $nin $contains, $and / $or')]
 
     async def retrieve(
         ctx: Context,
@@ -213,11 +235,15 @@ def build_tools(service: GraphService) -> list[Tool]:
         out = await _call(service.answer, principal_of(ctx), query, index=index, method=method, k=k, filters=filters)
         return AnswerOut.model_validate(out)
 
-    class DocumentIn(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-        id: str | None = Field(None, description="document id (an existing id is replaced); default: a content hash")
-        text: str = Field(min_length=1)
-        metadata: dict[str, Any] | None = None
+    chosen: list[tuple[str, Callable[..., Awaitable[Any]]]] = [
+        ("retrieve", retrieve), ("list_indexes", list_indexes), ("stats", stats)]
+    if service.has_llm:
+        chosen.append(("answer", answer))
+    return chosen
+
+
+def _write_tools(service: GraphService) -> list[tuple[str, Callable[..., Awaitable[Any]]]]:
+    """``(name, tool function)`` of insert and delete."""
 
     async def insert(
         ctx: Context,
@@ -234,16 +260,7 @@ def build_tools(service: GraphService) -> list[Tool]:
     ) -> DeleteOut:
         return DeleteOut.model_validate(await _call(service.delete, principal_of(ctx), document_ids, index=index))
 
-    chosen: list[tuple[str, Callable[..., Awaitable[Any]]]] = [
-        ("retrieve", retrieve), ("list_indexes", list_indexes), ("stats", stats)]
-    if service.has_llm:
-        chosen.append(("answer", answer))
-    if service.config.allow_writes:
-        chosen += [("insert", insert), ("delete", delete)]
-    return strict_tools(
-        Tool.from_function(fn, name=name, description=TOOL_DESCRIPTIONS[name], structured_output=True)
-        for name, fn in chosen
-    )
+    return [("insert", insert), ("delete", delete)]
 
 
 def strict_tools(tools: Any) -> list[Tool]:

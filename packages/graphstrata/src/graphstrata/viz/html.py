@@ -319,29 +319,49 @@ def render_html(
     """
     state, engine = state_of(state_or_gs)
     out = out_path(path, (".html", ".htm"), "HTML")
-    caps = {
-        "max_communities": count_arg(max_communities, "max_communities", 1),
-        "max_entities_per_community": count_arg(max_entities_per_community, "max_entities_per_community", 1),
-        "max_entities": count_arg(max_entities, "max_entities", 1),
-        "max_chunks_per_entity": count_arg(max_chunks_per_entity, "max_chunks_per_entity", 0),
-        "max_chunks": count_arg(max_chunks, "max_chunks", 0),
-        "max_chunk_chars": count_arg(max_chunk_chars, "max_chunk_chars", 20),
-        "max_text_chars": count_arg(max_text_chars, "max_text_chars", 20),
-    }
+    caps = _checked_caps(
+        max_communities=max_communities, max_entities_per_community=max_entities_per_community,
+        max_entities=max_entities, max_chunks_per_entity=max_chunks_per_entity, max_chunks=max_chunks,
+        max_chunk_chars=max_chunk_chars, max_text_chars=max_text_chars,
+    )
     if title is not None and not isinstance(title, str):
         raise ValueError(f"title must be a str, got {type(title).__name__}")
     model = HierarchyModel(state)
     hits = query_marks(model, hits_for(engine, query, query_hits, method))
     data = _html_data(model, hits, query, method, **caps)
-    page_title = title or "graphstrata — community hierarchy"
-    doc = (
-        _PAGE.replace("__TITLE__", _html.escape(page_title))
+    out.write_text(_page(title or "graphstrata — community hierarchy", data), encoding="utf-8", errors="replace")
+    return out
+
+
+#: the least value of each :func:`render_html` cap
+_CAP_MINIMA = {
+    "max_communities": 1,
+    "max_entities_per_community": 1,
+    "max_entities": 1,
+    "max_chunks_per_entity": 0,
+    "max_chunks": 0,
+    "max_chunk_chars": 20,
+    "max_text_chars": 20,
+}
+
+
+def _checked_caps(**caps: Any) -> dict[str, int]:
+    """The caps of :func:`render_html` checked against :data:`_CAP_MINIMA`.
+
+    Raises:
+        ValueError: a cap that is not an int or is below its minimum (named).
+    """
+    return {name: count_arg(value, name, _CAP_MINIMA[name]) for name, value in caps.items()}
+
+
+def _page(title: str, data: dict[str, Any]) -> str:
+    """The page: :data:`_PAGE` with its title, CSS, JavaScript and data filled in."""
+    return (
+        _PAGE.replace("__TITLE__", _html.escape(title))
         .replace("__CSS__", _CSS)
         .replace("__JS__", _JS)
         .replace("__DATA__", _json_for_script(data))
     )
-    out.write_text(doc, encoding="utf-8", errors="replace")
-    return out
 
 
 _PAGE = """<!DOCTYPE html>
@@ -622,17 +642,20 @@ function hitLine(id) {
     'Mentioned in a chunk the query retrieved.');
   return null;
 }
-function showCommunity(id) {
+function openDetail(id, title, meta) {
   select(id);
-  var n = N[id];
   detail.replaceChildren();
-  detail.appendChild(el('h2', null, n.t));
-  var meta = id === '~unclustered' ? 'entities that no layer-1 community claims' :
-    'layer ' + n.l + ' community ' + id + ' · ' + countText(n) + (n.nc ? ' · ' + plural(n.nc, 'source chunk') : '');
-  if (n.r !== undefined) meta += ' · rating ' + n.r;
+  detail.appendChild(el('h2', null, title));
   detail.appendChild(el('div', 'meta', meta));
   detail.appendChild(crumbs(id));
   var h = hitLine(id); if (h) detail.appendChild(h);
+}
+function showCommunity(id) {
+  var n = N[id];
+  var meta = id === '~unclustered' ? 'entities that no layer-1 community claims' :
+    'layer ' + n.l + ' community ' + id + ' · ' + countText(n) + (n.nc ? ' · ' + plural(n.nc, 'source chunk') : '');
+  if (n.r !== undefined) meta += ' · rating ' + n.r;
+  openDetail(id, n.t, meta);
   if (n.s) { detail.appendChild(el('h3', null, 'Summary')); detail.appendChild(para(n.s)); }
   if (n.f && n.f.length) {
     detail.appendChild(el('h3', null, 'Findings'));
@@ -660,13 +683,8 @@ function chunkCard(cid) {
   return div;
 }
 function showEntity(id) {
-  select(id);
   var e = E[id];
-  detail.replaceChildren();
-  detail.appendChild(el('h2', null, e.n));
-  detail.appendChild(el('div', 'meta', 'entity' + (e.ty ? ' · ' + e.ty : '') + ' · seen ' + e.w + '× · ' + plural(e.g, 'relation')));
-  detail.appendChild(crumbs(id));
-  var h = hitLine(id); if (h) detail.appendChild(h);
+  openDetail(id, e.n, 'entity' + (e.ty ? ' · ' + e.ty : '') + ' · seen ' + e.w + '× · ' + plural(e.g, 'relation'));
   detail.appendChild(el('h3', null, 'Description'));
   detail.appendChild(para(e.d, e.dm, 'characters'));
   if (e.nb && e.nb.length) {

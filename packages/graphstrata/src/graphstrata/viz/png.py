@@ -546,6 +546,29 @@ def render_png(
     """
     state, engine = state_of(state_or_gs)
     out = out_path(path, (".png",), "PNG")
+    max_communities, max_entities, entity_labels, dpi = _checked_sizes(
+        max_communities, max_entities, entity_labels, dpi, size_inches
+    )
+    model = HierarchyModel(state)
+    hits = query_marks(model, hits_for(engine, query, query_hits, method))
+    _require_matplotlib()
+    sheet = _draw_sunburst(
+        model, hits, query, method, max_communities, max_entities, entity_labels, size_inches, dpi
+    )
+    sheet.fig.savefig(out, format="png", dpi=dpi, facecolor="white", metadata={"Software": "graphstrata"})
+    return out
+
+
+def _checked_sizes(
+    max_communities: Any, max_entities: Any, entity_labels: Any, dpi: Any, size_inches: Any
+) -> tuple[int, int, int, int]:
+    """:func:`render_png`'s caps and sizes checked: ``(max_communities, max_entities,
+    entity_labels, dpi)`` as ints.
+
+    Raises:
+        ValueError: a cap below its minimum, ``dpi`` outside 30..600, ``size_inches`` not a
+            number in 4..40.
+    """
     max_communities = count_arg(max_communities, "max_communities", 1)
     max_entities = count_arg(max_entities, "max_entities", 0)
     entity_labels = count_arg(entity_labels, "entity_labels", 0)
@@ -554,16 +577,19 @@ def render_png(
         raise ValueError(f"dpi must be in 30..600, got {dpi}")
     if isinstance(size_inches, bool) or not isinstance(size_inches, (int, float)) or not 4 <= size_inches <= 40:
         raise ValueError(f"size_inches must be a number in 4..40, got {size_inches!r}")
-    model = HierarchyModel(state)
-    hits = query_marks(model, hits_for(engine, query, query_hits, method))
-    _require_matplotlib()
+    return max_communities, max_entities, entity_labels, dpi
 
+
+def _draw_sunburst(
+    model: HierarchyModel, hits: QueryMarks | None, query: str | None, method: str | None,
+    max_communities: int, max_entities: int, entity_labels: int, size_inches: float, dpi: int,
+) -> _Sheet:
+    """A sheet with the sunburst, its labels, centre, titles and (with hits) legend drawn."""
     top, hidden = _wedge_tree(model, hits, max_communities, max_entities)
     _layout(top, 0.0, 2 * math.pi)
     rings = _Rings(n_comm=max(model.n_layers, 1), ent_w=0.075 if max_entities else 0.0)
     querying = hits is not None
     drawn = _drawn_wedges(top, rings, max_entities, querying)
-
     sheet = _Sheet(size_inches, dpi, lim=1.42 if entity_labels and max_entities else 1.04)
     _draw_wedges(sheet.ax, drawn, querying)
     _draw_community_labels(sheet, model, drawn, rings, querying)
@@ -571,9 +597,8 @@ def render_png(
     if entity_labels and ent_wedges:
         _draw_entity_labels(sheet, model, ent_wedges, querying, entity_labels, rings.outer)
     _draw_centre(sheet.ax, model)
-    _draw_titles(sheet.fig, state.stats(), model, hits, query, method,
+    _draw_titles(sheet.fig, model.state.stats(), model, hits, query, method,
                  _footer(model, hidden, max_communities, max_entities))
     if querying:
         _draw_legend(sheet.fig)
-    sheet.fig.savefig(out, format="png", dpi=dpi, facecolor="white", metadata={"Software": "graphstrata"})
-    return out
+    return sheet

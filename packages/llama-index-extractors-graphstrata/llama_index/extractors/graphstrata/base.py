@@ -137,11 +137,27 @@ class GraphStrataExtractor(TransformComponent):
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> Sequence[BaseNode]:
         """Extract entities and relations from ``nodes`` (in place) and return them."""
-        from graphstrata import Chunk
-
         nodes = list(nodes)
         if not nodes:
             return nodes
+        chunks, titles = self._chunks(nodes)
+        extractor = self._core_extractor()
+        entities, relations = extractor.extract(chunks, titles=titles or None)
+        client = getattr(extractor, "client", None)
+        self.last_usage = client.ledger.to_dict() if client is not None else {}
+        ents_by_chunk, rels_by_chunk = _by_chunk(entities), _by_chunk(relations)
+        entity_by_id = {ent.id: ent for ent in entities}
+        for node in get_tqdm_iterable(nodes, show_progress, "Extracting graphstrata KG"):
+            self._annotate(
+                node, ents_by_chunk.get(node.node_id, []), rels_by_chunk.get(node.node_id, []), entity_by_id
+            )
+        return nodes
+
+    def _chunks(self, nodes: Sequence[BaseNode]) -> tuple[list[Any], dict[str, str]]:
+        """The nodes as core chunks (whitespace tokens as ``n_tokens``) and ``{document id:
+        title}`` of those whose metadata has a title (with ``use_titles``)."""
+        from graphstrata import Chunk
+
         chunks = []
         titles: dict[str, str] = {}
         for i, node in enumerate(nodes):
@@ -161,70 +177,60 @@ class GraphStrataExtractor(TransformComponent):
             title = (node.metadata or {}).get(self.title_key)
             if self.use_titles and isinstance(title, str) and title.strip():
                 titles.setdefault(doc_id, title)
-        extractor = self._core_extractor()
-        entities, relations = extractor.extract(chunks, titles=titles or None)
-        client = getattr(extractor, "client", None)
-        self.last_usage = client.ledger.to_dict() if client is not None else {}
+        return chunks, titles
 
-        ents_by_chunk: dict[str, list[Any]] = {}
-        for ent in entities:
-            for cid in ent.chunk_ids:
-                ents_by_chunk.setdefault(cid, []).append(ent)
-        rels_by_chunk: dict[str, list[Any]] = {}
-        for rel in relations:
-            for cid in rel.chunk_ids:
-                rels_by_chunk.setdefault(cid, []).append(rel)
-        entity_by_id = {ent.id: ent for ent in entities}
+    def _annotate(
+        self, node: BaseNode, ents: list[Any], rels: list[Any], entity_by_id: dict[str, Any]
+    ) -> None:
+        """Add the node's strongest entities and relations (capped; a relation's endpoints
+        always included) to its ``KG_NODES_KEY`` / ``KG_RELATIONS_KEY`` metadata."""
+        existing_nodes = node.metadata.pop(KG_NODES_KEY, [])
+        existing_relations = node.metadata.pop(KG_RELATIONS_KEY, [])
+        base_props = dict(node.metadata) if self.include_metadata else {}
 
-        for node in get_tqdm_iterable(nodes, show_progress, "Extracting graphstrata KG"):
-            existing_nodes = node.metadata.pop(KG_NODES_KEY, [])
-            existing_relations = node.metadata.pop(KG_RELATIONS_KEY, [])
-            base_props = dict(node.metadata) if self.include_metadata else {}
+        rels = sorted(rels, key=_by_weight)
+        if self.max_relations_per_node is not None:
+            rels = rels[: self.max_relations_per_node]
+        ents = sorted(ents, key=_by_weight)
+        if self.max_entities_per_node is not None:
+            ents = ents[: self.max_entities_per_node]
+        chosen: dict[str, Any] = {ent.id: ent for ent in ents}
+        for rel in rels:  # relation endpoints must exist as nodes
+            for key in (rel.source, rel.target):
+                if key not in chosen and key in entity_by_id:
+                    chosen[key] = entity_by_id[key]
 
-            rels = sorted(rels_by_chunk.get(node.node_id, []), key=_by_weight)
-            if self.max_relations_per_node is not None:
-                rels = rels[: self.max_relations_per_node]
-            ents = sorted(ents_by_chunk.get(node.node_id, []), key=_by_weight)
-            if self.max_entities_per_node is not None:
-                ents = ents[: self.max_entities_per_node]
-            chosen: dict[str, Any] = {ent.id: ent for ent in ents}
-            for rel in rels:  # relation endpoints must exist as nodes
-                for key in (rel.source, rel.target):
-                    if key not in chosen and key in entity_by_id:
-                        chosen[key] = entity_by_id[key]
-
-            entity_nodes: dict[str, EntityNode] = {}
-            for key, ent in chosen.items():
-                entity_nodes[key] = EntityNode(
-                    name=ent.name,
-                    label=getattr(ent, "type", "") or self.entity_label,
-                    properties={
-                        **base_props,
-                        "description": ent.description,
-                        "weight": float(ent.weight),
-                        "entity_id": ent.id,
-                    },
-                )
-            kg_relations = [
-                Relation(
-                    label=_relation_label(rel, self.relation_label),
-                    source_id=entity_nodes[rel.source].id,
-                    target_id=entity_nodes[rel.target].id,
-                    properties={
-                        **base_props,
-                        "description": rel.description,
-                        "weight": float(rel.weight),
-                        **({"keywords": rel.keywords} if getattr(rel, "keywords", "") else {}),
-                    },
-                )
-                for rel in rels
-                if rel.source in entity_nodes and rel.target in entity_nodes
-            ]
-            existing_nodes.extend(entity_nodes.values())
-            existing_relations.extend(kg_relations)
-            node.metadata[KG_NODES_KEY] = existing_nodes
-            node.metadata[KG_RELATIONS_KEY] = existing_relations
-        return nodes
+        entity_nodes: dict[str, EntityNode] = {}
+        for key, ent in chosen.items():
+            entity_nodes[key] = EntityNode(
+                name=ent.name,
+                label=getattr(ent, "type", "") or self.entity_label,
+                properties={
+                    **base_props,
+                    "description": ent.description,
+                    "weight": float(ent.weight),
+                    "entity_id": ent.id,
+                },
+            )
+        kg_relations = [
+            Relation(
+                label=_relation_label(rel, self.relation_label),
+                source_id=entity_nodes[rel.source].id,
+                target_id=entity_nodes[rel.target].id,
+                properties={
+                    **base_props,
+                    "description": rel.description,
+                    "weight": float(rel.weight),
+                    **({"keywords": rel.keywords} if getattr(rel, "keywords", "") else {}),
+                },
+            )
+            for rel in rels
+            if rel.source in entity_nodes and rel.target in entity_nodes
+        ]
+        existing_nodes.extend(entity_nodes.values())
+        existing_relations.extend(kg_relations)
+        node.metadata[KG_NODES_KEY] = existing_nodes
+        node.metadata[KG_RELATIONS_KEY] = existing_relations
 
     async def acall(
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
@@ -236,6 +242,15 @@ class GraphStrataExtractor(TransformComponent):
         import asyncio
 
         return await asyncio.to_thread(self.__call__, nodes, show_progress, **kwargs)
+
+
+def _by_chunk(records: Sequence[Any]) -> dict[str, list[Any]]:
+    """``{chunk_id: [records naming it]}``, records in input order."""
+    out: dict[str, list[Any]] = {}
+    for r in records:
+        for cid in r.chunk_ids:
+            out.setdefault(cid, []).append(r)
+    return out
 
 
 def _relation_label(rel: Any, default: str) -> str:

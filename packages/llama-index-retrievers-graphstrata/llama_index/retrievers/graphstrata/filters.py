@@ -35,6 +35,7 @@ core's rule). The key ``"document_id"`` is the document's id (``Document.doc_id`
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import Enum
 from typing import Any
 
 from llama_index.core.vector_stores.types import (
@@ -60,24 +61,22 @@ OPERATORS: dict[str, str] = {
 }
 
 
-def _operator_name(op: Any) -> str:
-    if isinstance(op, FilterOperator):
-        return op.name
+def _enum_name(enum: type[Enum], value: Any) -> str:
+    """The member name of ``value`` in ``enum`` (a member or its value), else ``str(value)``."""
+    if isinstance(value, enum):
+        return value.name
     try:
-        return FilterOperator(op).name
+        return enum(value).name
     except ValueError:
-        return str(op)
+        return str(value)
+
+
+def _operator_name(op: Any) -> str:
+    return _enum_name(FilterOperator, op)
 
 
 def _condition_name(cond: Any) -> str:
-    if cond is None:
-        return "AND"
-    if isinstance(cond, FilterCondition):
-        return cond.name
-    try:
-        return FilterCondition(cond).name
-    except ValueError:
-        return str(cond)
+    return "AND" if cond is None else _enum_name(FilterCondition, cond)
 
 
 def _one(flt: Any) -> dict[str, Any] | None:

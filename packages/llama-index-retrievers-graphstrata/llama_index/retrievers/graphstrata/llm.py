@@ -267,15 +267,13 @@ class LlamaIndexLLM:
             yield out.text
             yield out.usage
             return
-        text, last = "", None
+        so_far = _Streamed()
         while response is not None:
-            delta = _delta(response, text)
+            delta = so_far.take(response)
             if delta:
-                text += delta
                 yield delta
-            last = response
             response = next(responses, None)
-        yield self._response(text, last, prompt, system).usage
+        yield self._response(so_far.text, so_far.last, prompt, system).usage
 
     async def astream(
         self, prompt: str, *, system: str | None = None, json_mode: bool = False
@@ -294,15 +292,13 @@ class LlamaIndexLLM:
             async for item in stream_in_thread(lambda: self.stream(prompt, system=system, json_mode=json_mode)):
                 yield item
             return
-        text, last = "", None
+        so_far = _Streamed()
         while response is not None:
-            delta = _delta(response, text)
+            delta = so_far.take(response)
             if delta:
-                text += delta
                 yield delta
-            last = response
             response = await anext(responses, None)
-        yield self._response(text, last, prompt, system).usage
+        yield self._response(so_far.text, so_far.last, prompt, system).usage
 
     def _response(self, text: Any, response: Any, prompt: str, system: str | None) -> LLMResponse:
         text = "" if text is None else str(text)
@@ -314,6 +310,21 @@ class LlamaIndexLLM:
         if counts is not None:
             return LLMResponse(text, Usage(counts[0], counts[1], estimated=False))
         return LLMResponse(text, Usage(estimate_tokens(_join(prompt, system)), estimate_tokens(text), estimated=True))
+
+
+class _Streamed:
+    """The text of a LlamaIndex stream so far and its last response."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.last: Any = None
+
+    def take(self, response: Any) -> str:
+        """The new text of ``response`` (:func:`_delta`), added to :attr:`text`."""
+        delta = _delta(response, self.text)
+        self.text += delta
+        self.last = response
+        return delta
 
 
 def _delta(response: Any, so_far: str) -> str:
