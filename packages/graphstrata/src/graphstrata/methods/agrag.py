@@ -764,7 +764,7 @@ class _FactVectorScores:
 def hybrid_candidates(state, query: str, qvec: np.ndarray, n: int, alpha: float) -> dict[int, float]:
     """AGRAG's hybrid chunk scores HS (module doc step 1; spec §2.10, §6.4): the same fusion
     as :func:`~.base.hybrid_scores`, ``alpha · minmax(cosine) + (1 − alpha) · minmax(BM25)``
-    over the dense top-``n`` (C-HNSW) ∪ the exact BM25 top-``n`` (:meth:`~graphstrata.index.BM25Index.top`,
+    over the dense top-``n`` (C-HNSW) ∪ the exact BM25 top-``n`` (:meth:`~graphstrata.bm25.BM25Index.top`,
     ties by row), with exact cosines and BM25 scores of every candidate — but no array over the
     corpus: the work is ``n`` and the query terms' postings (:func:`~.base.hybrid_arrays` with
     ``exact_lexical=True``).

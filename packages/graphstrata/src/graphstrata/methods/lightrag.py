@@ -70,9 +70,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..bm25 import english_stop_words
 from ..derived import DerivedSpec, pack_strings, register_derived, unpack_strings
 from ..extraction import canonical, capitalised_spans
-from ..index import english_stop_words
 from ..indexing.descriptions import (
     TextVectors,
     optional_arrays,

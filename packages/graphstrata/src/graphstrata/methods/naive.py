@@ -39,13 +39,13 @@ class Dense(Method):
 
 
 class BM25(Method):
-    """Okapi BM25 top-k over chunk texts (:class:`~graphstrata.index.BM25Index`, bm25s).
+    """Okapi BM25 top-k over chunk texts (:class:`~graphstrata.bm25.BM25Index`, bm25s).
 
     Chunks sharing no term with the query score 0; they fill the ranking after every matching
     chunk (in corpus order), so exactly ``min(k, n_chunks)`` chunks come back.
 
     Score: the BM25 score over the query's maximum possible score (the sum of its terms' idf,
-    :meth:`~graphstrata.index.BM25Index.max_score`) — in [0, 1), absolute: a chunk of average
+    :meth:`~graphstrata.bm25.BM25Index.max_score`) — in [0, 1), absolute: a chunk of average
     length holding every query term once scores 0.4, three times each 0.67, and a chunk
     matching half the query's idf weight scores half that. Raw score: the BM25 score.
     """
