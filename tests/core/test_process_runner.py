@@ -19,11 +19,11 @@ from graphstrata.extraction import (
     RecordMerge,
     StatisticalExtractor,
     TfidfSpec,
-    _tfidf_vectorizer,
     extract_shard,
     fit_tfidf,
     merge_records,
 )
+from graphstrata.extraction.tfidf import tfidf_vectorizer as _tfidf_vectorizer
 from graphstrata.config import GraphStrataConfig
 from graphstrata.index import machine_threads
 from graphstrata.indexing import build_state

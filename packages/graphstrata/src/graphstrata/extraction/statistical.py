@@ -37,267 +37,28 @@ at most ``max_relations_per_sentence`` relation mentions, and a description at m
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 
-from .config import DEFAULT_MAX_ENTITIES_PER_CHUNK, DEFAULT_MAX_RELATIONS_PER_SENTENCE
-from .types import Chunk, Entity, Relation
-
-DEFAULT_MAX_SENTENCE_CHARS = 2_000
-"""Longest span treated as one sentence by :class:`StatisticalExtractor` (characters)."""
-
-_SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n+")
-_CAP_WORD = r"(?:[A-Z][\w\-.&]*[\w]|[A-Z])"
-_CONNECT = r"(?:of|the|de|del|la|le|von|van|der|du|da|di|&)"
-_CAP_SPAN_RE = re.compile(
-    rf"\b{_CAP_WORD}(?:\s+(?:{_CONNECT}\s+)*{_CAP_WORD})*"
+from ..config import DEFAULT_MAX_ENTITIES_PER_CHUNK, DEFAULT_MAX_RELATIONS_PER_SENTENCE
+from ..types import Chunk, Entity, Relation
+from .text import (
+    CAP_STOP,
+    DEFAULT_MAX_SENTENCE_CHARS,
+    WORD_RE,
+    bounded_sentences,
+    canonical,
+    capitalised_spans,
+    term_finder,
+    term_head,
 )
-_CONNECT_RE = re.compile(_CONNECT)
-_POSSESSIVE_RE = re.compile(r"['’]s$")
-_ARTICLE_RE = re.compile(r"^(the|a|an)\s+", re.I)
-_SPACE_RE = re.compile(r"\s+")
-_FILE_LIKE_RE = re.compile(r"[/\\_]")
-_WORD_OR_MARK_RE = re.compile(r"\w+|[^\w\s]")
-_DISAMBIGUATION_RE = re.compile(r"\s*\([^)]*\)\s*$")  # "Big Eye (film)" -> "Big Eye"
-# Capitalised words that are almost never entities on their own.
-_CAP_STOP = frozenset(
-    """a an the this that these those it its he she they we you i his her their our my your
-    in on at by for from to of and or but if when while after before during since until as
-    there here what which who whom whose where why how all any some each every no not
-    also however although though because so then thus hence yes yeah ok okay hi hey hello
-    thanks thank please sure great good well oh wow let just what's it's i'm i've i'll
-    i'd don't can't won't that's there's let's mr mrs ms dr st jan feb mar apr jun jul aug
-    sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday time""".split()
-)
-
-
-@lru_cache(maxsize=8192)
-def _term_pattern(term: str) -> re.Pattern[str]:
-    """Case-insensitive pattern of a TF-IDF term, its words joined by spaces or hyphens.
-
-    Cached: the same terms recur across chunks, and ``re``'s own cache (512 patterns) thrashes
-    on a large corpus (compiling was a sixth of extraction time on 1 MB of text).
-    """
-    return re.compile(r"\b" + r"[\s\-]+".join(map(re.escape, term.split())) + r"\b", re.I)
-
-
-_WORD_RE = re.compile(r"\w+")
-_TERM_GAP_RE = re.compile(r"[\s\-]+")
-
-
-def _term_head(term: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """What an ASCII sentence must hold for :func:`_term_finder` to find the ASCII TF-IDF
-    ``term`` in it: ``(plain, other)``, the term's lower-cased parts that are plain words (each
-    a word of the sentence) and the others (each in its lower-cased text); ``None`` for a term
-    that is not ASCII or has no part (no quick test)."""
-    if not term.isascii():
-        return None
-    parts = [p.lower() for p in term.split()]
-    if not parts:
-        return None
-    plain = tuple(p for p in parts if _WORD_RE.fullmatch(p))
-    return plain, tuple(p for p in parts if not _WORD_RE.fullmatch(p))
-
-
-def _term_finder(sentence: str) -> Callable[[str], str | None]:
-    """``find(term)``: the leftmost occurrence in ``sentence`` of a TF-IDF term (lower-case
-    words joined by single spaces), its words as whole words joined by spaces or hyphens,
-    case-insensitive — what ``_term_pattern(term).search(sentence)`` matches, from one
-    tokenisation of the sentence instead of one compiled pattern per term (compiling was half
-    of extraction on MuSiQue's 22k distinct terms). Falls back to the pattern for a term that
-    is not plain words or where lower-casing changes a word's length."""
-    spans = [(m.start(), m.end()) for m in _WORD_RE.finditer(sentence)]
-    words = [sentence[a:b].lower() for a, b in spans]
-    first: dict[str, list[int]] = {}
-    for i, w in enumerate(words):
-        first.setdefault(w, []).append(i)
-    exact = all(b - a == len(w) for (a, b), w in zip(spans, words, strict=True))
-
-    def find(term: str) -> str | None:
-        parts = term.split()
-        if not exact or not parts or any(_WORD_RE.fullmatch(p) is None for p in parts):
-            m = _term_pattern(term).search(sentence)
-            return m.group(0) if m else None
-        n = len(parts)
-        for i in first.get(parts[0].lower(), ()):
-            if i + n > len(words):
-                break
-            if all(
-                words[i + j] == parts[j].lower()
-                and _TERM_GAP_RE.fullmatch(sentence, spans[i + j - 1][1], spans[i + j][0])
-                for j in range(1, n)
-            ):
-                return sentence[spans[i][0] : spans[i + n - 1][1]]
-        return None
-
-    return find
-
-
-def document_title(title: object) -> str | None:
-    """A document's ``metadata["title"]`` when it names a subject, else ``None``.
-
-    Empty values and file-name-like titles (containing ``/``, ``\\`` or ``_``, such as
-    ``"week1/20260105_1100"``) return ``None``.
-    """
-    if not isinstance(title, str):
-        return None
-    title = title.strip()
-    if not title or _FILE_LIKE_RE.search(title):
-        return None
-    return title
-
-
-class TitleIndex:
-    """Find which document titles a text names: Wikipedia-style links without hyperlinks.
-
-    A title matches where its tokens (words and punctuation marks) occur as a contiguous,
-    case-sensitive token run in a text (also inside a longer name: "United" matches in "United
-    States"; refusing such runs measured 0.005–0.02 worse at recall@5). A trailing parenthesised disambiguator is dropped first
-    ("Big Eye (film)" matches "Big Eye"). Titles without an upper-case letter or longer than
-    ``max_words`` tokens are skipped (they are phrases, not names). :meth:`find` is linear in
-    the text length: every token n-gram up to the longest title is looked up in a hash table.
-
-    Args:
-        titles: ``{document_id: title}``; file-like titles are ignored
-            (:func:`document_title`).
-        max_words: longest title, in tokens.
-    """
-
-    def __init__(self, titles: Mapping[str, object], max_words: int = 8) -> None:
-        self._by_tokens: dict[tuple[str, ...], list[str]] = {}
-        for doc_id, raw in titles.items():
-            title = document_title(raw)
-            if title is None:
-                continue
-            title = _DISAMBIGUATION_RE.sub("", title)
-            tokens = tuple(_WORD_OR_MARK_RE.findall(title))
-            if 0 < len(tokens) <= max_words and any(ch.isupper() for ch in title):
-                self._by_tokens.setdefault(tokens, []).append(doc_id)
-        self._longest = max((len(t) for t in self._by_tokens), default=0)
-
-    def __len__(self) -> int:
-        """Number of distinct matchable titles."""
-        return len(self._by_tokens)
-
-    def find(self, text: str) -> set[str]:
-        """Ids of the documents whose title ``text`` names."""
-        tokens = _WORD_OR_MARK_RE.findall(text)
-        named: set[str] = set()
-        for n in range(1, self._longest + 1):
-            for i in range(len(tokens) - n + 1):
-                hit = self._by_tokens.get(tuple(tokens[i : i + n]))
-                if hit:
-                    named.update(hit)
-        return named
-
-    def mentions(self, texts: Sequence[str]) -> dict[str, list[int]]:
-        """Which of ``texts`` (chunk texts, in row order) name which titles.
-
-        Returns:
-            ``{document_id: [text row, ...]}`` (rows ascending) for each title named at least
-            once.
-        """
-        found: dict[str, list[int]] = {}
-        if not self._by_tokens:
-            return found
-        for row, text in enumerate(texts):
-            for doc_id in self.find(text):
-                found.setdefault(doc_id, []).append(row)
-        return found
-
-
-@lru_cache(maxsize=1 << 16)
-def canonical(name: str) -> str:
-    """Canonical merge key of an entity surface form: lower-case, folded spaces, no article.
-    (Cached: names recur across chunks.)"""
-    key = _SPACE_RE.sub(" ", name.strip().lower())
-    key = _ARTICLE_RE.sub("", key)
-    return key.strip(" .,'’\"-")
-
-
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Character spans of the sentences (and lines) of ``text``, empty spans dropped."""
-    spans = []
-    start = 0
-    for m in _SENT_RE.finditer(text):
-        if m.start() > start:
-            spans.append((start, m.start()))
-        start = m.end()
-    if start < len(text):
-        spans.append((start, len(text)))
-    return [(s, e) for s, e in spans if text[s:e].strip()]
-
-
-def bounded_sentences(text: str, max_chars: int) -> list[tuple[int, int]]:
-    """:func:`split_sentences`, with every span longer than ``max_chars`` cut into pieces.
-
-    A long span is cut at the last whitespace at most ``max_chars`` characters after the
-    piece's start (at exactly ``max_chars`` where there is none), so each piece holds at most
-    ``max_chars`` characters. Spans that fit are returned unchanged.
-
-    Args:
-        text: the text to split.
-        max_chars: longest piece, in characters (> 0).
-
-    Returns:
-        Character spans ``[(start, end), ...]`` in text order, blank pieces dropped.
-
-    Raises:
-        ValueError: ``max_chars`` ≤ 0.
-    """
-    if int(max_chars) <= 0:
-        raise ValueError(f"max_chars must be > 0 characters, got {max_chars}")
-    out: list[tuple[int, int]] = []
-    for s, e in split_sentences(text):
-        while e - s > max_chars:
-            cut = s + max_chars
-            space = max(text.rfind(" ", s + 1, cut + 1), text.rfind("\t", s + 1, cut + 1))
-            if space > s:
-                cut = space
-            if text[s:cut].strip():
-                out.append((s, cut))
-            s = cut
-            while s < e and text[s].isspace():
-                s += 1
-        if s < e and text[s:e].strip():
-            out.append((s, e))
-    return out
-
-
-def capitalised_spans(sentence: str) -> list[str]:
-    """Capitalised word runs of ``sentence`` that look like names.
-
-    A run may contain lower-case connectors (``of``, ``de``, ``von`` …) between capitalised
-    words. A single capitalised word is kept only when it is not the sentence's first word and
-    not a common function word.
-    """
-    out = []
-    for m in _CAP_SPAN_RE.finditer(sentence):
-        span = _POSSESSIVE_RE.sub("", m.group(0).strip(" .-"))
-        words = span.split()
-        # strip trailing connectors picked up by the pattern
-        while words and _CONNECT_RE.fullmatch(words[-1]):
-            words.pop()
-        while words and words[0].lower() in _CAP_STOP:
-            words.pop(0)
-        if not words:
-            continue
-        span = " ".join(words)
-        if len(words) == 1:
-            w = words[0]
-            if w.lower() in _CAP_STOP or len(w) < 2:
-                continue
-            if m.start() == 0 and not w.isupper():
-                continue  # sentence-initial capital: ambiguous
-        out.append(span)
-    return out
+from .tfidf import FrozenTfidf, TfidfSpec, fit_tfidf, tfidf_vectorizer, top_terms
+from .titles import document_title
 
 
 class StatisticalExtractor:
@@ -384,7 +145,7 @@ class StatisticalExtractor:
     # -- TF-IDF ---------------------------------------------------------------------------
     def tfidf_spec(self, n_texts: int) -> TfidfSpec:
         """The :class:`TfidfSpec` of :meth:`fit` on a corpus of ``n_texts`` texts."""
-        return TfidfSpec.of(_tfidf_vectorizer(self.ngram_range, n_texts, self.min_df), "extraction", self.top_n)
+        return TfidfSpec.of(tfidf_vectorizer(self.ngram_range, n_texts, self.min_df), "extraction", self.top_n)
 
     def fit(self, texts: Sequence[str], runner: Any = None) -> tuple[FrozenTfidf | None, list[list[str]]]:
         """Fit the TF-IDF model of :meth:`extract` on ``texts`` (the corpus chunks).
@@ -405,7 +166,7 @@ class StatisticalExtractor:
 
     def _top_terms(self, matrix: Any, tfidf: FrozenTfidf) -> list[list[str]]:
         """Top-``top_n`` terms per row of a TF-IDF matrix (ties: the matrix's stored order)."""
-        return _top_terms(matrix, tfidf.terms_array(), self.top_n)
+        return top_terms(matrix, tfidf.terms_array(), self.top_n)
 
     def _tfidf_terms(self, texts: Sequence[str], tfidf: FrozenTfidf | None) -> list[list[str]]:
         if self.top_n == 0 or not texts or tfidf is None:
@@ -479,7 +240,7 @@ class StatisticalExtractor:
         out: list[ChunkRecord] = []
         for chunk, terms in zip(chunks, tfidf_terms, strict=True):
             text = chunk.text
-            term_heads = [_term_head(t) for t in terms]
+            term_heads = [term_head(t) for t in terms]
             title = document_title((titles or {}).get(chunk.document_id)) if self.use_titles else None
             title_key = canonical(title) if title else ""
             # pass 1: the entities of each sentence piece
@@ -490,7 +251,7 @@ class StatisticalExtractor:
                 found: dict[str, str] = {}
                 for span in capitalised_spans(sent):
                     key = canonical(span)
-                    if len(key) >= 2 and key not in _CAP_STOP:
+                    if len(key) >= 2 and key not in CAP_STOP:
                         found.setdefault(key, span)
                 # an ASCII term can only be found in an ASCII sentence that holds its words (as
                 # words when they are plain words, else as text): most (sentence, term) pairs
@@ -503,13 +264,13 @@ class StatisticalExtractor:
                         plain, other = need
                         if plain:
                             if words is None:
-                                words = set(_WORD_RE.findall(lower))
+                                words = set(WORD_RE.findall(lower))
                             if not words.issuperset(plain):
                                 continue
                         if other and not all(part in lower for part in other):
                             continue
                     if find is None:
-                        find = _term_finder(sent)
+                        find = term_finder(sent)
                     match = find(term)
                     if match:
                         key = canonical(match)
@@ -563,380 +324,6 @@ class StatisticalExtractor:
             out.append(rec)
         return out
 
-
-def _tfidf_vectorizer(ngram_range: tuple[int, ...], n_texts: int, min_df: int):
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    return TfidfVectorizer(
-        ngram_range=tuple(ngram_range),
-        stop_words="english",
-        min_df=min_df if n_texts >= 20 else 1,
-        max_df=0.5 if n_texts >= 20 else 1.0,
-        sublinear_tf=True,
-        token_pattern=r"(?u)\b[^\W\d_][\w\-]+\b",
-    )
-
-
-class FrozenTfidf:
-    """A fitted TF-IDF model frozen at build time (issue 16: frozen statistics are versioned).
-
-    Incremental inserts score new chunks against the vocabulary and idf of the last full
-    build instead of refitting on the whole corpus; :meth:`~graphstrata.GraphStrata.rebuild`
-    refits. Persisted in the index (``graphstrata.store``). Read-only once made.
-
-    The vocabulary is kept as one UTF-8 buffer (terms joined by new lines, which no term
-    holds) rather than one string object per term: the extraction model of a million chunks
-    has ~20M terms, 1.4 GB as a tuple of strings against ~0.3 GB so; :attr:`terms` decodes it.
-
-    Args / attributes:
-        kind: ``"extraction"`` (1–3-gram terms of :class:`StatisticalExtractor`) or
-            ``"summary"`` (the unigram model of extractive community summaries).
-        params: the vectorizer's parameters (``ngram_range``, ``min_df``, ``max_df``,
-            ``token_pattern``), enough to rebuild it.
-        terms: the vocabulary, in column order (a tuple of str, decoded on each read).
-        idf: float64 ``(len(terms),)`` inverse document frequencies.
-    """
-
-    __slots__ = ("kind", "params", "idf", "_blob", "_size", "_plain", "_vectorizer", "_terms", "__weakref__")
-
-    def __init__(self, kind: str, params: dict[str, Any], terms: Sequence[str], idf: np.ndarray) -> None:
-        self.kind = kind
-        self.params = params
-        self.idf = idf
-        self._size = len(terms)
-        self._vectorizer: Any = None
-        self._terms: np.ndarray | None = None
-        if any("\n" in t for t in terms):  # not from a vectorizer: keep the strings as they are
-            self._plain: tuple[str, ...] | None = tuple(terms)
-            self._blob = b""
-        else:
-            self._plain = None
-            self._blob = "\n".join(terms).encode("utf-8")
-
-    @property
-    def terms(self) -> tuple[str, ...]:
-        """The vocabulary, in column order."""
-        if self._plain is not None:
-            return self._plain
-        if self._size == 0:
-            return ()
-        return tuple(self._blob.decode("utf-8").split("\n"))
-
-    def __len__(self) -> int:
-        """Number of terms."""
-        return self._size
-
-    def __getstate__(self) -> tuple:
-        return (self.kind, self.params, self.idf, self._blob, self._size, self._plain)
-
-    def __setstate__(self, state: tuple) -> None:
-        self.kind, self.params, self.idf, self._blob, self._size, self._plain = state
-        self._vectorizer = None
-        self._terms = None
-
-    def __repr__(self) -> str:
-        return f"FrozenTfidf(kind={self.kind!r}, terms={self._size})"
-
-    @classmethod
-    def from_vectorizer(cls, vec: Any, kind: str) -> FrozenTfidf:
-        """Freeze a fitted scikit-learn ``TfidfVectorizer``."""
-        p = vec.get_params()
-        params = {
-            "ngram_range": list(p["ngram_range"]),
-            "min_df": p["min_df"],
-            "max_df": p["max_df"],
-            "token_pattern": p["token_pattern"],
-            "stop_words": p["stop_words"],
-            "sublinear_tf": p["sublinear_tf"],
-        }
-        terms = tuple(str(t) for t in vec.get_feature_names_out())
-        return cls(kind, params, terms, np.asarray(vec.idf_, dtype=np.float64))
-
-    def vectorizer(self) -> Any:
-        """A scikit-learn ``TfidfVectorizer`` with this vocabulary and idf (``transform`` only;
-        made once, then kept with the model)."""
-        cached = self._vectorizer
-        if cached is not None:
-            return cached
-        from sklearn.feature_extraction.text import TfidfVectorizer
-
-        p = dict(self.params)
-        p["ngram_range"] = tuple(p["ngram_range"])
-        vec = TfidfVectorizer(**p)
-        vec.vocabulary_ = {t: i for i, t in enumerate(self.terms)}
-        vec.idf_ = self.idf
-        self._vectorizer = vec
-        return vec
-
-    def terms_array(self) -> np.ndarray:
-        """The vocabulary as a numpy object array (column order; made once, then kept)."""
-        cached = self._terms
-        if cached is None:
-            cached = self._terms = np.asarray(self.terms, dtype=object)
-        return cached
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (see :meth:`from_dict`)."""
-        return {"kind": self.kind, "params": self.params, "terms": list(self.terms), "idf": self.idf.tolist()}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> FrozenTfidf:
-        """Inverse of :meth:`to_dict`.
-
-        Raises:
-            ValueError: missing keys or terms / idf of different lengths.
-        """
-        try:
-            terms, idf = tuple(d["terms"]), np.asarray(d["idf"], dtype=np.float64)
-            out = cls(str(d["kind"]), dict(d["params"]), terms, idf)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"invalid frozen TF-IDF statistics: {exc}") from exc
-        if len(terms) != len(idf) or not np.isfinite(idf).all():
-            raise ValueError("invalid frozen TF-IDF statistics: terms and idf do not match")
-        return out
-
-
-# -- TF-IDF fit in shards ------------------------------------------------------------------
-# scikit-learn's ``TfidfVectorizer.fit_transform`` keeps every n-gram occurrence of the corpus
-# as a Python int in one list and every distinct n-gram in one dict: about 10 GB and an hour of
-# one core for a million chunks. The same model (vocabulary, idf, and the very matrix the top
-# terms are read from) is computed here from shards of texts, each analysed on its own
-# (in worker processes when the runner has them), with numpy arrays for the occurrences.
-
-TFIDF_SHARD = 2_000
-"""Texts per shard of :func:`fit_tfidf` (one worker task)."""
-
-
-@dataclass(frozen=True)
-class TfidfSpec:
-    """What one TF-IDF fit needs: the vectorizer's parameters (scikit-learn
-    ``TfidfVectorizer(**params)``, ``ngram_range`` as a list), the model's ``kind``
-    (:class:`FrozenTfidf`) and ``top_n``: top terms wanted per text (0: the model only)."""
-
-    params: dict[str, Any]
-    kind: str
-    top_n: int = 0
-
-    @classmethod
-    def of(cls, vectorizer: Any, kind: str, top_n: int = 0) -> TfidfSpec:
-        """The spec of an unfitted scikit-learn ``TfidfVectorizer`` (its ``get_params``)."""
-        p = dict(vectorizer.get_params())
-        p["ngram_range"] = list(p["ngram_range"])
-        return cls(p, kind, int(top_n))
-
-    def vectorizer(self) -> Any:
-        """A fresh scikit-learn ``TfidfVectorizer`` with these parameters."""
-        from sklearn.feature_extraction.text import TfidfVectorizer
-
-        p = dict(self.params)
-        p["ngram_range"] = tuple(p["ngram_range"])
-        return TfidfVectorizer(**p)
-
-
-def analyse_shard(specs: Sequence[TfidfSpec], texts: Sequence[str]) -> list[tuple]:
-    """Count the features of ``texts`` for each spec (the worker half of :func:`fit_tfidf`).
-
-    Each text's features are those of scikit-learn's analyzer for the spec (``build_analyzer``:
-    lower-casing, token pattern, stop words, n-grams), counted per text in order of first
-    appearance in the text, as ``CountVectorizer._count_vocab`` counts them.
-
-    Returns:
-        Per spec ``(terms, ids, counts, indptr)``: the shard's distinct features in order of
-        first appearance (``list[str]``), and per text ``t`` the local ids
-        ``ids[indptr[t]:indptr[t + 1]]`` (int32, first appearance in the text first) with their
-        counts (int32); ``indptr`` int64 ``(len(texts) + 1,)``.
-    """
-    from array import array
-
-    out = []
-    for spec in specs:
-        analyse = spec.vectorizer().build_analyzer()
-        local: dict[str, int] = {}
-        ids = array("i")
-        counts = array("i")
-        indptr = np.zeros(len(texts) + 1, dtype=np.int64)
-        for row, text in enumerate(texts):
-            seen: dict[int, int] = {}
-            for feature in analyse(text):
-                i = local.get(feature)
-                if i is None:
-                    i = local[feature] = len(local)
-                seen[i] = seen.get(i, 0) + 1
-            ids.extend(seen.keys())
-            counts.extend(seen.values())
-            indptr[row + 1] = len(ids)
-        out.append((list(local), np.frombuffer(ids, dtype=np.int32), np.frombuffer(counts, dtype=np.int32), indptr))
-    return out
-
-
-class _TfidfCounts:
-    """The driver half of :func:`fit_tfidf`: shards' features numbered in corpus order of
-    first appearance (the order ``CountVectorizer`` numbers them before sorting by name)."""
-
-    def __init__(self, spec: TfidfSpec) -> None:
-        self.spec = spec
-        self.index: dict[str, int] = {}
-        self.shards: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (indptr, gids, counts)
-        self.n_texts = 0
-
-    def add(self, shard: tuple) -> None:
-        terms, ids, counts, indptr = shard
-        index = self.index
-        gmap = np.fromiter((index.setdefault(t, len(index)) for t in terms), dtype=np.int64, count=len(terms))
-        self.shards.append((indptr, gmap[ids] if len(ids) else np.zeros(0, np.int64), counts))
-        self.n_texts += len(indptr) - 1
-
-    def finish(self) -> tuple[FrozenTfidf | None, list[list[str]]]:
-        """The fitted model and each text's top terms (see :func:`fit_tfidf`)."""
-        n = self.n_texts
-        none: tuple[FrozenTfidf | None, list[list[str]]] = (None, [[] for _ in range(n)] if self.spec.top_n else [])
-        n_features = len(self.index)
-        if n_features == 0:  # "empty vocabulary"
-            return none
-        df = np.zeros(n_features, dtype=np.int64)
-        for _indptr, gids, _counts in self.shards:
-            df += np.bincount(gids, minlength=n_features)
-        # CountVectorizer.fit_transform: min_df / max_df as document counts (ints as they are)
-        p = self.spec.params
-        max_df, min_df = p["max_df"], p["min_df"]
-        high = max_df if isinstance(max_df, (int, np.integer)) else max_df * n
-        low = min_df if isinstance(min_df, (int, np.integer)) else min_df * n
-        if high < low:  # "max_df corresponds to < documents than min_df"
-            return none
-        kept = np.flatnonzero((df <= high) & (df >= low))
-        if len(kept) == 0:  # "After pruning, no terms remain"
-            return none
-        names = list(self.index)  # feature number -> name
-        self.index = {}
-        kept_names = [names[g] for g in kept.tolist()]
-        del names
-        order = sorted(range(len(kept_names)), key=kept_names.__getitem__)  # columns by name
-        terms = tuple(kept_names[i] for i in order)
-        del kept_names
-        column = np.full(n_features, -1, dtype=np.int64)
-        column[kept[order]] = np.arange(len(kept), dtype=np.int64)
-        # TfidfTransformer.fit, smooth idf, operation for operation
-        dfk = df[kept[order]].astype(np.float64)
-        dfk += 1.0
-        idf = np.full_like(dfk, fill_value=n + 1, dtype=np.float64)
-        idf /= dfk
-        np.log(idf, out=idf)
-        idf += 1.0
-        model = FrozenTfidf(self.spec.kind, _frozen_params(self.spec.params), terms, idf)
-        if not self.spec.top_n:
-            self.shards = []
-            return model, []
-        vocab = np.asarray(terms, dtype=object)  # the model's strings, shared by every text's terms
-        del terms
-        top: list[list[str]] = []
-        while self.shards:
-            indptr, gids, counts = self.shards.pop(0)
-            top.extend(_top_terms(_shard_matrix(indptr, gids, counts, column, idf), vocab, self.spec.top_n))
-        return model, top
-
-
-def _frozen_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters :meth:`FrozenTfidf.from_vectorizer` keeps."""
-    return {
-        "ngram_range": list(params["ngram_range"]),
-        "min_df": params["min_df"],
-        "max_df": params["max_df"],
-        "token_pattern": params["token_pattern"],
-        "stop_words": params["stop_words"],
-        "sublinear_tf": params["sublinear_tf"],
-    }
-
-
-def _shard_matrix(indptr, gids, counts, column, idf):
-    """The rows of one shard of ``TfidfVectorizer.fit_transform``'s matrix, bit for bit: each
-    row's entries in order of the features' first appearance in the corpus (the order
-    ``_count_vocab`` sorts them in; pruning and renumbering by name keep it), counts as float64,
-    then sublinear tf, idf and the l2 norm as ``TfidfTransformer.transform`` applies them."""
-    import scipy.sparse as sp
-    from sklearn.preprocessing import normalize
-
-    n_rows = len(indptr) - 1
-    row = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr))
-    order = np.lexsort((gids, row))
-    cols = column[gids[order]]
-    keep = cols >= 0
-    row, cols = row[order][keep], cols[keep]
-    data = counts[order][keep].astype(np.float64)
-    ptr = np.zeros(n_rows + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row, minlength=n_rows), out=ptr[1:])
-    idx_type = np.int32 if len(idf) < 2**31 and len(data) < 2**31 else np.int64
-    matrix = sp.csr_array((data, cols.astype(idx_type), ptr.astype(idx_type)), shape=(n_rows, len(idf)))
-    np.log(matrix.data, out=matrix.data)
-    matrix.data += 1.0
-    matrix.data *= idf[matrix.indices]
-    return normalize(matrix, norm="l2", copy=False)
-
-
-def _top_terms(matrix: Any, vocab: np.ndarray, top_n: int) -> list[list[str]]:
-    """Top-``top_n`` terms per row of a TF-IDF matrix (``vocab``: object array of the column
-    names), best first (ties: the matrix's stored order): one stable sort of every entry by
-    (row, -score) instead of one per row."""
-    matrix = matrix.tocsr()
-    n_rows = matrix.shape[0]
-    indptr = np.asarray(matrix.indptr, dtype=np.int64)
-    sizes = np.diff(indptr)
-    row = np.repeat(np.arange(n_rows, dtype=np.int64), sizes)
-    order = np.lexsort((-np.asarray(matrix.data), row))  # stable: ties keep stored order
-    rank = np.arange(len(order), dtype=np.int64) - indptr[row[order]]
-    take = order[rank < top_n]
-    cols = np.asarray(matrix.indices)[take]
-    words = vocab[cols].tolist()
-    out: list[list[str]] = []
-    start = 0
-    for size in np.minimum(sizes, top_n).tolist():
-        out.append(words[start : start + size])
-        start += size
-    return out
-
-
-def fit_tfidf(
-    specs: Sequence[TfidfSpec], texts: Sequence[str], runner: Any = None, shard: int = TFIDF_SHARD
-) -> list[tuple[FrozenTfidf | None, list[list[str]]]]:
-    """Fit TF-IDF models on ``texts`` in shards: what ``TfidfVectorizer(**spec.params)
-    .fit_transform(texts)`` gives, with far less memory, and in parallel on a runner with a
-    ``map`` (:class:`graphstrata.runner.ProcessRunner`).
-
-    Every shard of ``shard`` texts is analysed on its own (:func:`analyse_shard`, one pass per
-    shard for all ``specs``); the driver numbers the features in corpus order of first
-    appearance, counts document frequencies, prunes by ``min_df`` / ``max_df``, sorts the kept
-    ones by name and computes the smoothed idf as scikit-learn does; the top terms come from
-    the same float64 matrix ``fit_transform`` returns (same entry order, same operations), so
-    the model and the top terms are scikit-learn's, tie for tie.
-
-    Args:
-        specs: the models to fit (:class:`TfidfSpec`).
-        texts: the corpus (chunk texts, in row order).
-        runner: where the shards are analysed: a runner with ``map(fn, argument_tuples)``
-            (ordered results), else this process.
-        shard: texts per shard (> 0).
-
-    Returns:
-        Per spec ``(model, top_terms)``: the :class:`FrozenTfidf` (``None`` when the texts have
-        no vocabulary left after pruning, where scikit-learn raises), and each text's top
-        ``spec.top_n`` terms, best first (``[]`` per text without a model; an empty list when
-        ``top_n`` is 0).
-
-    Raises:
-        ValueError: ``shard`` ≤ 0.
-    """
-    if int(shard) <= 0:
-        raise ValueError(f"shard must be > 0 texts, got {shard}")
-    specs = list(specs)
-    counts = [_TfidfCounts(spec) for spec in specs]
-    tasks = [(specs, list(texts[i : i + shard])) for i in range(0, len(texts), shard)]
-    mapper = getattr(runner, "map", None) if runner is not None else None
-    results = mapper(analyse_shard, tasks) if mapper is not None and len(tasks) > 1 else (
-        analyse_shard(*task) for task in tasks
-    )
-    for per_spec in results:
-        for acc, part in zip(counts, per_spec, strict=True):
-            acc.add(part)
-    return [acc.finish() for acc in counts]
 
 
 @dataclass
@@ -1266,3 +653,4 @@ def extract_shard(
         merge.add_record(rec)
         blobs.append(zlib.compress(rec.to_json().encode("utf-8"), RECORD_ZLIB_LEVEL))
     return blobs, merge
+
