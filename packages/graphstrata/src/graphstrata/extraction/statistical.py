@@ -236,7 +236,6 @@ class StatisticalExtractor:
             One :class:`ChunkRecord` per chunk, same order.
         """
         tfidf_terms = terms if terms is not None else self._tfidf_terms([c.text for c in chunks], tfidf)
-        max_sents = self.max_description_sentences
         out: list[ChunkRecord] = []
         for chunk, terms in zip(chunks, tfidf_terms, strict=True):
             text = chunk.text
@@ -248,81 +247,107 @@ class StatisticalExtractor:
             mentions: Counter = Counter()  # sentences of this chunk naming each entity
             for s, e in bounded_sentences(text, self.max_sentence_chars):
                 sent = text[s:e].strip()
-                found: dict[str, str] = {}
-                for span in capitalised_spans(sent):
-                    key = canonical(span)
-                    if len(key) >= 2 and key not in CAP_STOP:
-                        found.setdefault(key, span)
-                # an ASCII term can only be found in an ASCII sentence that holds its words (as
-                # words when they are plain words, else as text): most (sentence, term) pairs
-                # are ruled out here, and the finder is made only when a term may be there
-                lower = sent.lower() if sent.isascii() else None
-                words = None
-                find = None
-                for term, need in zip(terms, term_heads, strict=True):
-                    if lower is not None and need is not None:
-                        plain, other = need
-                        if plain:
-                            if words is None:
-                                words = set(WORD_RE.findall(lower))
-                            if not words.issuperset(plain):
-                                continue
-                        if other and not all(part in lower for part in other):
-                            continue
-                    if find is None:
-                        find = term_finder(sent)
-                    match = find(term)
-                    if match:
-                        key = canonical(match)
-                        if len(key) >= 2:
-                            found.setdefault(key, match)
+                found = _sentence_entities(sent, terms, term_heads)
                 if title_key:
                     found.setdefault(title_key, title)
-                # drop keys contained in a longer key of the same sentence ("america" ⊂ "bank of america")
-                keys = sorted(found, key=len, reverse=True)
-                kept: list[str] = []
-                padded: list[str] = []
-                for key in keys:
-                    if key != title_key and padded:
-                        inner = f" {key} "
-                        if any(inner in longer for longer in padded):
-                            continue
-                    kept.append(key)
-                    padded.append(f" {key} ")
+                kept = _outermost_keys(found, title_key)
                 sentences.append((sent, kept, found))
                 mentions.update(kept)
-            # the chunk's entities, best first: title, most sentences, first mention
-            priority = {
-                key: (key != title_key, -n, order)
-                for order, (key, n) in enumerate(mentions.items())
-            }
-            allowed: set[str] | None = None
-            if len(mentions) > self.max_entities_per_chunk:
-                best = sorted(mentions, key=priority.__getitem__)
-                allowed = set(best[: self.max_entities_per_chunk])
-            # pass 2: record the (capped) entities and relations
-            rec = ChunkRecord(chunk.id)
-            for sent, kept, found in sentences:
-                if allowed is not None:
-                    kept = [key for key in kept if key in allowed]
-                for key in kept:
-                    ent = rec.entities.get(key)
-                    if ent is None:
-                        ent = rec.entities[key] = ({}, [0], [])
-                    surfaces, count, sents = ent
-                    surfaces[found[key]] = surfaces.get(found[key], 0) + 1
-                    count[0] += 1
-                    if len(sents) < max_sents and sent not in sents:
-                        sents.append(sent)
-                for pair in self._pairs(kept, mentions, priority):
-                    rel = rec.relations.get(pair)
-                    if rel is None:
-                        rel = rec.relations[pair] = ([0], [])
-                    rel[0][0] += 1
-                    if len(rel[1]) < max_sents and sent not in rel[1]:
-                        rel[1].append(sent)
-            out.append(rec)
+            out.append(self._record(chunk.id, sentences, mentions, title_key))
         return out
+
+    def _record(
+        self,
+        chunk_id: str,
+        sentences: Sequence[tuple[str, list[str], dict[str, str]]],
+        mentions: Counter,
+        title_key: str,
+    ) -> ChunkRecord:
+        """Pass 2 of :meth:`chunk_records`: the record of one chunk from its sentences'
+        ``(sentence, kept keys, {key: surface})``, at most ``max_entities_per_chunk`` entities
+        (the title, then most sentences, then first mention)."""
+        max_sents = self.max_description_sentences
+        priority = {
+            key: (key != title_key, -n, order)
+            for order, (key, n) in enumerate(mentions.items())
+        }
+        allowed: set[str] | None = None
+        if len(mentions) > self.max_entities_per_chunk:
+            best = sorted(mentions, key=priority.__getitem__)
+            allowed = set(best[: self.max_entities_per_chunk])
+        rec = ChunkRecord(chunk_id)
+        for sent, kept, found in sentences:
+            if allowed is not None:
+                kept = [key for key in kept if key in allowed]
+            for key in kept:
+                ent = rec.entities.get(key)
+                if ent is None:
+                    ent = rec.entities[key] = ({}, [0], [])
+                surfaces, count, sents = ent
+                surfaces[found[key]] = surfaces.get(found[key], 0) + 1
+                count[0] += 1
+                if len(sents) < max_sents and sent not in sents:
+                    sents.append(sent)
+            for pair in self._pairs(kept, mentions, priority):
+                rel = rec.relations.get(pair)
+                if rel is None:
+                    rel = rec.relations[pair] = ([0], [])
+                rel[0][0] += 1
+                if len(rel[1]) < max_sents and sent not in rel[1]:
+                    rel[1].append(sent)
+        return rec
+
+
+def _sentence_entities(
+    sent: str, terms: Sequence[str], term_heads: Sequence[tuple[tuple[str, ...], tuple[str, ...]] | None]
+) -> dict[str, str]:
+    """``{canonical key: surface form}`` of one sentence's capitalised spans and TF-IDF terms
+    (first surface kept)."""
+    found: dict[str, str] = {}
+    for span in capitalised_spans(sent):
+        key = canonical(span)
+        if len(key) >= 2 and key not in CAP_STOP:
+            found.setdefault(key, span)
+    # an ASCII term can only be found in an ASCII sentence that holds its words (as
+    # words when they are plain words, else as text): most (sentence, term) pairs
+    # are ruled out here, and the finder is made only when a term may be there
+    lower = sent.lower() if sent.isascii() else None
+    words = None
+    find = None
+    for term, need in zip(terms, term_heads, strict=True):
+        if lower is not None and need is not None:
+            plain, other = need
+            if plain:
+                if words is None:
+                    words = set(WORD_RE.findall(lower))
+                if not words.issuperset(plain):
+                    continue
+            if other and not all(part in lower for part in other):
+                continue
+        if find is None:
+            find = term_finder(sent)
+        match = find(term)
+        if match:
+            key = canonical(match)
+            if len(key) >= 2:
+                found.setdefault(key, match)
+    return found
+
+
+def _outermost_keys(found: Mapping[str, str], title_key: str) -> list[str]:
+    """The keys of ``found``, longest first, without those contained in a longer one of the
+    same sentence ("america" ⊂ "bank of america"); the title's key is always kept."""
+    keys = sorted(found, key=len, reverse=True)
+    kept: list[str] = []
+    padded: list[str] = []
+    for key in keys:
+        if key != title_key and padded:
+            inner = f" {key} "
+            if any(inner in longer for longer in padded):
+                continue
+        kept.append(key)
+        padded.append(f" {key} ")
+    return kept
 
 
 
@@ -375,6 +400,17 @@ def _add_distinct(have: list[str], sentences: Sequence[str], limit: int) -> None
             break
         if s not in have:
             have.append(s)
+
+
+
+def _extend_entry(entry: list, later: list, limit: int) -> None:
+    """Add ``later``'s count, chunk ids and sentences (distinct, at most ``limit``) to
+    ``entry``: the last three fields of a merged entity ``[surfaces, count, chunk ids,
+    sentences]`` or relation ``[count, chunk ids, sentences]`` (:class:`RecordMerge`)."""
+    entry[-3] += later[-3]
+    entry[-2].extend(later[-2])
+    if len(entry[-1]) < limit:
+        _add_distinct(entry[-1], later[-1], limit)
 
 
 RECORD_ZLIB_LEVEL = 1
@@ -526,27 +562,17 @@ class RecordMerge:
         limit = self.max_sentences
         ents = self.entities
         for key, f in later.entities.items():
-            e = ents.get(key)
-            if e is None:
-                ents[key] = f
-                continue
-            merged = e[0]
-            for form, n in f[0].items():
-                merged[form] = merged.get(form, 0) + n
-            e[1] += f[1]
-            e[2].extend(f[2])
-            if len(e[3]) < limit:
-                _add_distinct(e[3], f[3], limit)
+            e = ents.setdefault(key, f)
+            if e is not f:
+                merged = e[0]
+                for form, n in f[0].items():
+                    merged[form] = merged.get(form, 0) + n
+                _extend_entry(e, f, limit)
         rels = self.relations
         for pair, f in later.relations.items():
-            r = rels.get(pair)
-            if r is None:
-                rels[pair] = f
-                continue
-            r[0] += f[0]
-            r[1].extend(f[1])
-            if len(r[2]) < limit:
-                _add_distinct(r[2], f[2], limit)
+            r = rels.setdefault(pair, f)
+            if r is not f:
+                _extend_entry(r, f, limit)
 
     def __getstate__(self) -> tuple:
         return (self.max_sentences, self.entities, self.relations)
