@@ -321,7 +321,14 @@ class Method:
             ValueError: unknown option name(s), listing the known ones; or the first invalid
                 value, naming the option, the method, what it must be and the value given.
         """
-        return check_options(f"method {self.name!r}", self.defaults, self.option_specs, given, hint)
+        check_options(f"method {self.name!r}", self.defaults, self.option_specs, given, hint)
+        return self.resolved(given)
+
+    def resolved(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The options :meth:`retrieve` runs with: ``given`` over :attr:`defaults`, not checked
+        again (the request was checked once where it was built:
+        :func:`graphstrata.retrieval.check_retrieve_args` calls :meth:`options`)."""
+        return {**self.defaults, **given}
 
     def wants_query_vector(self, options: Mapping[str, Any]) -> bool:
         """Whether :meth:`retrieve` reads the query vector with these options; ``False`` (e.g.
@@ -340,8 +347,9 @@ class Method:
             qvec: float32 ``(dim,)`` L2-normalised query embedding (``None`` when
                 :meth:`wants_query_vector` says it does not read it).
             k: number of chunks wanted (> 0); return at least ``min(k, n_chunks)``.
-            **options: overrides of :attr:`defaults`; unknown names raise ``ValueError``
-                (call :meth:`options`).
+            **options: overrides of :attr:`defaults`, already checked (:meth:`options`, which
+                :func:`graphstrata.retrieval.check_retrieve_args` calls); read through
+                :meth:`resolved`.
 
         Returns:
             A :class:`Retrieval`: ranked chunk rows and context hits.

@@ -999,7 +999,7 @@ class LightRAG(Method):
         Returns:
             A :class:`LightRAGContext` (what the answer prompt of spec §2.6 consumes).
         """
-        o = self.options(options)
+        o = self.resolved(options)
         return self._context(state, query, qvec, o)[0]
 
     def _context(self, state, query, qvec, o):
@@ -1141,7 +1141,7 @@ class LightRAG(Method):
 
     # -- retrieval -----------------------------------------------------------------------
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
-        o = self.options(options)
+        o = self.resolved(options)
         ctx, evidence = self._context(state, query, qvec, o)
         n = max(int(o["candidates"]), k)
         base = hybrid_scores(state, query, qvec, n, float(o["alpha"]), extra_rows=evidence)

@@ -31,7 +31,7 @@ class Dense(Method):
     defaults: dict[str, Any] = {}
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
-        o = self.options(options)
+        o = self.resolved(options)
         out = scored(rank(dense_candidates(state, qvec, k), k), cosine)
         if o["explain"]:
             out.explain = _explain(self.name, state, query, qvec, out, ("dense",))
@@ -58,7 +58,7 @@ class BM25(Method):
         return bool(options.get("explain", False))
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
-        o = self.options(options)
+        o = self.resolved(options)
         scores = bm25_top(state, query, k)  # the query terms' postings only
         ranked = rank(scores, k)
         if len(ranked) < k:
@@ -85,7 +85,7 @@ class Hybrid(Method):
     option_specs = {"alpha": UNIT}
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
-        o = self.options(options)
+        o = self.resolved(options)
         n = max(int(o["candidates"]), k)
         out = scored(rank(hybrid_scores(state, query, qvec, n, float(o["alpha"])), k), unit)
         if o["explain"]:
