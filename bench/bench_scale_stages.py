@@ -20,7 +20,7 @@ import sys
 import time
 
 from graphstrata.config import as_config
-from graphstrata.index import BM25Index, lexical_texts
+from graphstrata.bm25 import BM25Index, lexical_texts
 from graphstrata.indexing.build import build_runner, lexical_tokens
 from graphstrata.indexing.chunks import chunk_stage
 from graphstrata.loaders import load_documents

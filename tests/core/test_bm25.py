@@ -4,7 +4,7 @@ a non-matching one, on any corpus size."""
 import numpy as np
 import pytest
 from graphstrata import Document, GraphStrata
-from graphstrata.index import BM25Index, bm25_tokenize
+from graphstrata.bm25 import BM25Index, bm25_tokenize
 
 LAKE = "Alpine lakes freeze in winter."  # 4 tokens
 DUNES = "Desert dunes shift with wind."  # 4 tokens: rank-bm25's mean idf is 0 with 2 × LAKE
@@ -187,7 +187,7 @@ def test_bad_arrays_are_refused_by_name(edit, match):
 
 
 def test_a_loaded_index_reads_bm25_without_tokenising(embedder, tmp_path, monkeypatch):
-    import graphstrata.index as index_module
+    import graphstrata.bm25 as index_module
     from graphstrata import store
 
     docs = [Document(f"d{i}", f"Lake {i} freezes in winter near town {i % 3}.") for i in range(8)]
@@ -211,11 +211,11 @@ def test_stop_words_are_scikit_learns_without_importing_it():
     import subprocess
     import sys
 
-    import graphstrata.index as index_module
+    import graphstrata.bm25 as index_module
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     assert index_module.english_stop_words() == frozenset(ENGLISH_STOP_WORDS)
-    code = ("import sys, graphstrata.index as i; w = i.english_stop_words(); "
+    code = ("import sys, graphstrata.bm25 as i; w = i.english_stop_words(); "
             "print(len(w), 'sklearn.base' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == [str(len(ENGLISH_STOP_WORDS)), "False"]
@@ -250,7 +250,7 @@ def test_maxscore_top_is_the_full_pass_bit_for_bit(seed, monkeypatch):
     """Queries mixing the corpus's most common terms (skipped by MaxScore) with rarer ones, with
     repeated tokens: the same rows, in the same order, with the same float32 scores as summing
     every posting; and MaxScore did run (skipped terms) on most of them."""
-    import graphstrata.index as index_module
+    import graphstrata.bm25 as index_module
 
     monkeypatch.setattr(index_module, "BM25_PRUNE_MIN", 0)
     index = BM25Index(_zipf_corpus(seed))
@@ -282,7 +282,7 @@ def test_maxscore_top_is_the_full_pass_bit_for_bit(seed, monkeypatch):
 def test_maxscore_keeps_ties_at_the_cut():
     """Twenty identical chunks tie at the n-th score: top(n) takes the lowest rows among them,
     with skipping on (the bound's margin keeps every tied chunk a candidate)."""
-    import graphstrata.index as index_module
+    import graphstrata.bm25 as index_module
 
     texts = ["common filler words here"] * 400 + ["rare common words"] * 20 + ["common"] * 400
     index = BM25Index(texts)
@@ -324,7 +324,7 @@ def test_top_impact_reads_each_common_term_only_in_its_largest_parts(seed, monke
     scores of summing, per common term, only its 64 largest parts (by hand); a query of rare
     terms only is exactly :meth:`BM25Index.top`; and the pruning did change some answers (so
     the first check is not the exact top by accident)."""
-    import graphstrata.index as index_module
+    import graphstrata.bm25 as index_module
 
     monkeypatch.setattr(index_module, "BM25_IMPACT_ROWS", 64)
     index = BM25Index(_zipf_corpus(seed))
@@ -350,7 +350,7 @@ def test_top_impact_reads_each_common_term_only_in_its_largest_parts(seed, monke
 def test_top_impact_is_top_when_no_term_is_long_and_survives_updates_and_arrays(monkeypatch):
     """Below the prefix length :meth:`top_impact` is :meth:`top` bit for bit; an updated index
     and one rebuilt from its arrays hold the same prefixes as a fresh one."""
-    import graphstrata.index as index_module
+    import graphstrata.bm25 as index_module
 
     texts = _zipf_corpus(3, n=600)
     index = BM25Index(texts)  # the default 4,096 rows: no term of 600 chunks is long

@@ -13,7 +13,7 @@ import scipy.sparse as sp
 import graphstrata.retrieval as retrieval
 from graphstrata import Document, GraphStrata
 from graphstrata.derived import decode, encode, prepare
-from graphstrata.index import BM25Index
+from graphstrata.bm25 import BM25Index
 from graphstrata.methods.base import (
     DOCUMENT_ROWS,
     ENTITY_CHUNK_LIMIT,

@@ -80,7 +80,8 @@ def test_file_like_titles_are_not_entities():
     ],
 )
 def test_term_finder_matches_what_the_term_pattern_matches(sentence):
-    from graphstrata.extraction import _term_finder, _term_pattern
+    from graphstrata.extraction.text import term_finder as _term_finder
+    from graphstrata.extraction.text import term_pattern as _term_pattern
 
     terms = ["bank of america", "san francisco", "machine learning", "art machine", "foo_bar", "1904",
              "x ray", "xray", "istanbul", "straße", "strasse", "of", "america was", "learning machine"]

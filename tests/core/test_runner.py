@@ -19,16 +19,16 @@ from graphstrata.extraction import (
     RecordMerge,
     StatisticalExtractor,
     TfidfSpec,
-    _tfidf_vectorizer,
     extract_shard,
     fit_tfidf,
     merge_records,
 )
+from graphstrata.extraction.tfidf import tfidf_vectorizer as _tfidf_vectorizer
 from graphstrata.config import GraphStrataConfig
 from graphstrata.index import machine_threads
 from graphstrata.indexing import build_state
 from graphstrata.indexing import extract as extract_mod
-from graphstrata.index import bm25_tokenize
+from graphstrata.bm25 import bm25_tokenize
 from graphstrata.indexing.build import lexical_tokens
 from graphstrata.loaders import load_documents
 from graphstrata.runner import LocalRunner, ProcessRunner, build_workers, use_runner

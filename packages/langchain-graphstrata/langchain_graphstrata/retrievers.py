@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from graphstrata import EmbedderMismatchError, GraphStrata
+from graphstrata.api import retrieval_arguments
 from graphstrata.retrieval import RetrieveRequest, check_retrieve_args
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -501,7 +502,7 @@ class GraphStrataRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         call = self.call_arguments(kwargs)
-        hits = self._gs.retrieve(query, **call.as_kwargs())
+        hits = self._gs.retrieve(query, **retrieval_arguments(self._gs, call))
         return hits_to_documents(
             hits, method=call.method, engine=self._gs, include_scores=self.include_scores
         )
@@ -510,7 +511,7 @@ class GraphStrataRetriever(BaseRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         call = self.call_arguments(kwargs)
-        hits = await self._gs.aretrieve(query, **call.as_kwargs())
+        hits = await self._gs.aretrieve(query, **retrieval_arguments(self._gs, call))
         return hits_to_documents(
             hits, method=call.method, engine=self._gs, include_scores=self.include_scores
         )

@@ -4,9 +4,8 @@ side it is seeded from: CamelCase-aware BM25 tokens, titles in the BM25 text."""
 import numpy as np
 import pytest
 from graphstrata import Document, GraphStrata
-from graphstrata.index import lexical_texts
+from graphstrata.bm25 import BM25Index, bm25_tokenize, lexical_texts
 from graphstrata.extraction import TitleIndex, document_title
-from graphstrata.index import BM25Index, bm25_tokenize
 from graphstrata.methods.propagation import build_passage_graph, named_chunks, propagate
 
 

@@ -30,7 +30,7 @@ from .llm import run_in_worker_thread
 from .loaders import load_documents
 from .methods import METHODS
 from .models import Embedder, EmbedderMismatchError, default_embedder, preset_for_id, resolve_embedder
-from .retrieval import check_retrieve_args
+from .retrieval import RetrieveRequest, check_retrieve_args
 from .runner import Runner, use_runner
 from .state import ChunkRecords, EngineState, FrozenStats
 from .types import Document, DocumentChunk, Hit
@@ -45,7 +45,7 @@ _T = TypeVar("_T")
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Answer", "GraphStrata"]
+__all__ = ["Answer", "GraphStrata", "retrieval_arguments"]
 
 
 class GraphStrata:
@@ -822,10 +822,16 @@ class GraphStrata:
         filters: Mapping[str, Any] | None = None,
         context_k: int | None = None,
         min_score: float | None = None,
+        *,
+        request: RetrieveRequest | None = None,
         **options: Any,
     ) -> list[Hit]:
         """Retrieve for ``query`` (:mod:`graphstrata.retrieval` holds the query path and the
         contract every adapter relies on).
+
+        The arguments are checked once, into a :class:`~graphstrata.retrieval.RetrieveRequest`
+        (:func:`~graphstrata.retrieval.check_retrieve_args`); a caller that already holds one
+        (the framework adapters) passes it as ``request=`` instead of the other arguments.
 
         Args:
             query: the question (non-empty str).
@@ -848,6 +854,8 @@ class GraphStrata:
                 ``k_per_layer=3`` for ArchRAG; every method also takes ``explain=True``, which
                 sets each hit's :attr:`~graphstrata.types.Hit.explain` (why it came back,
                 :mod:`graphstrata.methods.explain`) without changing the ranking.
+            request: an already checked request; then no other argument but ``query`` may
+                be given.
 
         Returns:
             Hits; chunk hits best first with ``metadata`` holding ``document_id``,
@@ -857,38 +865,31 @@ class GraphStrata:
             ValueError: empty query, a query over ``config.max_query_chars``, ``k`` or
                 ``context_k`` ≤ 0 or not an int, ``min_score`` outside [0, 1], a method that is
                 not one of :attr:`methods` (any non-str too), unknown kind, unknown option or an
-                option of the wrong type or range, an invalid filter.
+                option of the wrong type or range, an invalid filter; ``request`` together
+                with other arguments.
         """
-        request = check_retrieve_args(method, k, kinds, context_k, min_score, filters, options)
+        if request is None:
+            request = check_retrieve_args(method, k, kinds, context_k, min_score, filters, options)
+        elif options or (method, k, kinds, filters, context_k, min_score) != ("archrag", 5, None, None, None, None):
+            raise ValueError("retrieve takes either request= or the other arguments, not both")
         if self._empty_pending():
             if not isinstance(query, str) or not query.strip():
                 raise ValueError("query must be a non-empty string")
             return []  # an empty index has nothing to return
         state = self.state  # one reference: everything below reads this state only
-        if options.get("llm") is not None:
+        if request.options.get("llm") is not None:
             request = dataclasses.replace(
-                request, options={**request.options, "llm": self._client(options["llm"], state)}
+                request, options={**request.options, "llm": self._client(request.options["llm"], state)}
             )
         return retrieval.retrieve(state, query, request)
 
-    async def aretrieve(
-        self,
-        query: str,
-        method: str = "archrag",
-        k: int = 5,
-        kinds: Sequence[str] | None = None,
-        filters: Mapping[str, Any] | None = None,
-        context_k: int | None = None,
-        min_score: float | None = None,
-        **options: Any,
-    ) -> list[Hit]:
-        """:meth:`retrieve` awaited: the method runs in a worker thread, its query-time LLM
-        steps (LightRAG keywords, AGRAG fact filter) on this event loop when the LLM has an
-        async API (:func:`graphstrata.llm.run_in_worker_thread`); ``asyncio.gather`` of N
-        queries overlaps their LLM calls on one loop."""
-        return await run_in_worker_thread(
-            self.retrieve, query, method, k, kinds, filters, context_k, min_score, **options
-        )
+    async def aretrieve(self, query: str, *args: Any, **kwargs: Any) -> list[Hit]:
+        """:meth:`retrieve` awaited, with the same arguments (a ``request=`` or the keyword
+        form): the method runs in a worker thread, its query-time LLM steps (LightRAG
+        keywords, AGRAG fact filter) on this event loop when the LLM has an async API
+        (:func:`graphstrata.llm.run_in_worker_thread`); ``asyncio.gather`` of N queries
+        overlaps their LLM calls on one loop."""
+        return await run_in_worker_thread(self.retrieve, query, *args, **kwargs)
 
     def document_ids_of(self, chunk_ids: Iterable[str]) -> list[str]:
         """Distinct document ids of ``chunk_ids``, in order (current state)."""
@@ -1009,3 +1010,11 @@ def _llm_client(llm: Any, config: GraphStrataConfig | None, persist_dir: str | P
         llm, cache=cache, concurrency=config.llm_concurrency, max_failure_share=config.llm_max_failure_share,
         context_window=config.llm_context_window,
     )
+
+
+def retrieval_arguments(engine: Any, request: RetrieveRequest) -> dict[str, Any]:
+    """The keyword arguments that ask ``engine.retrieve`` / ``engine.aretrieve`` for
+    ``request``: ``{"request": request}`` for a :class:`GraphStrata` (the checked request is
+    used as is, not checked again), else :meth:`RetrieveRequest.as_kwargs` (any other object
+    with :meth:`GraphStrata.retrieve`'s keyword signature, such as a test double)."""
+    return {"request": request} if isinstance(engine, GraphStrata) else request.as_kwargs()

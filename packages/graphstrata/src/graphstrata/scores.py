@@ -12,7 +12,7 @@ Per method (docs/core-api.md, "Scores", has the table):
   search) → :func:`cosine` = ``max(0, cos)``: the value vector-store users know, with
   anti-correlated items (never relevant) at 0;
 * BM25 → the raw score over the query's maximum possible score
-  (:meth:`graphstrata.index.BM25Index.unit_scores`): an absolute, corpus-independent share;
+  (:meth:`graphstrata.bm25.BM25Index.unit_scores`): an absolute, corpus-independent share;
 * a weighted sum of parts that each lie in [0, 1] (hybrid fusion plus graph evidence) →
   :func:`bounded` by the sum of the weights: a weighted mean;
 * a rank statistic with no absolute scale (PageRank mass, node degree) → :func:`relative`

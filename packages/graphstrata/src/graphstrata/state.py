@@ -35,7 +35,8 @@ from .graph import KnowledgeGraph
 from .types import Chunk, Community, Document
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .index import BM25Index, ChunkIndex, LayeredIndex
+    from .bm25 import BM25Index
+    from .index import ChunkIndex, LayeredIndex
     from .llm.records import LLMAnswers
     from .models import Embedder
 

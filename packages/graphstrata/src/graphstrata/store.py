@@ -1211,7 +1211,8 @@ def load_state(
     """
     from . import derived, methods  # noqa: F401  (methods register their derived structures)
     from .graph import KnowledgeGraph
-    from .index import BM25Index, ChunkIndex, LayeredIndex, layer_vectors, lexical_texts
+    from .bm25 import BM25Index, lexical_texts
+    from .index import ChunkIndex, LayeredIndex, layer_vectors
     from .state import EngineState, check_integrity
 
     path = Path(directory)

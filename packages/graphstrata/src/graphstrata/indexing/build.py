@@ -20,17 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from ..bm25 import BM25Index, bm25_tokenize, lexical_texts
 from ..config import GraphStrataConfig
 from ..graph import KnowledgeGraph
 from ..heap import rebuilt, release_free_memory
-from ..index import (
-    BM25Index,
-    ChunkIndex,
-    LayeredIndex,
-    bm25_tokenize,
-    lexical_texts,
-    stored_vectors,
-)
+from ..index import ChunkIndex, LayeredIndex, stored_vectors
 from ..llm import LLMClient, usage_scope
 from ..llm.records import LLMAnswers, keeping_answers
 from ..models import Embedder
@@ -192,14 +186,14 @@ BM25_SHARD = 5_000
 
 
 def _tokenize_shard(texts: Sequence[str]) -> list[list[str]]:
-    """:func:`~graphstrata.index.bm25_tokenize` of each text; equal tokens are one object (a
+    """:func:`~graphstrata.bm25.bm25_tokenize` of each text; equal tokens are one object (a
     worker's answer pickles each distinct token once)."""
     same: dict[str, str] = {}
     return [[same.setdefault(t, t) for t in bm25_tokenize(text)] for text in texts]
 
 
 def lexical_tokens(texts: Sequence[str], runner: Any = None) -> list[list[str]]:
-    """The BM25 tokens of every text (:func:`~graphstrata.index.bm25_tokenize`), in shards of
+    """The BM25 tokens of every text (:func:`~graphstrata.bm25.bm25_tokenize`), in shards of
     :data:`BM25_SHARD` on ``runner``'s workers when it has a ``map``. Equal tokens are one
     string object across the corpus (about 5 kB a chunk less than a string per occurrence).
 

@@ -76,9 +76,10 @@ from typing import Any
 
 import numpy as np
 
+from ..bm25 import lexical_texts
 from ..extraction import ChunkRecord, FrozenTfidf, StatisticalExtractor, merge_records
 from ..graph import KnowledgeGraph
-from ..index import ChunkIndex, lexical_texts, stored_vectors
+from ..index import ChunkIndex, stored_vectors
 from ..llm import usage_scope
 from ..llm.records import keeping_answers
 from ..resolution import apply_to_record, resolution_stage, resolve_onto, with_aliases

@@ -764,7 +764,7 @@ class _FactVectorScores:
 def hybrid_candidates(state, query: str, qvec: np.ndarray, n: int, alpha: float) -> dict[int, float]:
     """AGRAG's hybrid chunk scores HS (module doc step 1; spec §2.10, §6.4): the same fusion
     as :func:`~.base.hybrid_scores`, ``alpha · minmax(cosine) + (1 − alpha) · minmax(BM25)``
-    over the dense top-``n`` (C-HNSW) ∪ the exact BM25 top-``n`` (:meth:`~graphstrata.index.BM25Index.top`,
+    over the dense top-``n`` (C-HNSW) ∪ the exact BM25 top-``n`` (:meth:`~graphstrata.bm25.BM25Index.top`,
     ties by row), with exact cosines and BM25 scores of every candidate — but no array over the
     corpus: the work is ``n`` and the query terms' postings (:func:`~.base.hybrid_arrays` with
     ``exact_lexical=True``).
@@ -876,17 +876,17 @@ class AGRAG(Method):
         "passage_score_factor": OptionSpec("float", ge=0.0),
     }
 
-    def options(self, given, hint: str = ""):
-        """Checked options (:meth:`Method.options`); ``passage_score_factor=None`` resolves to
+    def resolved(self, given):
+        """The options (:meth:`Method.resolved`); ``passage_score_factor=None`` resolves to
         0.05 in ``"paper"`` mode and 1.0 in ``"agrag_code_2025"`` mode."""
-        o = super().options(given, hint)
+        o = super().resolved(given)
         if o["passage_score_factor"] is None:
             o["passage_score_factor"] = 0.05 if o["compat"] == "paper" else 1.0
         return o
 
     # -- query ---------------------------------------------------------------------------
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
-        o = self.options(options)
+        o = self.resolved(options)
         g = agrag_graph(state)
         n_e, n_c = g.n_entities, g.n_chunks
         scale = 0.5 if o["compat"] == "paper" else 1.0

@@ -138,7 +138,7 @@ class ArchRAG(Method):
     }
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
-        o = self.options(options)
+        o = self.resolved(options)
         layered = state.layered
         context = []
         entity_sources: list[tuple[float, np.ndarray, int]] = []

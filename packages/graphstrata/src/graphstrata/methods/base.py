@@ -321,7 +321,14 @@ class Method:
             ValueError: unknown option name(s), listing the known ones; or the first invalid
                 value, naming the option, the method, what it must be and the value given.
         """
-        return check_options(f"method {self.name!r}", self.defaults, self.option_specs, given, hint)
+        check_options(f"method {self.name!r}", self.defaults, self.option_specs, given, hint)
+        return self.resolved(given)
+
+    def resolved(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The options :meth:`retrieve` runs with: ``given`` over :attr:`defaults`, not checked
+        again (the request was checked once where it was built:
+        :func:`graphstrata.retrieval.check_retrieve_args` calls :meth:`options`)."""
+        return {**self.defaults, **given}
 
     def wants_query_vector(self, options: Mapping[str, Any]) -> bool:
         """Whether :meth:`retrieve` reads the query vector with these options; ``False`` (e.g.
@@ -340,8 +347,9 @@ class Method:
             qvec: float32 ``(dim,)`` L2-normalised query embedding (``None`` when
                 :meth:`wants_query_vector` says it does not read it).
             k: number of chunks wanted (> 0); return at least ``min(k, n_chunks)``.
-            **options: overrides of :attr:`defaults`; unknown names raise ``ValueError``
-                (call :meth:`options`).
+            **options: overrides of :attr:`defaults`, already checked (:meth:`options`, which
+                :func:`graphstrata.retrieval.check_retrieve_args` calls); read through
+                :meth:`resolved`.
 
         Returns:
             A :class:`Retrieval`: ranked chunk rows and context hits.
@@ -385,7 +393,7 @@ def bm25_candidates(state: EngineState, query: str, n: int) -> tuple[dict[int, f
 
 def bm25_top(state: EngineState, query: str, n: int) -> dict[int, float]:
     """Top-``n`` chunk rows by BM25 from the query terms' postings
-    (:meth:`~graphstrata.index.BM25Index.top`): ``{row: score > 0}``, best first (ties: lower
+    (:meth:`~graphstrata.bm25.BM25Index.top`): ``{row: score > 0}``, best first (ties: lower
     row); fewer when fewer chunks share a term with the query."""
     rows, scores = state.bm25.top(query, int(n))
     return dict(zip(rows.tolist(), scores.tolist(), strict=True))
@@ -393,7 +401,7 @@ def bm25_top(state: EngineState, query: str, n: int) -> dict[int, float]:
 
 def bm25_scores_of(state: EngineState, query: str, rows: np.ndarray) -> np.ndarray:
     """BM25 scores of chunk ``rows`` only: float32 ``(len(rows),)``, equal to
-    ``state.bm25.scores(query)[rows]`` (:meth:`~graphstrata.index.BM25Index.scores_of`: the
+    ``state.bm25.scores(query)[rows]`` (:meth:`~graphstrata.bm25.BM25Index.scores_of`: the
     query terms' postings, nothing per chunk of the corpus). A BM25 object without
     ``scores_of`` is scored in full.
     """
@@ -419,9 +427,9 @@ def hybrid_arrays(
     scores in [0, 1].
 
     The lexical candidates are BM25's top-``n`` over each query term's impact-ordered prefix
-    (:meth:`~graphstrata.index.BM25Index.top_impact`: exact BM25 top-``n`` unless a term is
+    (:meth:`~graphstrata.bm25.BM25Index.top_impact`: exact BM25 top-``n`` unless a term is
     held by more than ``BM25_IMPACT_ROWS`` chunks; ``exact_lexical=True``: the exact top-``n``,
-    :meth:`~graphstrata.index.BM25Index.top`, whatever the terms); every candidate, whichever
+    :meth:`~graphstrata.bm25.BM25Index.top`, whatever the terms); every candidate, whichever
     list brought it, is then scored exactly.
 
     Work: one C-HNSW search, at most ``BM25_IMPACT_ROWS`` postings per query term and one dot

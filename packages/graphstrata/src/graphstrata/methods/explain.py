@@ -33,7 +33,7 @@ key but ``reason`` is optional: a key that does not apply to the method or the h
     ``{"low_level": [...], "high_level": [...], "source": "offline" | "llm" | "function"}``;
     ``fact_score`` an AGRAG fact's ``MS(q, f)`` (a weighted cosine / hybrid mix, ≤ 1).
 ``matched_terms`` (list of str)
-    Query tokens (:func:`~graphstrata.index.bm25_tokenize`) that the chunk's BM25 text holds,
+    Query tokens (:func:`~graphstrata.bm25.bm25_tokenize`) that the chunk's BM25 text holds,
     in query order (a word's CamelCase or letter/digit parts only when the word is absent).
 ``matched_entities`` (list of dict)
     Query-matched entities touching the hit (mentioning the chunk; members of the community;
@@ -205,7 +205,7 @@ def chunk_signals(
 
     ``len(rows)`` dot products and, with ``bm25`` (else 0 and no terms), one BM25 scoring of
     the query (as the method's own)."""
-    from ..index import bm25_tokenize, lexical_texts
+    from ..bm25 import bm25_tokenize, lexical_texts
 
     rows = [int(r) for r in rows]
     if not rows:

@@ -371,7 +371,7 @@ class HiRAG(Method):
     }
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
-        o = self.options(options)
+        o = self.resolved(options)
         context: list[Hit] = []
         sources: dict[str, list[tuple[float, list[str], int]]] = {
             "entity": [], "community": [], "bridge": []

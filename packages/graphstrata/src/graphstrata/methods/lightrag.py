@@ -70,9 +70,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..bm25 import english_stop_words
 from ..derived import DerivedSpec, pack_strings, register_derived, unpack_strings
 from ..extraction import canonical, capitalised_spans
-from ..index import english_stop_words
 from ..indexing.descriptions import (
     TextVectors,
     optional_arrays,
@@ -999,7 +999,7 @@ class LightRAG(Method):
         Returns:
             A :class:`LightRAGContext` (what the answer prompt of spec §2.6 consumes).
         """
-        o = self.options(options)
+        o = self.resolved(options)
         return self._context(state, query, qvec, o)[0]
 
     def _context(self, state, query, qvec, o):
@@ -1141,7 +1141,7 @@ class LightRAG(Method):
 
     # -- retrieval -----------------------------------------------------------------------
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
-        o = self.options(options)
+        o = self.resolved(options)
         ctx, evidence = self._context(state, query, qvec, o)
         n = max(int(o["candidates"]), k)
         base = hybrid_scores(state, query, qvec, n, float(o["alpha"]), extra_rows=evidence)

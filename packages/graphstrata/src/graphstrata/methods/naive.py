@@ -31,7 +31,7 @@ class Dense(Method):
     defaults: dict[str, Any] = {}
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
-        o = self.options(options)
+        o = self.resolved(options)
         out = scored(rank(dense_candidates(state, qvec, k), k), cosine)
         if o["explain"]:
             out.explain = _explain(self.name, state, query, qvec, out, ("dense",))
@@ -39,13 +39,13 @@ class Dense(Method):
 
 
 class BM25(Method):
-    """Okapi BM25 top-k over chunk texts (:class:`~graphstrata.index.BM25Index`, bm25s).
+    """Okapi BM25 top-k over chunk texts (:class:`~graphstrata.bm25.BM25Index`, bm25s).
 
     Chunks sharing no term with the query score 0; they fill the ranking after every matching
     chunk (in corpus order), so exactly ``min(k, n_chunks)`` chunks come back.
 
     Score: the BM25 score over the query's maximum possible score (the sum of its terms' idf,
-    :meth:`~graphstrata.index.BM25Index.max_score`) — in [0, 1), absolute: a chunk of average
+    :meth:`~graphstrata.bm25.BM25Index.max_score`) — in [0, 1), absolute: a chunk of average
     length holding every query term once scores 0.4, three times each 0.67, and a chunk
     matching half the query's idf weight scores half that. Raw score: the BM25 score.
     """
@@ -58,7 +58,7 @@ class BM25(Method):
         return bool(options.get("explain", False))
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
-        o = self.options(options)
+        o = self.resolved(options)
         scores = bm25_top(state, query, k)  # the query terms' postings only
         ranked = rank(scores, k)
         if len(ranked) < k:
@@ -85,7 +85,7 @@ class Hybrid(Method):
     option_specs = {"alpha": UNIT}
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
-        o = self.options(options)
+        o = self.resolved(options)
         n = max(int(o["candidates"]), k)
         out = scored(rank(hybrid_scores(state, query, qvec, n, float(o["alpha"])), k), unit)
         if o["explain"]:

@@ -27,8 +27,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..bm25 import bm25_tokenize
 from ..config import DEFAULT_MAX_QUERY_CLAUSES
-from ..index import bm25_tokenize
 
 __all__ = ["DateIndex", "document_date", "mentioned_dates", "order_clauses"]
 

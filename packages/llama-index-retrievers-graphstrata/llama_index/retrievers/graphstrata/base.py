@@ -18,6 +18,7 @@ from llama_index.core.schema import IndexNode, NodeWithScore, QueryBundle
 from llama_index.retrievers.graphstrata.conversion import embedder_from_llama_index, hit_to_node
 from llama_index.retrievers.graphstrata.filters import to_core_filters
 
+from graphstrata.api import retrieval_arguments
 from graphstrata.retrieval import check_retrieve_args
 
 if TYPE_CHECKING:
@@ -235,9 +236,9 @@ class GraphStrataRetriever(BaseRetriever):
 
     # -- retrieval --------------------------------------------------------------------------
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self._engine.retrieve(query_bundle.query_str, **self._request.as_kwargs())
+        hits = self._engine.retrieve(query_bundle.query_str, **retrieval_arguments(self._engine, self._request))
         return [hit_to_node(hit, self._request.method, self._engine) for hit in hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = await self._engine.aretrieve(query_bundle.query_str, **self._request.as_kwargs())
+        hits = await self._engine.aretrieve(query_bundle.query_str, **retrieval_arguments(self._engine, self._request))
         return [hit_to_node(hit, self._request.method, self._engine) for hit in hits]
