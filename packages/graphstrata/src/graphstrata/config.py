@@ -101,6 +101,12 @@ class GraphStrataConfig(BaseModel):
         description="co-occurrence relations the statistical extractor keeps per sentence, in"
         " entity pairs: those of the most-mentioned entities; shared QA corpora peak at 1,378",
     )
+    extractor: Literal["statistical", "nlp"] = Field(
+        "statistical",
+        description="offline extraction: TF-IDF 1-3-grams, capitalised spans and sentence co-occurrence"
+        " (statistical), or typed named entities, noun-phrase concepts and relations labelled from the"
+        " dependency path by the packaged spaCy pipeline en_core_web_sm 3.8.0 (nlp; graphstrata.nlp)",
+    )
     entity_resolution: bool = Field(
         False,
         description="entity resolution after statistical extraction (graphstrata.resolution): case,"

@@ -96,12 +96,29 @@ _STRAY_POS = frozenset({"ADV", "VERB", "AUX", "PRON", "DET", "ADP", "CCONJ", "SC
                         "NUM", "PUNCT", "SYM", "SPACE", "X"})
 _EDGE_POS = frozenset({"DET", "PRON", "NUM", "PUNCT", "ADP", "CCONJ", "PART", "SYM", "SPACE"})
 _CONTENT_POS = frozenset({"NOUN", "PROPN", "ADJ"})
+_DEGREE_TAGS = frozenset({"JJR", "JJS", "RBR", "RBS"})  # "better beer", "largest city": no concept
 MAX_LABEL_WORDS = 4
 """Longest relation label, in words."""
 
 MAX_CONCEPT_WORDS = 4
 """Longest noun-phrase concept, in words."""
 
+
+DISAMBIGUATOR_TYPES: Mapping[str, str] = {
+    **dict.fromkeys("""film movie album song single novel book play opera musical poem painting
+    soundtrack series show sitcom magazine newspaper comics comic manga anime game
+    video_game ep""".split(), "work"),
+    **dict.fromkeys("""actor actress singer musician rapper footballer politician writer author
+    poet director producer composer painter artist cricketer boxer wrestler journalist
+    businessman scientist physicist chemist engineer architect bishop priest general
+    admiral officer judge lawyer player coach athlete dancer comedian model""".split(), "person"),
+    **dict.fromkeys("""band company organisation organization party club team university college
+    school label""".split(), "organization"),
+    **dict.fromkeys("""river lake mountain city town village county state country island region
+    district province""".split(), "place"),
+}
+"""Last word of a title's parenthesised disambiguator (``Jaws (film)``, ``Bill Myers
+(musician)``) → entity type: Wikipedia's convention, which the shared corpora follow."""
 
 class NLPModelError(ImportError):
     """The spaCy pipeline package is missing, or is not the model it claims to be."""
@@ -373,11 +390,18 @@ class NLPAnalyser:
     def __getstate__(self) -> dict[str, Any]:  # workers load their own pipeline
         state = dict(self.__dict__)
         state["_nlp"] = None
+        state.pop("_title_types", None)
         return state
 
     def analyse(self, texts: Iterable[str]) -> list[ChunkAnalysis]:
         """One :class:`ChunkAnalysis` per text, same order."""
         return [self.analyse_doc(doc) for doc in self.nlp.pipe(texts, batch_size=self.batch_size)]
+
+    def title_type(self, title: str) -> str:
+        """The entity type of a document title: its disambiguator's (``Jaws (film)`` → ``work``,
+        :data:`DISAMBIGUATOR_TYPES`), else the type of a named entity covering the whole title
+        (the pipeline run on the title alone), else ``""``."""
+        return _title_type(self, title)
 
     def _entity_spans(self, doc: Any) -> list[tuple[Any, str]]:
         spans: list[tuple[Any, str]] = []
@@ -396,7 +420,8 @@ class NLPAnalyser:
         if self.concepts:
             for chunk in doc.noun_chunks:
                 span = _trim(chunk)
-                content = [t for t in span if t.pos_ in _CONTENT_POS and any(c.isalpha() for c in t.text)]
+                content = [t for t in span if t.pos_ in _CONTENT_POS and any(c.isalpha() for c in t.text)
+                           and t.tag_ not in _DEGREE_TAGS]
                 if (len(span) < 2 or len(span) > MAX_CONCEPT_WORDS or len(content) != len(span)
                         or span.root.pos_ not in ("NOUN", "PROPN") or any(t.i in taken for t in span)
                         or is_stray(span)):
@@ -457,3 +482,37 @@ class NLPAnalyser:
             seen.add(pair)
             out.append(Link(pair[0], pair[1], relation_label(sa, sb), sentence))
         return out
+
+
+@lru_cache(maxsize=1 << 14)
+def _disambiguator_type(title: str) -> str:
+    import re
+
+    m = re.search(r"\(([^()]*)\)\s*$", title)
+    if not m:
+        return ""
+    words = re.findall(r"[a-z]+", m.group(1).lower().replace("video game", "video_game"))
+    for w in reversed(words):
+        if w in DISAMBIGUATOR_TYPES:
+            return DISAMBIGUATOR_TYPES[w]
+    return ""
+
+
+def _title_type(analyser: NLPAnalyser, title: str) -> str:
+    cache = analyser.__dict__.setdefault("_title_types", {})
+    if title in cache:
+        return cache[title]
+    found = _disambiguator_type(title)
+    if not found:
+        import re
+
+        name = re.sub(r"\s*\([^()]*\)\s*$", "", title).strip()
+        doc = analyser.nlp(name) if name else None
+        if doc is not None and len(doc.ents) == 1:
+            ent = doc.ents[0]
+            etype = analyser.types.get(ent.label_)
+            if etype and len(ent.text) >= 0.6 * len(name):
+                found = etype
+    if len(cache) < 1 << 16:
+        cache[title] = found
+    return found

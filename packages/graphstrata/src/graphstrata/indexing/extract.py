@@ -52,12 +52,17 @@ def extractor(
         ``LLMExtractor``) or :class:`~.llm_extract.AgragLLMExtractor`; all have
         ``extract(chunks, titles) -> (entities, relations)``.
     """
-    statistical = StatisticalExtractor(
-        top_n=config.tfidf_top_n,
-        use_titles=config.use_titles,
-        max_entities_per_chunk=config.max_entities_per_chunk,
-        max_relations_per_sentence=config.max_relations_per_sentence,
-    )
+    if getattr(config, "extractor", "statistical") == "nlp":
+        from ..extraction_nlp import NLPExtractor
+
+        statistical: StatisticalExtractor = NLPExtractor.from_config(config)
+    else:
+        statistical = StatisticalExtractor(
+            top_n=config.tfidf_top_n,
+            use_titles=config.use_titles,
+            max_entities_per_chunk=config.max_entities_per_chunk,
+            max_relations_per_sentence=config.max_relations_per_sentence,
+        )
     if llm is None or config.llm_extraction == "statistical":
         return statistical
     if config.llm_extraction == "agrag":

@@ -239,7 +239,7 @@ def _update(
         )
     if isinstance(ex, StatisticalExtractor):
         old_records = state.records
-        if old_records is None or "extraction" not in frozen:  # an index persisted before schema 4
+        if old_records is None or (ex.top_n and "extraction" not in frozen):  # persisted before schema 4
             old_records, frozen = prog.stage(
                 "deriving extraction records", lambda: _derive_records(state, ex, frozen)
             )
