@@ -155,7 +155,13 @@ def extract_stage(
         frozen = {} if tfidf is None else {"extraction": tfidf}
         if summary and fits[0][0] is not None:
             frozen["summary"] = fits[0][0]
-        if callable(getattr(runner, "map", None)) or (
+        workers = _nlp_workers(ex, runner, len(chunks))
+        if workers:  # the spaCy pipeline on every core: records in chunk order, as locally
+            from ..runner import ProcessRunner
+
+            with ProcessRunner(workers) as pool:
+                records, (entities, relations) = _sharded(ex, chunks, titles, terms, pool)
+        elif callable(getattr(runner, "map", None)) or (
             isinstance(runner, LocalRunner) and len(chunks) >= SHARDED_MIN_CHUNKS
         ):
             records, (entities, relations) = _sharded(ex, chunks, titles, terms, runner)
@@ -166,6 +172,24 @@ def extract_stage(
         return entities, relations, records, frozen, None
 
     return prog.stage("extracting entities", statistical)
+
+
+NLP_PROCESS_MIN_CHUNKS = 500
+"""In this process, an NLP extraction (``extractor="nlp"``) of at least this many chunks runs on
+worker processes, one per CPU this process may use (:func:`graphstrata.index.index_threads`):
+the parser is pure CPU work that one process cannot spread over cores."""
+
+
+def _nlp_workers(ex: StatisticalExtractor, runner: Any, n_chunks: int) -> int:
+    """Worker processes for an NLP extraction on the local runner (0: none)."""
+    from ..extraction_nlp import NLPExtractor
+
+    if not isinstance(ex, NLPExtractor) or not isinstance(runner, LocalRunner) or n_chunks < NLP_PROCESS_MIN_CHUNKS:
+        return 0
+    from ..index import index_threads
+
+    workers = min(index_threads(), -(-n_chunks // EXTRACT_SHARD))
+    return workers if workers > 1 else 0
 
 
 def _sharded(ex: StatisticalExtractor, chunks: Sequence[Chunk], titles: Mapping[str, str],
