@@ -1228,6 +1228,7 @@ class RecordMerge:
                     chunk_ids=list(dict.fromkeys(chunks)),
                     weight=float(count),
                     type=_most_common(types.get(key), ()),
+                    aliases=_aliases(key, surfaces),
                 )
             )
         relations = []
@@ -1253,6 +1254,17 @@ none of its mentions has another (:data:`graphstrata.nlp.CO_OCCURS`)."""
 
 def _second(item: tuple[Any, Any]) -> Any:
     return item[1]
+
+
+def _aliases(key: str, surfaces: Mapping[str, int]) -> tuple[str, ...]:
+    """The ids entity resolution merged into ``key``: the canonical forms of its surface forms
+    other than ``key`` (a mention's id is the canonical form of its surface, so without
+    resolution there are none), sorted. Derived from the records, so a delete drops the
+    aliases only the deleted chunks gave."""
+    if len(surfaces) == 1:
+        (only,) = surfaces
+        return () if canonical(only) == key else (canonical(only),)
+    return tuple(sorted({canonical(s) for s in surfaces} - {key}))
 
 
 def _most_common(counts: Mapping[str, int] | None, unspecific: Sequence[str]) -> str:

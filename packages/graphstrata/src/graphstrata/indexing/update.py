@@ -262,11 +262,7 @@ def _update(
             ),
         )
         entity_order = sorted(kg_entities)  # merge_records' order, as in a build
-        if config.entity_resolution:  # a re-merged entity keeps its aliases, and gains new ones
-            aliases = {e: set(state.kg.entities[e].aliases) for e in affected if e in state.kg.entities}
-            for alias, target in resolved.items():
-                aliases.setdefault(target, set()).add(alias)
-            with_aliases((kg_entities[e] for e in aliases if e in kg_entities), aliases)
+        # a re-merged entity's aliases come with it from its records' surface forms
     else:
         out = prog.stage(
             "extracting entities", lambda: ex.extract_with_answers(chunks, titles, state.llm_answers)
