@@ -109,6 +109,13 @@ class GraphStrataConfig(BaseModel):
         " (statistical); auto: nlp, but statistical with the fast preset's embedder (the parser costs"
         " more than that whole build)",
     )
+    entity_types: dict[str, str | None] | None = Field(
+        None,
+        description="the nlp extractor's NER label -> entity type table (OntoNotes labels; None drops a"
+        " label); None: graphstrata.nlp.ENTITY_TYPES (person, organization, place, date, work, event,"
+        " product, law, group, facility, language). When given, the LLM extraction prompt offers the"
+        " same types (otherwise the paper's: organization, person, geo, event)",
+    )
     entity_resolution: bool | Literal["auto"] = Field(
         "auto",
         description="entity resolution after offline extraction (graphstrata.resolution): case,"

@@ -72,10 +72,13 @@ class NLPExtractor(StatisticalExtractor):
     @classmethod
     def from_config(cls, config: Any) -> NLPExtractor:
         """The extractor a :class:`~graphstrata.config.GraphStrataConfig` describes (its
-        ``use_titles``, ``max_entities_per_chunk``, ``max_relations_per_sentence``)."""
+        ``use_titles``, ``max_entities_per_chunk``, ``max_relations_per_sentence``,
+        ``entity_types``)."""
         kwargs = {name: getattr(config, name) for name in
                   ("use_titles", "max_entities_per_chunk", "max_relations_per_sentence")
                   if getattr(config, name, None) is not None}
+        if getattr(config, "entity_types", None) is not None:
+            kwargs["types"] = dict(config.entity_types)
         return cls(**kwargs)
 
     def chunk_records(

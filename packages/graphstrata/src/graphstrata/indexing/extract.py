@@ -69,7 +69,17 @@ def extractor(
         return AgragLLMExtractor(llm, statistical=statistical)
     if config.llm_extraction == "hirag":  # its own prompts, which always carry their examples
         return HiragLLMExtractor(llm, gleaning=config.llm_gleaning)
-    return LLMExtractor(llm, gleaning=config.llm_gleaning, examples=config.llm_prompt_examples)
+    types = llm_entity_types(config)
+    return LLMExtractor(llm, gleaning=config.llm_gleaning, examples=config.llm_prompt_examples,
+                        **({"entity_types": types} if types else {}))
+
+
+def llm_entity_types(config: GraphStrataConfig) -> list[str]:
+    """The entity types an LLM extraction prompt offers for ``config``: the distinct types of
+    ``config.entity_types`` (the nlp extractor's table) in table order when it is set, else
+    ``[]`` (the prompt's own default: the paper's types)."""
+    table = getattr(config, "entity_types", None) or {}
+    return list(dict.fromkeys(t for t in table.values() if t))
 
 
 SHARDED_MIN_CHUNKS = 20_000
