@@ -81,3 +81,47 @@ def test_a_relation_keeps_co_occurrence_only_when_nothing_better():
     assert rel.keywords == "member of"
     _, [rel] = merge_records([a])
     assert rel.keywords == "co-occurs with"
+
+
+def test_auto_choices_are_made_at_build_time_and_stored():
+    from graphstrata.config import GraphStrataConfig, resolved_config, stored_config
+    from graphstrata.static_embedder import FAST_ID
+
+    auto = GraphStrataConfig(extractor="auto", entity_resolution="auto")
+    minilm = resolved_config(auto, "sentence-transformers/all-MiniLM-L6-v2")
+    assert (minilm.extractor, minilm.entity_resolution) == ("nlp", True)
+    fast = resolved_config(auto, FAST_ID)
+    assert (fast.extractor, fast.entity_resolution) == ("statistical", False)
+    plain = GraphStrataConfig()
+    assert resolved_config(plain, FAST_ID) is plain
+    # an index stored before the fields existed reads back as the statistical extractor it used
+    old = stored_config({"chunk_size": 100})
+    assert (old.extractor, old.entity_resolution) == ("statistical", False)
+
+
+def test_configured_entity_types_reach_the_nlp_table_and_the_llm_prompt():
+    from graphstrata.config import GraphStrataConfig
+    from graphstrata.indexing.extract import llm_entity_types
+
+    config = GraphStrataConfig(extractor="nlp", entity_types={"PERSON": "person", "ORG": "company", "GPE": None})
+    assert llm_entity_types(config) == ["person", "company"]
+    assert llm_entity_types(GraphStrataConfig()) == []
+    ex = NLPExtractor.from_config(config)
+    [rec] = ex.chunk_records(_chunks(["Barack Obama visited Paris with Google engineers."]), None, None)
+    assert {k: next(iter(v)) for k, v in rec.types.items()} == {"barack obama": "person", "google": "company"}
+
+
+def test_a_build_with_the_nlp_extractor_persists_and_updates_typed(tmp_path):
+    from graphstrata import GraphStrata
+    from graphstrata.testing import HashEmbedder
+
+    docs = [{"id": f"d{i}", "text": t} for i, t in enumerate(TEXTS)]
+    gs = GraphStrata.build(docs, config={"extractor": "nlp", "entity_resolution": True, "min_communities": 1},
+                           embedder=HashEmbedder(), persist_dir=tmp_path / "idx")
+    assert gs.kg.entities["steven spielberg"].type == "person"
+    gs.insert([{"id": "d9", "text": "Steven Spielberg founded DreamWorks with David Geffen in 1994."}])
+    loaded = GraphStrata.load(tmp_path / "idx", embedder=HashEmbedder())
+    assert loaded.kg.entities["dreamworks"].type == "organization"
+    assert "d9#0" in loaded.kg.entities["steven spielberg"].chunk_ids
+    labels = {(r.source, r.target): r.keywords for r in loaded.kg.relations.values()}
+    assert labels[("jaws", "steven spielberg")] == "directed"

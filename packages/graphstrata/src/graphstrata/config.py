@@ -102,7 +102,7 @@ class GraphStrataConfig(BaseModel):
         " entity pairs: those of the most-mentioned entities; shared QA corpora peak at 1,378",
     )
     extractor: Literal["auto", "statistical", "nlp"] = Field(
-        "auto",
+        "statistical",
         description="offline extraction: typed named entities, noun-phrase concepts and relations labelled"
         " from the dependency path by the packaged spaCy pipeline en_core_web_sm 3.8.0 (nlp;"
         " graphstrata.nlp), or TF-IDF 1-3-grams, capitalised spans and sentence co-occurrence"
@@ -117,7 +117,7 @@ class GraphStrataConfig(BaseModel):
         " same types (otherwise the paper's: organization, person, geo, event)",
     )
     entity_resolution: bool | Literal["auto"] = Field(
-        "auto",
+        False,
         description="entity resolution after offline extraction (graphstrata.resolution): case,"
         " punctuation, plural and possessive variants, acronyms and close aliases merged into one"
         " entity that keeps the merged ids as its aliases; also applied to incremental inserts;"

@@ -30,13 +30,13 @@ class GraphStrataExtractor(TransformComponent):
     ``StatisticalExtractor`` with ``extractor="statistical"``) or, with ``llm``, by an LLM
     (graphstrata's ``LLMExtractor``).
 
-    Offline by default (``extractor="nlp"``, graphstrata.nlp: the packaged spaCy pipeline
+    With ``extractor="nlp"`` (graphstrata.nlp: the packaged spaCy pipeline
     ``en_core_web_sm`` 3.8.0): entities are typed named entities (``EntityNode.label``
     ``person``, ``organization``, ``place``, ``date``, ``work``, ...) and noun-phrase concepts
     (``concept``), plus (optionally) the document title; relations join two entities of one
     sentence and are labelled with what the sentence says between them (``directed``,
     ``born in``, ``member of``), ``relation_label`` where it says nothing; descriptions are
-    the sentences. ``extractor="statistical"``: capitalised name spans and top TF-IDF
+    the sentences. ``extractor="statistical"`` (the default): capitalised name spans and top TF-IDF
     1–3-grams of each node, relations are co-occurrences (``relation_label``). The TF-IDF
     model is fitted on the nodes of one call, so pass a whole corpus (or large batches) at
     once; ``PropertyGraphIndex`` and ``IngestionPipeline`` (with ``num_workers`` unset) do.
@@ -63,7 +63,7 @@ class GraphStrataExtractor(TransformComponent):
     not apply. The calls and tokens of the last call: :attr:`last_usage`.
 
     Args:
-        extractor: ``"nlp"`` (default) or ``"statistical"`` (offline only).
+        extractor: ``"statistical"`` (default) or ``"nlp"`` (offline only).
         top_n: TF-IDF terms kept per node (≥ 0; statistical).
         ngram_range: TF-IDF n-gram lengths.
         min_df: minimum document frequency of a TF-IDF term (lowered to 1 under 20 nodes).
@@ -84,7 +84,7 @@ class GraphStrataExtractor(TransformComponent):
             ``llm_concurrency`` (at construction).
     """
 
-    extractor: str = "nlp"
+    extractor: str = "statistical"
     top_n: int = 8
     ngram_range: tuple[int, int] = (1, 3)
     min_df: int = 2
