@@ -57,3 +57,21 @@ def test_property_graph_index_triplets_come_from_the_corpus(lihua_docs, gs_suppo
     (subj, _, _) = next(t for t in triplets if "wolfgang" in t[0].name.lower() or "wolfgang" in t[2].name.lower())
     rel_map = store.get_rel_map([subj], depth=1, limit=50)
     assert rel_map and all(r.label == "CO_OCCURS_WITH" for _, r, _ in rel_map)
+
+
+def test_the_nlp_extractor_gives_typed_entities_and_labelled_triplets(lihua_docs, gs_support):
+    docs = lihua_docs[:60]
+    store = SimplePropertyGraphStore()
+    PropertyGraphIndex.from_documents(
+        docs,
+        kg_extractors=[GraphStrataExtractor(extractor="nlp", max_relations_per_node=30)],
+        transformations=[GraphStrataNodeParser(tokenizer="words")],
+        property_graph_store=store,
+        embed_model=gs_support.HashEmbedding(),
+    )
+    triplets = store.get_triplets(relation_names=sorted({r.label for r in store.graph.relations.values()}))
+    assert len(triplets) >= 50
+    labels = [rel.label for _, rel, _ in triplets]
+    assert sum(label != "CO_OCCURS_WITH" for label in labels) >= 0.5 * len(labels), labels[:20]
+    entity_labels = {e.label for t in triplets for e in (t[0], t[2])}
+    assert "person" in entity_labels and entity_labels != {"entity"}

@@ -323,3 +323,18 @@ def test_html_bad_input_is_one_clear_value_error(gs, tmp_path, kwargs, match):
 def test_png_bytes_open_with_pillow_from_memory(gs, tmp_path):
     raw = render_png(gs, tmp_path / "m.png", **PNG).read_bytes()
     assert Image.open(io.BytesIO(raw)).format == "PNG"
+
+
+def test_html_colours_entities_by_type_with_a_legend(embedder, tmp_path):
+    pytest.importorskip("spacy")
+    typed = GraphStrata.build(DOCS[:6], embedder=embedder, config={**CONFIG, "extractor": "nlp"})
+    text, scan = _scan(render_html(typed, tmp_path / "t.html"))
+    data = _data(scan)
+    types = {rec.get("ty") for rec in data["ents"].values()} - {None}
+    assert {"person", "place"} <= types
+    assert set(data["types"]) == types and all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in data["types"].values())
+    assert data["types"]["person"] != data["types"]["place"]
+    assert 'id="legend"' in text
+    # an untyped (statistical) index has no legend entries
+    assert _data(_scan(render_html(GraphStrata.build(DOCS[:6], embedder=embedder, config=CONFIG),
+                                   tmp_path / "s.html"))[1])["types"] == {}

@@ -101,11 +101,27 @@ class GraphStrataConfig(BaseModel):
         description="co-occurrence relations the statistical extractor keeps per sentence, in"
         " entity pairs: those of the most-mentioned entities; shared QA corpora peak at 1,378",
     )
-    entity_resolution: bool = Field(
+    extractor: Literal["auto", "statistical", "nlp"] = Field(
+        "statistical",
+        description="offline extraction: typed named entities, noun-phrase concepts and relations labelled"
+        " from the dependency path by the packaged spaCy pipeline en_core_web_sm 3.8.0 (nlp;"
+        " graphstrata.nlp), or TF-IDF 1-3-grams, capitalised spans and sentence co-occurrence"
+        " (statistical); auto: nlp, but statistical with the fast preset's embedder (the parser costs"
+        " more than that whole build)",
+    )
+    entity_types: dict[str, str | None] | None = Field(
+        None,
+        description="the nlp extractor's NER label -> entity type table (OntoNotes labels; None drops a"
+        " label); None: graphstrata.nlp.ENTITY_TYPES (person, organization, place, date, work, event,"
+        " product, law, group, facility, language). When given, the LLM extraction prompt offers the"
+        " same types (otherwise the paper's: organization, person, geo, event)",
+    )
+    entity_resolution: bool | Literal["auto"] = Field(
         False,
-        description="entity resolution after statistical extraction (graphstrata.resolution): case,"
+        description="entity resolution after offline extraction (graphstrata.resolution): case,"
         " punctuation, plural and possessive variants, acronyms and close aliases merged into one"
-        " entity that keeps the merged ids as its aliases; also applied to incremental inserts",
+        " entity that keeps the merged ids as its aliases; also applied to incremental inserts;"
+        " auto: on with the nlp extractor",
     )
     # -- the LLM path (used only when build gets an llm; issue 13) --------------------------
     llm_extraction: Literal["lightrag", "hirag", "agrag", "statistical"] = Field(
@@ -203,10 +219,29 @@ def as_config(config: GraphStrataConfig | dict[str, Any] | None) -> GraphStrataC
     raise ValueError(f"config must be a GraphStrataConfig or dict, got {type(config).__name__}")
 
 
-STORED_DEFAULTS: dict[str, Any] = {"llm_description_vectors": False}
+STORED_DEFAULTS: dict[str, Any] = {
+    "llm_description_vectors": False, "extractor": "statistical", "entity_resolution": False,
+}
 """Fields that change what a build makes, with the value that reproduces an index persisted
 before the field existed: :func:`stored_config` fills them in when a stored config lacks them
 (the class default would apply otherwise, and an update would mix old and new vectors)."""
+
+
+def resolved_config(config: GraphStrataConfig, embedder_id: str) -> GraphStrataConfig:
+    """``config`` with its ``"auto"`` choices made for a build with the embedder
+    ``embedder_id`` (what the index then stores, so an update extracts as its build did):
+    ``extractor`` ``"statistical"`` for the fast preset's static embedder, else ``"nlp"``;
+    ``entity_resolution`` on exactly with the ``"nlp"`` extractor. Returned as is when
+    nothing is ``"auto"``."""
+    changes: dict[str, Any] = {}
+    extractor = config.extractor
+    if extractor == "auto":
+        from .static_embedder import FAST_ID
+
+        extractor = changes["extractor"] = "statistical" if embedder_id == FAST_ID else "nlp"
+    if config.entity_resolution == "auto":
+        changes["entity_resolution"] = extractor == "nlp"
+    return config.model_copy(update=changes) if changes else config
 
 
 def stored_config(data: dict[str, Any] | None) -> GraphStrataConfig:

@@ -332,6 +332,17 @@ def apply_to_record(rec: Any, mapping: Mapping[str, str], max_sentences: int) ->
         else:
             have[1].extend(s for s in sentences if s not in have[1])
             have[0][0] += mentions[0]
+    for key, counts in rec.types.items():
+        into = out.types.setdefault(mapping.get(key, key), {})
+        for t, n in counts.items():
+            into[t] = into.get(t, 0) + n
+    for (a, b), counts in rec.labels.items():
+        a, b = mapping.get(a, a), mapping.get(b, b)
+        if a == b:
+            continue
+        into = out.labels.setdefault((a, b) if a < b else (b, a), {})
+        for label, n in counts.items():
+            into[label] = into.get(label, 0) + n
     return out
 
 

@@ -16,6 +16,7 @@ Every name below is importable from ``graphstrata.extraction`` as before the spl
 
 from .statistical import (
     RECORD_ZLIB_LEVEL,
+    UNSPECIFIC_LABELS,
     ChunkRecord,
     CompactRecord,
     RecordMerge,
@@ -28,6 +29,7 @@ from .tfidf import TFIDF_SHARD, FrozenTfidf, TfidfSpec, analyse_shard, fit_tfidf
 from .titles import TitleIndex, document_title
 
 __all__ = [
+    "UNSPECIFIC_LABELS",
     "DEFAULT_MAX_SENTENCE_CHARS",
     "RECORD_ZLIB_LEVEL",
     "TFIDF_SHARD",

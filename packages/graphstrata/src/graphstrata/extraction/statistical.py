@@ -361,33 +361,47 @@ class ChunkRecord:
             with their counts (first-seen order), the number of sentence pieces naming the
             entity, and its first distinct sentences (at most ``max_description_sentences``).
         relations: ``{(a, b): ([mentions], sentences)}`` with ``a < b``.
+        types: ``{entity_key: {type: mentions}}``, the types the NLP extractor gave the
+            entity's mentions (:mod:`graphstrata.nlp`); empty for statistical records.
+        labels: ``{(a, b): {label: mentions}}``, the labels its relation mentions carry.
     """
 
     chunk_id: str
     entities: dict[str, tuple[dict[str, int], list[int], list[str]]] = field(default_factory=dict)
     relations: dict[tuple[str, str], tuple[list[int], list[str]]] = field(default_factory=dict)
+    types: dict[str, dict[str, int]] = field(default_factory=dict)
+    labels: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
 
     def to_json(self) -> str:
-        """Compact JSON (persisted per chunk)."""
-        return json.dumps(
-            [
-                [[k, s, c[0], t] for k, (s, c, t) in self.entities.items()],
-                [[a, b, c[0], t] for (a, b), (c, t) in self.relations.items()],
-            ],
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
+        """Compact JSON (persisted per chunk); types and labels only when there are any, so a
+        statistical record's JSON is what it always was."""
+        parts: list[Any] = [
+            [[k, s, c[0], t] for k, (s, c, t) in self.entities.items()],
+            [[a, b, c[0], t] for (a, b), (c, t) in self.relations.items()],
+        ]
+        if self.types or self.labels:
+            parts.append([[k, v] for k, v in self.types.items()])
+            parts.append([[a, b, v] for (a, b), v in self.labels.items()])
+        return json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, chunk_id: str, text: str) -> ChunkRecord:
         """Inverse of :meth:`to_json`; ``ValueError`` if malformed."""
         try:
-            ents, rels = json.loads(text)
+            parts = json.loads(text)
+            ents, rels = parts[:2]
             rec = cls(chunk_id)
             for k, s, c, t in ents:
                 rec.entities[str(k)] = ({str(x): int(n) for x, n in s.items()}, [int(c)], [str(x) for x in t])
             for a, b, c, t in rels:
                 rec.relations[(str(a), str(b))] = ([int(c)], [str(x) for x in t])
+            if len(parts) == 4:
+                for k, v in parts[2]:
+                    rec.types[str(k)] = {str(x): int(n) for x, n in v.items()}
+                for a, b, v in parts[3]:
+                    rec.labels[(str(a), str(b))] = {str(x): int(n) for x, n in v.items()}
+            elif len(parts) != 2:
+                raise ValueError(f"{len(parts)} parts")
         except (TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"corrupt extraction record of chunk {chunk_id!r}: {exc}") from exc
         return rec
@@ -476,6 +490,22 @@ class CompactRecord(ChunkRecord):
     def relations(self, value: dict[tuple[str, str], tuple[list[int], list[str]]]) -> None:
         self._record().relations = value
 
+    @property  # type: ignore[override]
+    def types(self) -> dict[str, dict[str, int]]:
+        return self._record().types
+
+    @types.setter
+    def types(self, value: dict[str, dict[str, int]]) -> None:
+        self._record().types = value
+
+    @property  # type: ignore[override]
+    def labels(self) -> dict[tuple[str, str], dict[str, int]]:
+        return self._record().labels
+
+    @labels.setter
+    def labels(self, value: dict[tuple[str, str], dict[str, int]]) -> None:
+        self._record().labels = value
+
     @property
     def packed(self) -> bytes | None:
         """The compressed JSON while the record was never decoded, else ``None``."""
@@ -488,7 +518,8 @@ class CompactRecord(ChunkRecord):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ChunkRecord):
             return NotImplemented
-        return (self.chunk_id, self.entities, self.relations) == (other.chunk_id, other.entities, other.relations)
+        return (self.chunk_id, self.entities, self.relations, self.types, self.labels) == (
+            other.chunk_id, other.entities, other.relations, other.types, other.labels)
 
     __hash__ = None  # type: ignore[assignment]  (mutable, as ChunkRecord)
 
@@ -511,7 +542,7 @@ class RecordMerge:
         max_description_sentences: sentences kept per description.
     """
 
-    __slots__ = ("max_sentences", "entities", "relations")
+    __slots__ = ("max_sentences", "entities", "relations", "types", "labels")
 
     def __init__(self, max_description_sentences: int = 4) -> None:
         self.max_sentences = int(max_description_sentences)
@@ -519,6 +550,9 @@ class RecordMerge:
         self.entities: dict[str, list[Any]] = {}
         # (a, b) -> [mentions, chunk ids, sentences]
         self.relations: dict[tuple[str, str], list[Any]] = {}
+        # key -> {type: mentions}; (a, b) -> {label: mentions} (NLP records only)
+        self.types: dict[str, dict[str, int]] = {}
+        self.labels: dict[tuple[str, str], dict[str, int]] = {}
 
     def add_record(self, rec: ChunkRecord, only: set[str] | None = None) -> None:
         """Merge one record (the next in corpus order); ``only``: as :func:`merge_records`."""
@@ -555,6 +589,10 @@ class RecordMerge:
             r[1].append(cid)
             if len(r[2]) < limit:
                 _add_distinct(r[2], sents, limit)
+        if rec.types or rec.labels:
+            _add_counts(self.types, rec.types, None if only is None else lambda k: k in only)
+            _add_counts(self.labels, rec.labels,
+                        None if only is None else lambda p: p[0] in only and p[1] in only)
 
     def update(self, later: RecordMerge) -> None:
         """Merge ``later``, the merge of the records that follow this one's in corpus order
@@ -573,12 +611,14 @@ class RecordMerge:
             r = rels.setdefault(pair, f)
             if r is not f:
                 _extend_entry(r, f, limit)
+        _add_counts(self.types, later.types)
+        _add_counts(self.labels, later.labels)
 
     def __getstate__(self) -> tuple:
-        return (self.max_sentences, self.entities, self.relations)
+        return (self.max_sentences, self.entities, self.relations, self.types, self.labels)
 
     def __setstate__(self, state: tuple) -> None:
-        self.max_sentences, self.entities, self.relations = state
+        self.max_sentences, self.entities, self.relations, self.types, self.labels = state
 
     def result(self) -> tuple[list[Entity], list[Relation]]:
         """``(entities, relations)`` as :func:`merge_records` returns them (the merge is
@@ -588,7 +628,8 @@ class RecordMerge:
         import sys
 
         ents, rels = self.entities, self.relations
-        self.entities, self.relations = {}, {}
+        types, labels = self.types, self.labels
+        self.entities, self.relations, self.types, self.labels = {}, {}, {}, {}
         entities = []
         for key in sorted(ents):
             surfaces, count, chunks, sents = ents.pop(key)
@@ -599,6 +640,8 @@ class RecordMerge:
                     description=" ".join(sents),
                     chunk_ids=list(dict.fromkeys(chunks)),
                     weight=float(count),
+                    type=_most_common(types.get(key), ()),
+                    aliases=_aliases(key, surfaces),
                 )
             )
         relations = []
@@ -611,13 +654,50 @@ class RecordMerge:
                     description=" ".join(sents),
                     weight=float(count),
                     chunk_ids=list(dict.fromkeys(chunks)),
+                    keywords=_most_common(labels.get(pair), UNSPECIFIC_LABELS),
                 )
             )
         return entities, relations
 
 
+UNSPECIFIC_LABELS = ("co-occurs with",)
+"""Relation labels that say nothing more than co-occurrence: a relation takes one only when
+none of its mentions has another (:data:`graphstrata.nlp.CO_OCCURS`)."""
+
+
 def _second(item: tuple[Any, Any]) -> Any:
     return item[1]
+
+
+def _aliases(key: str, surfaces: Mapping[str, int]) -> tuple[str, ...]:
+    """The ids entity resolution merged into ``key``: the canonical forms of its surface forms
+    other than ``key`` (a mention's id is the canonical form of its surface, so without
+    resolution there are none), sorted. Derived from the records, so a delete drops the
+    aliases only the deleted chunks gave."""
+    if len(surfaces) == 1:
+        (only,) = surfaces
+        return () if canonical(only) == key else (canonical(only),)
+    return tuple(sorted({canonical(s) for s in surfaces} - {key}))
+
+
+def _most_common(counts: Mapping[str, int] | None, unspecific: Sequence[str]) -> str:
+    """The most frequent key of ``counts`` (ties: the first seen), preferring any key not in
+    ``unspecific``; ``""`` for no counts."""
+    if not counts:
+        return ""
+    specific = {k: n for k, n in counts.items() if k not in unspecific}
+    return max((specific or counts).items(), key=_second)[0]
+
+
+def _add_counts(into: dict[Any, dict[str, int]], counts: Mapping[Any, Mapping[str, int]], keep: Any = None) -> None:
+    """Add the nested counts ``counts`` (``{key: {value: n}}``) into ``into``; ``keep(key)``
+    selects the keys (``None``: all)."""
+    for key, values in counts.items():
+        if keep is not None and not keep(key):
+            continue
+        have = into.setdefault(key, {})
+        for value, n in values.items():
+            have[value] = have.get(value, 0) + n
 
 
 def merge_records(

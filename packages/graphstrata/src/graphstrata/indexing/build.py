@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..bm25 import BM25Index, bm25_tokenize, lexical_texts
-from ..config import GraphStrataConfig
+from ..config import GraphStrataConfig, resolved_config
 from ..graph import KnowledgeGraph
 from ..heap import rebuilt, release_free_memory
 from ..index import ChunkIndex, LayeredIndex, stored_vectors
@@ -93,6 +93,7 @@ def build_state(
     """
     if not docs:
         raise ValueError("empty corpus: no documents given")
+    config = resolved_config(config, embedder.id)
     args = (docs, config, embedder, show_progress, cached_chunk_vectors, generation, stats_version, llm_answers)
     if llm is None:
         with build_runner(docs, config), no_cyclic_gc():

@@ -52,19 +52,34 @@ def extractor(
         ``LLMExtractor``) or :class:`~.llm_extract.AgragLLMExtractor`; all have
         ``extract(chunks, titles) -> (entities, relations)``.
     """
-    statistical = StatisticalExtractor(
-        top_n=config.tfidf_top_n,
-        use_titles=config.use_titles,
-        max_entities_per_chunk=config.max_entities_per_chunk,
-        max_relations_per_sentence=config.max_relations_per_sentence,
-    )
+    if getattr(config, "extractor", "statistical") == "nlp":
+        from ..extraction.nlp import NLPExtractor
+
+        statistical: StatisticalExtractor = NLPExtractor.from_config(config)
+    else:
+        statistical = StatisticalExtractor(
+            top_n=config.tfidf_top_n,
+            use_titles=config.use_titles,
+            max_entities_per_chunk=config.max_entities_per_chunk,
+            max_relations_per_sentence=config.max_relations_per_sentence,
+        )
     if llm is None or config.llm_extraction == "statistical":
         return statistical
     if config.llm_extraction == "agrag":
         return AgragLLMExtractor(llm, statistical=statistical)
     if config.llm_extraction == "hirag":  # its own prompts, which always carry their examples
         return HiragLLMExtractor(llm, gleaning=config.llm_gleaning)
-    return LLMExtractor(llm, gleaning=config.llm_gleaning, examples=config.llm_prompt_examples)
+    types = llm_entity_types(config)
+    return LLMExtractor(llm, gleaning=config.llm_gleaning, examples=config.llm_prompt_examples,
+                        **({"entity_types": types} if types else {}))
+
+
+def llm_entity_types(config: GraphStrataConfig) -> list[str]:
+    """The entity types an LLM extraction prompt offers for ``config``: the distinct types of
+    ``config.entity_types`` (the nlp extractor's table) in table order when it is set, else
+    ``[]`` (the prompt's own default: the paper's types)."""
+    table = getattr(config, "entity_types", None) or {}
+    return list(dict.fromkeys(t for t in table.values() if t))
 
 
 SHARDED_MIN_CHUNKS = 20_000
@@ -159,7 +174,13 @@ def _statistical_extraction(
     frozen = {} if tfidf is None else {"extraction": tfidf}
     if summary and fits[0][0] is not None:
         frozen["summary"] = fits[0][0]
-    if callable(getattr(runner, "map", None)) or (
+    workers = _nlp_workers(ex, runner, len(chunks))
+    if workers:  # the spaCy pipeline on every core: records in chunk order, as locally
+        from ..runner import ProcessRunner
+
+        with ProcessRunner(workers) as pool:
+            records, (entities, relations) = _sharded(ex, chunks, titles, terms, pool)
+    elif callable(getattr(runner, "map", None)) or (
         isinstance(runner, LocalRunner) and len(chunks) >= SHARDED_MIN_CHUNKS
     ):
         records, (entities, relations) = _sharded(ex, chunks, titles, terms, runner)
@@ -168,6 +189,24 @@ def _statistical_extraction(
         entities, relations = merge_records(recs, max_description_sentences=ex.max_description_sentences)
         records = {r.chunk_id: r for r in recs}
     return entities, relations, records, frozen, None
+
+
+NLP_PROCESS_MIN_CHUNKS = 500
+"""In this process, an NLP extraction (``extractor="nlp"``) of at least this many chunks runs on
+worker processes, one per CPU this process may use (:func:`graphstrata.index.index_threads`):
+the parser is pure CPU work that one process cannot spread over cores."""
+
+
+def _nlp_workers(ex: StatisticalExtractor, runner: Any, n_chunks: int) -> int:
+    """Worker processes for an NLP extraction on the local runner (0: none)."""
+    from ..extraction.nlp import NLPExtractor
+
+    if not isinstance(ex, NLPExtractor) or not isinstance(runner, LocalRunner) or n_chunks < NLP_PROCESS_MIN_CHUNKS:
+        return 0
+    from ..index import index_threads
+
+    workers = min(index_threads(), -(-n_chunks // EXTRACT_SHARD))
+    return workers if workers > 1 else 0
 
 
 def _sharded(ex: StatisticalExtractor, chunks: Sequence[Chunk], titles: Mapping[str, str],

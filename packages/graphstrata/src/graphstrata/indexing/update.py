@@ -82,7 +82,7 @@ from ..graph import KnowledgeGraph
 from ..index import ChunkIndex, stored_vectors
 from ..llm import usage_scope
 from ..llm.records import keeping_answers
-from ..resolution import apply_to_record, resolution_stage, resolve_onto, with_aliases
+from ..resolution import apply_to_record, resolution_stage, resolve_onto
 from ..runner import current_runner
 from ..state import EngineState, new_drift
 from ..types import Chunk, Community, Document, Entity, Relation
@@ -357,7 +357,7 @@ def _statistical_delta(
     removed chunks' records merged out, new mentions resolved onto existing entities."""
     config = state.config
     old_records = state.records
-    if old_records is None or "extraction" not in frozen:  # an index persisted before schema 4
+    if old_records is None or (ex.top_n and "extraction" not in frozen):  # persisted before schema 4
         old_records, frozen = prog.stage(
             "deriving extraction records", lambda: _derive_records(state, ex, frozen)
         )
@@ -365,7 +365,6 @@ def _statistical_delta(
         "extracting entities",
         lambda: current_runner().chunk_records(ex, cd.new_chunks, cd.titles, frozen.get("extraction")),
     )
-    resolved: dict[str, str] = {}
     if config.entity_resolution:  # new mentions onto the existing entities (issue 28)
         names = {k: max(v[0], key=v[0].get) for r in new_recs for k, v in r.entities.items() if v[0]}
         resolved = resolve_onto(state.kg.entities, names, names)
@@ -379,11 +378,7 @@ def _statistical_delta(
             ex.max_description_sentences,
         ),
     )
-    if config.entity_resolution:  # a re-merged entity keeps its aliases, and gains new ones
-        aliases = {e: set(state.kg.entities[e].aliases) for e in affected if e in state.kg.entities}
-        for alias, target in resolved.items():
-            aliases.setdefault(target, set()).add(alias)
-        with_aliases((kg_entities[e] for e in aliases if e in kg_entities), aliases)
+    # a re-merged entity's aliases come with it from its records' surface forms
     return _GraphDelta(
         kg_entities, relations, affected,
         sorted(kg_entities),  # merge_records' order, as in a build

@@ -179,6 +179,31 @@ def _chunk_texts(
     return chunks_out, docs_out
 
 
+TYPE_COLOURS: dict[str, str] = {
+    "person": "#d62728", "organization": "#1f77b4", "place": "#2ca02c", "date": "#8c564b",
+    "work": "#9467bd", "event": "#ff7f0e", "product": "#e377c2", "law": "#7f7f7f",
+    "group": "#bcbd22", "facility": "#17becf", "language": "#aec7e8", "concept": "#c5b0d5",
+}
+"""Entity type → colour of its dot and legend swatch in the explorer (the types of
+:data:`graphstrata.nlp.ENTITY_TYPES` and ``concept``; matplotlib's tab10/tab20 colours)."""
+
+
+def type_colours(types: Any) -> dict[str, str]:
+    """``{type: "#rrggbb"}`` for the distinct non-empty entity types in ``types`` (an iterable
+    of str), sorted by type: :data:`TYPE_COLOURS`' colour, or for another type (an LLM's) one
+    picked from its name's hash, the same in every file."""
+    import hashlib
+
+    out = {}
+    for t in sorted({str(t) for t in types if t}):
+        colour = TYPE_COLOURS.get(t.lower())
+        if colour is None:
+            h = int(hashlib.sha256(t.encode("utf-8")).hexdigest()[:6], 16)
+            colour = "#%02x%02x%02x" % (64 + (h >> 16) % 160, 64 + (h >> 8 & 255) % 160, 64 + (h & 255) % 160)
+        out[t] = colour
+    return out
+
+
 def _html_data(
     model: HierarchyModel,
     hits: QueryMarks | None,
@@ -240,6 +265,7 @@ def _html_data(
             },
         },
         "roots": [r for r in model.roots if r in inc],
+        "types": type_colours(rec.get("ty", "") for rec in ents_out.values()),
         "nodes": nodes,
         "ents": ents_out,
         "chunks": chunks_out,
@@ -390,6 +416,7 @@ _PAGE = """<!DOCTYPE html>
     <div class="bar"><b>Hierarchy</b>
       <button id="expand-hits" type="button" hidden>Show retrieved</button>
       <button id="collapse" type="button">Collapse all</button></div>
+    <div id="legend" class="legend" hidden></div>
     <ul id="tree" class="tree"></ul>
   </section>
   <section id="detail"><p class="note">Click a community to expand it, an entity to read its
@@ -445,6 +472,9 @@ ul.tree ul { padding-left:18px; border-left:1px dotted #cfd3d8; margin-left:14px
 .cnt { color:var(--mut); font-size:12px; flex:none; }
 .ent .ttl { color:#23395d; }
 .dot { width:8px; height:8px; border-radius:50%; flex:none; align-self:center; }
+.legend { display:flex; flex-wrap:wrap; gap:4px 12px; font-size:12px; margin:4px 0 6px; }
+.legend .lg { display:inline-flex; gap:4px; align-items:center; }
+.legend[hidden] { display:none; }
 .rank { background:var(--hit); color:#fff; font-size:11px; padding:0 5px; border-radius:8px; flex:none; }
 .ctx { border:1px solid var(--hit); color:var(--hit); font-size:11px; padding:0 5px; border-radius:8px; flex:none; }
 .row.hit .ttl { font-weight:600; }
@@ -522,6 +552,19 @@ function colour(id, layer) {
   return 'hsl(' + h.toFixed(1) + ',62%,' + (48 + 30 * depth / Math.max(TOP, 1)).toFixed(1) + '%)';
 }
 
+// ---- entity types: the dots' colours, and a legend under the hierarchy
+var TYPES = Object.keys(D.types || dict());
+if (TYPES.length) {
+  var legend = document.getElementById('legend');
+  TYPES.forEach(function (t) {
+    var item = el('span', 'lg'), sw = el('span', 'dot');
+    sw.style.background = D.types[t];
+    item.append(sw, el('span', '', t));
+    legend.appendChild(item);
+  });
+  legend.hidden = false;
+}
+
 // ---- header
 var counts = [fmt(M.documents) + ' documents', fmt(M.chunks) + ' chunks', fmt(M.entities) + ' entities',
   fmt(M.relations) + ' relations'];
@@ -562,7 +605,8 @@ function commLi(id) {
 function entLi(id) {
   var e = E[id], li = el('li', 'leaf'), row = el('div', 'row ent');
   li.dataset.id = id; row.dataset.id = id;
-  var dot = el('span', 'dot'); dot.style.background = colour(id, 0);
+  var dot = el('span', 'dot'); dot.style.background = (e.ty && D.types[e.ty]) || colour(id, 0);
+  if (e.ty) dot.title = e.ty;
   row.append(el('span', 'tog', ''), dot, el('span', 'ttl', e.n), el('span', 'cnt', (e.ty ? e.ty + ' · ' : '') + plural(e.g, 'link')));
   markBadges(row, id);
   row.addEventListener('click', function () { showEntity(id); });

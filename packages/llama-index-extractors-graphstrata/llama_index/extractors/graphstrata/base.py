@@ -26,14 +26,20 @@ from llama_index.core.utils import get_tqdm_iterable
 
 
 class GraphStrataExtractor(TransformComponent):
-    """Knowledge-graph extraction: offline (graphstrata's ``StatisticalExtractor``) or, with
-    ``llm``, by an LLM (graphstrata's ``LLMExtractor``).
+    """Knowledge-graph extraction: offline (graphstrata's ``NLPExtractor``, or its
+    ``StatisticalExtractor`` with ``extractor="statistical"``) or, with ``llm``, by an LLM
+    (graphstrata's ``LLMExtractor``).
 
-    Entities are capitalised name spans, top TF-IDF 1–3-grams of each node and (optionally)
-    the document title; relations are entity pairs that co-occur in a sentence, described by
-    those sentences. The TF-IDF model is fitted on the nodes of one call, so pass a whole
-    corpus (or large batches) at once; ``PropertyGraphIndex`` and ``IngestionPipeline`` (with
-    ``num_workers`` unset) do.
+    With ``extractor="nlp"`` (graphstrata.nlp: the packaged spaCy pipeline
+    ``en_core_web_sm`` 3.8.0): entities are typed named entities (``EntityNode.label``
+    ``person``, ``organization``, ``place``, ``date``, ``work``, ...) and noun-phrase concepts
+    (``concept``), plus (optionally) the document title; relations join two entities of one
+    sentence and are labelled with what the sentence says between them (``directed``,
+    ``born in``, ``member of``), ``relation_label`` where it says nothing; descriptions are
+    the sentences. ``extractor="statistical"`` (the default): capitalised name spans and top TF-IDF
+    1–3-grams of each node, relations are co-occurrences (``relation_label``). The TF-IDF
+    model is fitted on the nodes of one call, so pass a whole corpus (or large batches) at
+    once; ``PropertyGraphIndex`` and ``IngestionPipeline`` (with ``num_workers`` unset) do.
 
     For each node the extractor appends, like LlamaIndex's own extractors, to
     ``node.metadata[KG_NODES_KEY]`` (``"nodes"``) a list of ``EntityNode`` and to
@@ -57,7 +63,8 @@ class GraphStrataExtractor(TransformComponent):
     not apply. The calls and tokens of the last call: :attr:`last_usage`.
 
     Args:
-        top_n: TF-IDF terms kept per node (≥ 0).
+        extractor: ``"statistical"`` (default) or ``"nlp"`` (offline only).
+        top_n: TF-IDF terms kept per node (≥ 0; statistical).
         ngram_range: TF-IDF n-gram lengths.
         min_df: minimum document frequency of a TF-IDF term (lowered to 1 under 20 nodes).
         max_description_sentences: sentences kept per description.
@@ -77,6 +84,7 @@ class GraphStrataExtractor(TransformComponent):
             ``llm_concurrency`` (at construction).
     """
 
+    extractor: str = "statistical"
     top_n: int = 8
     ngram_range: tuple[int, int] = (1, 3)
     min_df: int = 2
@@ -97,6 +105,8 @@ class GraphStrataExtractor(TransformComponent):
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
+        if self.extractor not in ("nlp", "statistical"):
+            raise ValueError(f"extractor must be 'nlp' or 'statistical', got {self.extractor!r}")
         if self.top_n < 0:
             raise ValueError(f"top_n must be >= 0, got {self.top_n}")
         if self.gleaning < 0:
@@ -123,6 +133,10 @@ class GraphStrataExtractor(TransformComponent):
             llm = to_graphstrata_llm(self.llm)
             client = llm if isinstance(llm, LLMClient) else LLMClient(llm, concurrency=self.llm_concurrency)
             return LLMExtractor(client, gleaning=self.gleaning)
+        if self.extractor == "nlp":
+            from graphstrata.extraction.nlp import NLPExtractor
+
+            return NLPExtractor(use_titles=self.use_titles, max_description_sentences=self.max_description_sentences)
         from graphstrata.extraction import StatisticalExtractor
 
         return StatisticalExtractor(
@@ -254,10 +268,13 @@ def _by_chunk(records: Sequence[Any]) -> dict[str, list[Any]]:
 
 
 def _relation_label(rel: Any, default: str) -> str:
-    """The first of an LLM relation's keywords, else ``default``."""
+    """The first of a relation's keywords (an LLM's, or the NLP extractor's label), else
+    ``default`` (also for a co-occurrence label)."""
+    from graphstrata.extraction import UNSPECIFIC_LABELS
+
     keywords = getattr(rel, "keywords", "") or ""
     first = keywords.split(",")[0].strip()
-    return first or default
+    return default if not first or first in UNSPECIFIC_LABELS else first
 
 
 def _by_weight(record: Any) -> tuple[float, str]:
