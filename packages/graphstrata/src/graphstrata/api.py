@@ -90,11 +90,15 @@ class GraphStrata:
     def __init__(self, state: EngineState | None = None) -> None:  # use build() / load() / empty()
         self._state = state
         self._pending: _Pending | None = None  # what the first insert builds with (empty())
-        self.persist_dir: Path | None = None
+        self._index: store.IndexDirectory | None = None  # persist_dir, its lock, the version read / written
         self.runner: Runner | None = None
         self.write_timeout: float | None = None
         self._write_lock = threading.RLock()
-        self._base: str | None = None  # the version of persist_dir the state was read from / written as
+
+    @property
+    def persist_dir(self) -> Path | None:
+        """The directory it was loaded from or last persisted to, resolved (``None`` if never)."""
+        return self._index.path if self._index is not None else None
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickle as a reference to the persisted directory: unpickling loads its current
@@ -205,14 +209,13 @@ class GraphStrata:
             TypeError: ``llm`` is not an LLM or callable.
         """
         cfg = as_config(config)
-        if persist_dir is not None:
-            store.check_target(persist_dir)
-        client = _llm_client(llm, cfg, persist_dir)
+        index = store.IndexDirectory.checked(persist_dir) if persist_dir is not None else None
+        client = _llm_client(llm, cfg, index)
         emb = default_embedder() if embedder in (None, "default") else resolve_embedder(embedder)
         self = cls()
         self._pending = _Pending(cfg, emb, client)
         self.runner = runner
-        self.persist_dir = Path(persist_dir).resolve() if persist_dir is not None else None
+        self._index = index
         return self
 
     @classmethod
@@ -270,9 +273,8 @@ class GraphStrata:
         """
         cfg = as_config(config)
         docs = load_documents(documents, paths=paths, max_document_chars=cfg.max_document_chars)
-        if persist_dir is not None:
-            store.check_target(persist_dir)
-        client = _llm_client(llm, cfg, persist_dir)
+        index = store.IndexDirectory.checked(persist_dir) if persist_dir is not None else None
+        client = _llm_client(llm, cfg, index)
         emb = default_embedder() if embedder in (None, "default") else resolve_embedder(embedder)
         with use_runner(runner):
             self = cls(_prepared(build_state(docs, cfg, emb, show_progress=show_progress, llm=client)))
@@ -314,22 +316,21 @@ class GraphStrata:
         again would drop the other writer's).
         """
         with self._write_lock:
-            target = Path(persist_dir).resolve()
-            store.check_target(target)  # before the lock file is created in it
-            with store.write_lock(target, self.write_timeout):
-                current = store.current_version(target)
-                if self.persist_dir == target and current is not None and current != self._base:
+            index = self._index
+            if index is None or index.path != Path(persist_dir).resolve():
+                index = store.IndexDirectory(persist_dir)
+            with index.locked(self.write_timeout, check=True):
+                if index is self._index and index.stale():
                     # this state is an older version of this very directory (every write is
                     # persisted as it happens); a newer one, written by another writer on top
                     # of it, is current: writing this one again would roll that writer back
                     log.info("persist: %s already holds a newer version (%s) than this instance's (%s); "
-                             "nothing written", target, current, self._base)
-                    return target
+                             "nothing written", index.path, index.current(), index.base)
+                    return index.path
                 derived.prepare(self.state)  # an index loaded from an older schema gains them here
-                path = store.save_state(self.state, target)
-                self.persist_dir = path
-                self._base = store.current_version(path)
-                _keep_cache_with(self.state.llm, path)
+                path = store.save_state(self.state, index)
+                self._index = index
+                index.keep_cache(self.state.llm)
             return path
 
     @classmethod
@@ -369,38 +370,12 @@ class GraphStrata:
                 id/dimension differs from the one the index was built with, or none given for
                 an index built with an embedder the core cannot load by itself.
         """
-        path = Path(persist_dir)
-        store.recover(path)
-        base = store.current_version(path)
-        chosen: list[Embedder] = []  # the default embedder loads once, even across retries
-
-        def embedder_for(info: dict[str, Any]) -> Embedder:
-            emb = embedder
-            if emb is None:
-                preset = preset_for_id(info["id"])  # "default", "fast", or None
-                if preset is None:
-                    raise EmbedderMismatchError(
-                        f"index {path} was built with embedder {info['id']!r}; pass "
-                        "embedder=... with that id to load it",
-                        str(info["id"]),
-                        None,
-                    )
-                if not chosen:
-                    chosen.append(default_embedder() if preset == "default" else resolve_embedder(preset))
-                emb = chosen[0]
-            if emb.id != info["id"] or int(emb.dim) != int(info["dim"]):
-                raise EmbedderMismatchError(
-                    f"embedder mismatch: index {path} was built with {info['id']!r} "
-                    f"(dim {info['dim']}), got {emb.id!r} (dim {emb.dim})",
-                    str(info["id"]),
-                    str(emb.id),
-                )
-            return emb
-
-        state = store.load_state(path, embedder_for, stored_config)
+        index = store.IndexDirectory(persist_dir)
+        index.recover()
+        state = store.load_state(index, store.matching_embedder(index.named, embedder), stored_config)
         if llm is not None:  # only once it is known to be an index: the cache lives in it
             state = dataclasses.replace(
-                state, llm=_llm_client(llm, state.config, path), derived_seed=_registered_derived(state)
+                state, llm=_llm_client(llm, state.config, index), derived_seed=_registered_derived(state)
             )
         # what an index persisted by an update (or by an older schema) lacks is built now,
         # not by the first query (nothing to do for a persisted build)
@@ -408,10 +383,7 @@ class GraphStrata:
         if warm_up:
             retrieval.warm_up(state)
         self = cls(state)
-        self.persist_dir = path.resolve()
-        # the version read (unknown when a writer switched it during the load: the first
-        # write then reloads)
-        self._base = base if base == store.current_version(path) else None
+        self._index = index  # its base: the version read (unknown when a writer switched it meanwhile)
         self.runner = runner
         return self
 
@@ -428,11 +400,10 @@ class GraphStrata:
         Raises:
             ValueError, OSError: as :meth:`load`, for a directory that became unreadable.
         """
-        if self.persist_dir is None:
+        if self._index is None:
             return False
         with self._write_lock:
-            current = store.current_version(self.persist_dir)
-            if current is None or current == self._base:
+            if not self._index.stale():
                 return False
             self._reload()
             return True
@@ -442,38 +413,25 @@ class GraphStrata:
         """The base state of a write (the caller holds ``_write_lock``): with a persist
         directory, its write lock is held until the write is published, and a version another
         writer persisted since this instance read its own is loaded first."""
-        if self.persist_dir is None:
+        if self._index is None:
             yield self.state
             return
-        with store.write_lock(self.persist_dir, self.write_timeout):
-            current = store.current_version(self.persist_dir)
-            if current is not None and current != self._base:
+        with self._index.locked(self.write_timeout):
+            if self._index.stale():
                 self._reload()
             yield self.state
 
     def _reload(self) -> None:
         """Replace the state by the persist directory's current version (caller holds the
         directory's write lock), keeping this instance's embedder and LLM."""
-        old = self.state
-
-        def same_embedder(info: dict[str, Any]) -> Embedder:
-            if old.embedder.id != info["id"] or int(old.embedder.dim) != int(info["dim"]):
-                raise EmbedderMismatchError(
-                    f"embedder mismatch: index {self.persist_dir} is now built with {info['id']!r} "
-                    f"(dim {info['dim']}), this instance embeds with {old.embedder.id!r}",
-                    str(info["id"]),
-                    str(old.embedder.id),
-                )
-            return old.embedder
-
-        assert self.persist_dir is not None
-        state = store.load_state(self.persist_dir, same_embedder, stored_config)
+        old, index = self.state, self._index
+        assert index is not None
+        state = store.load_state(index, store.matching_embedder(index.path, old.embedder, reload=True), stored_config)
         if old.llm is not None:
             state = dataclasses.replace(state, llm=old.llm, derived_seed=_registered_derived(state))
         derived.prepare(state)
         retrieval.warm_up(state)
         self._state = state
-        self._base = store.current_version(self.persist_dir)
 
     @property
     def build_usage(self) -> dict[str, Any]:
@@ -506,7 +464,7 @@ class GraphStrata:
         """
         with self._write_lock:
             state = self.state
-            client = _llm_client(llm, state.config, self.persist_dir)
+            client = _llm_client(llm, state.config, self._index)
             self._state = dataclasses.replace(state, llm=client, derived_seed=_registered_derived(state))
 
     # -- answers -----------------------------------------------------------------------------
@@ -644,7 +602,7 @@ class GraphStrata:
                 max_failure_share=getattr(attached, "max_failure_share", 0.5),
                 context_window=state.config.llm_context_window,
             )
-        return _llm_client(llm, state.config, self.persist_dir)
+        return _llm_client(llm, state.config, self._index)
 
     # -- updates -----------------------------------------------------------------------------
     def insert(
@@ -700,11 +658,9 @@ class GraphStrata:
         with use_runner(self.runner):
             new = build_state(docs, pending.config, pending.embedder, show_progress=show_progress, llm=pending.llm)
         new = _prepared(new)
-        if self.persist_dir is not None:
-            store.check_target(self.persist_dir)
-            with store.write_lock(self.persist_dir, self.write_timeout):
-                self.persist_dir = store.save_state(new, self.persist_dir)
-                self._base = store.current_version(self.persist_dir)
+        if self._index is not None:
+            with self._index.locked(self.write_timeout, check=True):
+                store.save_state(new, self._index)
         self._state = new
         self._pending = None
         return ids
@@ -802,9 +758,8 @@ class GraphStrata:
         """Prepare ``new`` (compact records, derived structures built or updated from
         ``previous``'s), persist it when the index is persisted, then swap it in."""
         new = _prepared(new, previous)
-        if self.persist_dir is not None:
-            store.save_state(new, self.persist_dir)  # the caller holds its write lock (_writing)
-            self._base = store.current_version(self.persist_dir)
+        if self._index is not None:
+            store.save_state(new, self._index)  # the caller holds its write lock (_writing)
         self._state = new  # the one assignment readers can observe
 
     # -- retrieval ---------------------------------------------------------------------------
@@ -982,27 +937,18 @@ def _same_document(old: Document | None, new: Document) -> bool:
     return old is not None and old.text == new.text and old.metadata == new.metadata
 
 
-def _keep_cache_with(client: Any, persist_dir: Path) -> None:
-    """Move ``client``'s in-memory response cache into ``persist_dir/llm-cache.sqlite`` (the
-    file :meth:`GraphStrata.load` opens); nothing for no client, or a cache in a file."""
-    from .llm import CACHE_FILE
-
-    cache = getattr(client, "cache", None)
-    if cache is not None and getattr(cache, "path", "") is None and hasattr(cache, "attach_file"):
-        cache.attach_file(persist_dir / CACHE_FILE)
-
-
-def _llm_client(llm: Any, config: GraphStrataConfig | None, persist_dir: str | Path | None) -> Any:
+def _llm_client(llm: Any, config: GraphStrataConfig | None, index: store.IndexDirectory | None) -> Any:
     """``llm`` as an :class:`~graphstrata.llm.LLMClient` (``None`` stays ``None``) with the
-    response cache at ``persist_dir/llm-cache.sqlite`` (in memory without a directory) and
-    ``config.llm_concurrency`` calls in flight. A client given as is keeps its own cache."""
+    response cache at ``index``'s :attr:`~graphstrata.store.IndexDirectory.cache_path` (in
+    memory without a directory) and ``config.llm_concurrency`` calls in flight. A client
+    given as is keeps its own cache."""
     if llm is None:
         return None
-    from .llm import CACHE_FILE, DEFAULT_CONCURRENCY, LLMClient, ResponseCache
+    from .llm import DEFAULT_CONCURRENCY, LLMClient, ResponseCache
 
     if isinstance(llm, LLMClient):
         return llm
-    cache = ResponseCache(Path(persist_dir) / CACHE_FILE) if persist_dir is not None else ResponseCache()
+    cache = ResponseCache(index.cache_path) if index is not None else ResponseCache()
     if config is None:
         return LLMClient(llm, cache=cache, concurrency=DEFAULT_CONCURRENCY)
     return LLMClient(

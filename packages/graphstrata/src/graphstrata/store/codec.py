@@ -205,6 +205,52 @@ def load_state(
     return state
 
 
+def matching_embedder(
+    where: str | os.PathLike, embedder: Embedder | None, reload: bool = False
+) -> Callable[[dict[str, Any]], Embedder]:
+    """The ``embedder_for`` of :func:`load_state` for a caller holding ``embedder``: it gives
+    ``embedder`` when that has the index's embedder id and dimension; for ``embedder=None``
+    the packaged preset of the index's id, made once however often the load starts over.
+    ``reload``: the mismatch message of an instance reloading its own directory; ``where``:
+    the index as messages name it.
+
+    Raises (when called):
+        graphstrata.models.EmbedderMismatchError: another id or dimension, or no embedder
+            given for an index built with one the core cannot load by itself.
+    """
+    from ..models import EmbedderMismatchError, default_embedder, preset_for_id, resolve_embedder
+
+    chosen: list[Embedder] = []  # the default embedder loads once, even across retries
+
+    def embedder_for(info: dict[str, Any]) -> Embedder:
+        emb = embedder
+        if emb is None:
+            preset = preset_for_id(info["id"])  # "default", "fast", or None
+            if preset is None:
+                raise EmbedderMismatchError(
+                    f"index {where} was built with embedder {info['id']!r}; pass "
+                    "embedder=... with that id to load it",
+                    str(info["id"]),
+                    None,
+                )
+            if not chosen:
+                chosen.append(default_embedder() if preset == "default" else resolve_embedder(preset))
+            emb = chosen[0]
+        if emb.id != info["id"] or int(emb.dim) != int(info["dim"]):
+            raise EmbedderMismatchError(
+                f"embedder mismatch: index {where} is now built with {info['id']!r} "
+                f"(dim {info['dim']}), this instance embeds with {emb.id!r}"
+                if reload else
+                f"embedder mismatch: index {where} was built with {info['id']!r} "
+                f"(dim {info['dim']}), got {emb.id!r} (dim {emb.dim})",
+                str(info["id"]),
+                str(emb.id),
+            )
+        return emb
+
+    return embedder_for
+
+
 def _read_state(
     vdir: Path,
     manifest: dict[str, Any],

@@ -807,6 +807,17 @@ class IndexDirectory:
         self.path = self.named.resolve()
         self.base = base
 
+    @classmethod
+    def checked(cls, path: str | os.PathLike) -> IndexDirectory:
+        """A handle on ``path`` after :meth:`check`.
+
+        Raises:
+            FileExistsError: ``path`` is a file or a non-empty directory that is not an index.
+        """
+        index = cls(path)
+        index.check()
+        return index
+
     def __repr__(self) -> str:
         return f"IndexDirectory({str(self.path)!r}, base={self.base!r})"
 
@@ -835,16 +846,20 @@ class IndexDirectory:
         return current is not None and current != self.base
 
     @contextmanager
-    def locked(self, timeout: float | None = None) -> Iterator[Path]:
-        """Hold the directory's write lock (:func:`write_lock`), after checking the directory
-        may be an index (so no lock file is created in a directory that is not one).
+    def locked(self, timeout: float | None = None, check: bool = False) -> Iterator[Path]:
+        """Hold the directory's write lock (:func:`write_lock`; re-entrant in a thread).
+
+        Args:
+            timeout: seconds to wait (``None``: :func:`write_timeout`).
+            check: :meth:`check` the directory first (so no lock file is created in a directory
+                that is not an index).
 
         Raises:
-            FileExistsError: as :meth:`check`.
-            ConcurrentWriteError: the lock was not free within ``timeout`` seconds
-                (``None``: :func:`write_timeout`).
+            FileExistsError: ``check`` and the directory may not be an index.
+            ConcurrentWriteError: the lock was not free within ``timeout``.
         """
-        self.check()
+        if check:
+            self.check()
         with write_lock(self.path, timeout) as d:
             yield d
 
