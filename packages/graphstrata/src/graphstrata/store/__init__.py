@@ -14,7 +14,7 @@ Every public name of the three is importable from here (``from graphstrata impor
 store.save_state(...)``).
 """
 
-from .codec import load_state, matching_embedder, save_state
+from .codec import as_persisted, load_state, matching_embedder, registered_derived, save_state
 from .sqlite import read_sqlite, write_sqlite
 from .versions import (
     BM25,
@@ -57,7 +57,7 @@ __all__ = [
     "BM25", "CHUNKS", "CURRENT", "DERIVED", "FILES_SINCE", "FORMAT", "INDEX_FILES", "KEEP_VERSIONS", "LABELS",
     "LABELS_PREFIX", "LAYERS", "LOCK", "MANIFEST", "MIN_SCHEMA_VERSION", "REQUIRED_FILES", "ROW_FILES",
     "SCHEMA_VERSION", "SQLITE", "VECTORS", "WRITE_LOCK_TIMEOUT", "ConcurrentWriteError", "EmbedderInfo",
-    "FileEntry", "IndexDirectory", "Manifest", "check_target", "current_version", "load_state",
-    "matching_embedder", "open_version", "read_manifest", "read_sqlite", "recover", "save_state", "version_dir",
-    "write_lock", "write_sqlite", "write_timeout", "write_version",
+    "FileEntry", "IndexDirectory", "Manifest", "as_persisted", "check_target", "current_version", "load_state",
+    "matching_embedder", "open_version", "read_manifest", "read_sqlite", "recover", "registered_derived",
+    "save_state", "version_dir", "write_lock", "write_sqlite", "write_timeout", "write_version",
 ]
