@@ -92,7 +92,7 @@ def persist_step(index_dir: str, n: int | None) -> int:
         if n is not None and count == n:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    store._checkpoint = checkpoint
+    store.versions._checkpoint = checkpoint
     gs.insert([EXTRA])
     return count
 

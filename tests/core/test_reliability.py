@@ -102,7 +102,7 @@ def test_a_failed_persist_changes_neither_memory_nor_disk(gs, persisted, embedde
     def broken(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(store, "write_sqlite", broken)
+    monkeypatch.setattr(store.codec, "write_sqlite", broken)
     new = {"id": "kiwi", "text": "The kiwi is a flightless bird of New Zealand."}
     with pytest.raises(OSError, match="disk full"):
         gs.insert([new])
@@ -273,7 +273,7 @@ def test_an_index_written_before_schema_5_loads_unchanged():
 def test_an_index_format_older_than_the_oldest_supported_says_rebuild(persisted, embedder, monkeypatch):
     vdir = store.version_dir(persisted)
     assert store.MIN_SCHEMA_VERSION == 1  # today every format ever written still loads
-    monkeypatch.setattr(store, "MIN_SCHEMA_VERSION", store.SCHEMA_VERSION)  # a future cut-off
+    monkeypatch.setattr(store.versions, "MIN_SCHEMA_VERSION", store.SCHEMA_VERSION)  # a future cut-off
     old = store.SCHEMA_VERSION - 1
     _rewrite_manifest(vdir, lambda m: m.__setitem__("schema_version", old))
     with pytest.raises(ValueError, match=rf"rebuild: index format {old} is older than {store.SCHEMA_VERSION}"):

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import pickle
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
@@ -29,11 +30,11 @@ from .indexing import build_state
 from .llm import run_in_worker_thread
 from .loaders import load_documents
 from .methods import METHODS
-from .models import Embedder, EmbedderMismatchError, default_embedder, preset_for_id, resolve_embedder
+from .models import Embedder, default_embedder, preset_for_id, resolve_embedder
 from .retrieval import RetrieveRequest, check_retrieve_args
 from .runner import Runner, use_runner
-from .state import ChunkRecords, EngineState, FrozenStats
-from .types import Document, DocumentChunk, Hit
+from .state import EngineState
+from .types import Document, Hit
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -65,12 +66,10 @@ class GraphStrata:
     in memory or on disk.
 
     Several processes (or instances) may write one persisted index: a write holds the
-    directory's write lock (:func:`graphstrata.store.write_lock`) from reading its base version
-    to switching ``CURRENT``, and when another writer persisted a version since this instance
-    read its own, that version is loaded first (under the lock) and the change applied to it —
-    every acknowledged write is in the index. A writer that waits for the lock longer than
-    :attr:`write_timeout` raises :class:`~graphstrata.store.ConcurrentWriteError` and writes
-    nothing.
+    directory's write lock (:class:`graphstrata.store.IndexDirectory`) from reading its base
+    version to switching ``CURRENT``, loading first a version another writer persisted since: every
+    acknowledged write is in the index. A writer waiting past :attr:`write_timeout` raises
+    :class:`~graphstrata.store.ConcurrentWriteError`.
 
     Attributes:
         persist_dir: the directory it was loaded from or last persisted to (``None`` if never);
@@ -90,11 +89,15 @@ class GraphStrata:
     def __init__(self, state: EngineState | None = None) -> None:  # use build() / load() / empty()
         self._state = state
         self._pending: _Pending | None = None  # what the first insert builds with (empty())
-        self.persist_dir: Path | None = None
+        self._index: store.IndexDirectory | None = None  # persist_dir, its lock, the version read / written
         self.runner: Runner | None = None
         self.write_timeout: float | None = None
         self._write_lock = threading.RLock()
-        self._base: str | None = None  # the version of persist_dir the state was read from / written as
+
+    @property
+    def persist_dir(self) -> Path | None:
+        """The directory it was loaded from or last persisted to, resolved (``None`` if never)."""
+        return self._index.path if self._index is not None else None
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickle as a reference to the persisted directory: unpickling loads its current
@@ -114,13 +117,10 @@ class GraphStrata:
         state = self._state
         embedder = None if preset_for_id(state.embedder.id) is not None else state.embedder
         llm = getattr(state.llm, "llm", None)
-        if llm is not None:
-            import pickle
-
-            try:
-                pickle.dumps(llm)
-            except Exception:  # an LLM client with a live connection: load without it
-                llm = None
+        try:
+            pickle.dumps(llm)
+        except Exception:  # an LLM client with a live connection: load without it
+            llm = None
         return (_load_pickled, (str(self.persist_dir), embedder, llm))
 
     # -- the current state ------------------------------------------------------------------
@@ -205,14 +205,13 @@ class GraphStrata:
             TypeError: ``llm`` is not an LLM or callable.
         """
         cfg = as_config(config)
-        if persist_dir is not None:
-            store.check_target(persist_dir)
-        client = _llm_client(llm, cfg, persist_dir)
+        index = store.IndexDirectory.checked(persist_dir) if persist_dir is not None else None
+        client = _llm_client(llm, cfg, index)
         emb = default_embedder() if embedder in (None, "default") else resolve_embedder(embedder)
         self = cls()
         self._pending = _Pending(cfg, emb, client)
         self.runner = runner
-        self.persist_dir = Path(persist_dir).resolve() if persist_dir is not None else None
+        self._index = index
         return self
 
     @classmethod
@@ -270,12 +269,11 @@ class GraphStrata:
         """
         cfg = as_config(config)
         docs = load_documents(documents, paths=paths, max_document_chars=cfg.max_document_chars)
-        if persist_dir is not None:
-            store.check_target(persist_dir)
-        client = _llm_client(llm, cfg, persist_dir)
+        index = store.IndexDirectory.checked(persist_dir) if persist_dir is not None else None
+        client = _llm_client(llm, cfg, index)
         emb = default_embedder() if embedder in (None, "default") else resolve_embedder(embedder)
         with use_runner(runner):
-            self = cls(_prepared(build_state(docs, cfg, emb, show_progress=show_progress, llm=client)))
+            self = cls(store.as_persisted(build_state(docs, cfg, emb, show_progress=show_progress, llm=client)))
         self.runner = runner
         if persist_dir is not None:
             self.persist(persist_dir)
@@ -286,9 +284,8 @@ class GraphStrata:
         """Write the current state to ``persist_dir`` as its next version, atomically, with
         its derived structures (:func:`graphstrata.derived.prepare` builds any missing).
 
-        See :mod:`graphstrata.store`: a crash at any instruction leaves the directory's
-        previous version current and loadable; readers in other processes see the old or
-        the new version, never a mix.
+        A crash at any instruction leaves the previous version current and loadable; readers
+        in other processes see the old or the new version, never a mix (:mod:`graphstrata.store`).
 
         Returns:
             The resolved directory.
@@ -301,35 +298,29 @@ class GraphStrata:
             graphstrata.store.ConcurrentWriteError: another writer held the directory's lock
                 past :attr:`write_timeout`.
 
-        An LLM client whose response cache is in memory (an index built without a
-        ``persist_dir``: the LlamaIndex and LangChain packages build so) has it moved into
-        ``persist_dir/llm-cache.sqlite`` (:meth:`~graphstrata.llm.ResponseCache.attach_file`),
-        where :meth:`load` finds it, and keeps writing there; a cache already in a file stays
-        where it is.
+        An LLM client's in-memory response cache (an index built without a ``persist_dir``, as
+        the LlamaIndex and LangChain packages build) moves into ``persist_dir/llm-cache.sqlite``,
+        where :meth:`load` finds it; a cache already in a file stays where it is.
 
         A state persists whole: into a directory it was not read from, it replaces what is
-        there (like a new build). Into its own :attr:`persist_dir`, where each write was
-        already persisted as it happened, it writes nothing when another writer has persisted
-        a newer version since (that version holds this instance's writes: writing this state
-        again would drop the other writer's).
+        there (like a new build); into its own :attr:`persist_dir`, it writes nothing when
+        another writer persisted a newer version since (that version holds this instance's
+        writes: writing this state again would drop the other writer's).
         """
         with self._write_lock:
-            target = Path(persist_dir).resolve()
-            store.check_target(target)  # before the lock file is created in it
-            with store.write_lock(target, self.write_timeout):
-                current = store.current_version(target)
-                if self.persist_dir == target and current is not None and current != self._base:
-                    # this state is an older version of this very directory (every write is
-                    # persisted as it happens); a newer one, written by another writer on top
-                    # of it, is current: writing this one again would roll that writer back
+            own = self._index is not None and self._index.path == Path(persist_dir).resolve()
+            index = self._index if own else store.IndexDirectory(persist_dir)
+            with index.locked(self.write_timeout, check=True):
+                if own and index.stale():
+                    # this state is an older version of this very directory (each write is persisted as it
+                    # happens); a newer one by another writer is current: writing this again would roll it back
                     log.info("persist: %s already holds a newer version (%s) than this instance's (%s); "
-                             "nothing written", target, current, self._base)
-                    return target
+                             "nothing written", index.path, index.current(), index.base)
+                    return index.path
                 derived.prepare(self.state)  # an index loaded from an older schema gains them here
-                path = store.save_state(self.state, target)
-                self.persist_dir = path
-                self._base = store.current_version(path)
-                _keep_cache_with(self.state.llm, path)
+                path = store.save_state(self.state, index)
+                self._index = index
+                index.keep_cache(self.state.llm)
             return path
 
     @classmethod
@@ -341,10 +332,8 @@ class GraphStrata:
         runner: Runner | None = None,
         warm_up: bool = True,
     ) -> GraphStrata:
-        """Open the current version of a persisted index.
-
-        Leftovers of interrupted writes are cleaned up first when no writer holds the index
-        (:func:`graphstrata.store.recover`).
+        """Open the current version of a persisted index (leftovers of interrupted writes are
+        cleaned up first when no writer holds it, :func:`graphstrata.store.recover`).
 
         Args:
             persist_dir: a directory written by :meth:`persist`.
@@ -352,13 +341,11 @@ class GraphStrata:
                 dimension. ``None``: the offline default, if that is what built the index.
             llm: an LLM for query-time steps and :meth:`answer` (as in :meth:`build`), with the
                 index's response cache; ``None``: retrieval runs offline.
-            runner: where later inserts / deletes / rebuilds run their per-chunk stages (as in
-                :meth:`build`).
-            warm_up: run one query through each method before returning (ArchRAG only
-                with an ``llm``; only ``bm25`` when the embedder is neither a packaged preset
-                nor marked ``local = True``, so no embedding API is called;
-                :func:`graphstrata.retrieval.warm_up`: ~0.2 s at 10⁶ chunks), so that the first
-                query a user sends costs what the others cost; ``False`` skips it.
+            runner: where later inserts / deletes / rebuilds run their per-chunk stages (:meth:`build`).
+            warm_up: run one query through each method first, so a user's first query costs
+                what the others cost (:func:`graphstrata.retrieval.warm_up`, ~0.2 s at 10⁶
+                chunks: ArchRAG only with an ``llm``; only ``bm25`` when the embedder is neither
+                a packaged preset nor ``local = True``, so no embedding API is called).
 
         Raises:
             FileNotFoundError: the directory does not exist.
@@ -369,58 +356,18 @@ class GraphStrata:
                 id/dimension differs from the one the index was built with, or none given for
                 an index built with an embedder the core cannot load by itself.
         """
-        path = Path(persist_dir)
-        store.recover(path)
-        base = store.current_version(path)
-        chosen: list[Embedder] = []  # the default embedder loads once, even across retries
-
-        def embedder_for(info: dict[str, Any]) -> Embedder:
-            emb = embedder
-            if emb is None:
-                preset = preset_for_id(info["id"])  # "default", "fast", or None
-                if preset is None:
-                    raise EmbedderMismatchError(
-                        f"index {path} was built with embedder {info['id']!r}; pass "
-                        "embedder=... with that id to load it",
-                        str(info["id"]),
-                        None,
-                    )
-                if not chosen:
-                    chosen.append(default_embedder() if preset == "default" else resolve_embedder(preset))
-                emb = chosen[0]
-            if emb.id != info["id"] or int(emb.dim) != int(info["dim"]):
-                raise EmbedderMismatchError(
-                    f"embedder mismatch: index {path} was built with {info['id']!r} "
-                    f"(dim {info['dim']}), got {emb.id!r} (dim {emb.dim})",
-                    str(info["id"]),
-                    str(emb.id),
-                )
-            return emb
-
-        state = store.load_state(path, embedder_for, stored_config)
-        if llm is not None:  # only once it is known to be an index: the cache lives in it
-            state = dataclasses.replace(
-                state, llm=_llm_client(llm, state.config, path), derived_seed=_registered_derived(state)
-            )
-        # what an index persisted by an update (or by an older schema) lacks is built now,
-        # not by the first query (nothing to do for a persisted build)
-        derived.prepare(state)
-        if warm_up:
-            retrieval.warm_up(state)
-        self = cls(state)
-        self.persist_dir = path.resolve()
-        # the version read (unknown when a writer switched it during the load: the first
-        # write then reloads)
-        self._base = base if base == store.current_version(path) else None
+        index = store.IndexDirectory(persist_dir)
+        index.recover()
+        self = cls(_opened(index, embedder, llm, warm_up))
+        self._index = index  # its base: the version read (unknown when a writer switched it meanwhile)
         self.runner = runner
         return self
 
     def refresh(self) -> bool:
-        """Load the persist directory's current version when another writer (process or
-        instance) switched it since this instance read or wrote its own; queries in flight
-        finish on the previous state. Writes do this by themselves (under the write lock);
-        call it to see the others' writes in queries, or before resolving ids that another
-        worker added.
+        """Load the persist directory's current version when another writer switched it since
+        this instance read or wrote its own (queries in flight finish on the previous state).
+        Writes do this by themselves; call it to see the others' writes in queries, or before
+        resolving ids that another worker added.
 
         Returns:
             Whether a newer version was loaded (``False`` without a :attr:`persist_dir`).
@@ -428,52 +375,29 @@ class GraphStrata:
         Raises:
             ValueError, OSError: as :meth:`load`, for a directory that became unreadable.
         """
-        if self.persist_dir is None:
+        if self._index is None:
             return False
         with self._write_lock:
-            current = store.current_version(self.persist_dir)
-            if current is None or current == self._base:
+            if not self._index.stale():
                 return False
             self._reload()
             return True
 
     @contextmanager
     def _writing(self) -> Iterator[EngineState]:
-        """The base state of a write (the caller holds ``_write_lock``): with a persist
-        directory, its write lock is held until the write is published, and a version another
-        writer persisted since this instance read its own is loaded first."""
-        if self.persist_dir is None:
-            yield self.state
-            return
-        with store.write_lock(self.persist_dir, self.write_timeout):
-            current = store.current_version(self.persist_dir)
-            if current is not None and current != self._base:
+        """The base state of a write (the caller holds ``_write_lock``): a persist directory's
+        lock is held until the write is published, another writer's newer version loaded first."""
+        index = self._index
+        with index.locked(self.write_timeout) if index is not None else nullcontext():
+            if index is not None and index.stale():
                 self._reload()
             yield self.state
 
     def _reload(self) -> None:
         """Replace the state by the persist directory's current version (caller holds the
         directory's write lock), keeping this instance's embedder and LLM."""
-        old = self.state
-
-        def same_embedder(info: dict[str, Any]) -> Embedder:
-            if old.embedder.id != info["id"] or int(old.embedder.dim) != int(info["dim"]):
-                raise EmbedderMismatchError(
-                    f"embedder mismatch: index {self.persist_dir} is now built with {info['id']!r} "
-                    f"(dim {info['dim']}), this instance embeds with {old.embedder.id!r}",
-                    str(info["id"]),
-                    str(old.embedder.id),
-                )
-            return old.embedder
-
-        assert self.persist_dir is not None
-        state = store.load_state(self.persist_dir, same_embedder, stored_config)
-        if old.llm is not None:
-            state = dataclasses.replace(state, llm=old.llm, derived_seed=_registered_derived(state))
-        derived.prepare(state)
-        retrieval.warm_up(state)
-        self._state = state
-        self._base = store.current_version(self.persist_dir)
+        assert self._index is not None
+        self._state = _opened(self._index, self.state.embedder, self.state.llm, True, reload=True)
 
     @property
     def build_usage(self) -> dict[str, Any]:
@@ -506,8 +430,8 @@ class GraphStrata:
         """
         with self._write_lock:
             state = self.state
-            client = _llm_client(llm, state.config, self.persist_dir)
-            self._state = dataclasses.replace(state, llm=client, derived_seed=_registered_derived(state))
+            client = _llm_client(llm, state.config, self._index)
+            self._state = dataclasses.replace(state, llm=client, derived_seed=store.registered_derived(state))
 
     # -- answers -----------------------------------------------------------------------------
     @overload
@@ -644,7 +568,7 @@ class GraphStrata:
                 max_failure_share=getattr(attached, "max_failure_share", 0.5),
                 context_window=state.config.llm_context_window,
             )
-        return _llm_client(llm, state.config, self.persist_dir)
+        return _llm_client(llm, state.config, self._index)
 
     # -- updates -----------------------------------------------------------------------------
     def insert(
@@ -699,12 +623,10 @@ class GraphStrata:
             return ids
         with use_runner(self.runner):
             new = build_state(docs, pending.config, pending.embedder, show_progress=show_progress, llm=pending.llm)
-        new = _prepared(new)
-        if self.persist_dir is not None:
-            store.check_target(self.persist_dir)
-            with store.write_lock(self.persist_dir, self.write_timeout):
-                self.persist_dir = store.save_state(new, self.persist_dir)
-                self._base = store.current_version(self.persist_dir)
+        new = store.as_persisted(new)
+        if self._index is not None:
+            with self._index.locked(self.write_timeout, check=True):
+                store.save_state(new, self._index)
         self._state = new
         self._pending = None
         return ids
@@ -801,10 +723,9 @@ class GraphStrata:
     def _publish(self, new: EngineState, previous: EngineState) -> None:
         """Prepare ``new`` (compact records, derived structures built or updated from
         ``previous``'s), persist it when the index is persisted, then swap it in."""
-        new = _prepared(new, previous)
-        if self.persist_dir is not None:
-            store.save_state(new, self.persist_dir)  # the caller holds its write lock (_writing)
-            self._base = store.current_version(self.persist_dir)
+        new = store.as_persisted(new, previous)
+        if self._index is not None:
+            store.save_state(new, self._index)  # the caller holds its write lock (_writing)
         self._state = new  # the one assignment readers can observe
 
     # -- retrieval ---------------------------------------------------------------------------
@@ -938,44 +859,21 @@ def _load_pickled(persist_dir: str, embedder: Embedder | None, llm: Any) -> Grap
     return GraphStrata.load(persist_dir, embedder=embedder, llm=llm)
 
 
-def _prepared(state: EngineState, previous: EngineState | None = None) -> EngineState:
-    """``state`` as the facade publishes it (after a build, insert / upsert / delete or
-    rebuild, before it is persisted): extraction records and frozen statistics compressed
-    (:class:`~graphstrata.state.ChunkRecords`, :class:`~graphstrata.state.FrozenStats`: only
-    updates read them), chunk texts read from their documents
-    (:class:`~graphstrata.types.DocumentChunk`), and, after a build (``previous`` is
-    ``None``), every eager derived structure in its cache (:func:`graphstrata.derived.prepare`),
-    so the store persists them and the first query after a load builds nothing.
-
-    After an update (``previous`` given) only the structures an update hook carries over from
-    ``previous``'s are prepared; the others are built by the first query that reads them, as
-    before they were persisted: rebuilding them all made a one-document insert cost seconds
-    (HiRAG's GMM layers 3.3 s, AGRAG's graph 1.8 s on HotpotQA against 0.3 s for the insert).
-    :meth:`GraphStrata.load` builds what an index persisted after an update lacks, so the first
-    query after a load still builds nothing.
-    """
-    records, frozen, docs = state.records, state.frozen, state.documents
-    compact_records = records is None or isinstance(records, ChunkRecords)
-    chunks = state.chunks
-    if not all(isinstance(c, DocumentChunk) for c in chunks):
-        chunks = DocumentChunk.of_documents(chunks, docs)
-    if not compact_records or not isinstance(frozen, FrozenStats) or chunks is not state.chunks:
-        state = dataclasses.replace(
-            state,
-            chunks=chunks,
-            records=records if compact_records else ChunkRecords.from_records(records),
-            frozen=FrozenStats.from_models(frozen),
-            derived_seed=state.derived_snapshot(),
-        )
-    derived.prepare(state, previous=previous, carried_only=previous is not None)
+def _opened(
+    index: store.IndexDirectory, embedder: Embedder | None, llm: Any, warm_up: bool, reload: bool = False
+) -> EngineState:
+    """The current version of ``index`` as a loaded state, ``llm`` attached (as in
+    :meth:`GraphStrata.load`; ``reload``: this instance's own client, reloading its directory),
+    derived structures prepared, warmed up when ``warm_up``. Raises as :meth:`GraphStrata.load`."""
+    where = index.path if reload else index.named
+    state = store.load_state(index, store.matching_embedder(where, embedder, reload), stored_config)
+    if llm is not None:  # only once it is known to be an index: the cache lives in it
+        client = llm if reload else _llm_client(llm, state.config, index)
+        state = dataclasses.replace(state, llm=client, derived_seed=store.registered_derived(state))
+    derived.prepare(state)  # what an update's (or an older schema's) index lacks: built now, not by a query
+    if warm_up:
+        retrieval.warm_up(state)
     return state
-
-
-def _registered_derived(state: EngineState) -> dict[str, Any]:
-    """The registered derived structures in ``state``'s cache (functions of its records alone,
-    :mod:`graphstrata.derived`), to seed a state that differs only in its LLM."""
-    keys = {spec.key for spec in derived.registered()}
-    return {k: v for k, v in state.derived_snapshot().items() if k in keys}
 
 
 def _same_document(old: Document | None, new: Document) -> bool:
@@ -983,27 +881,18 @@ def _same_document(old: Document | None, new: Document) -> bool:
     return old is not None and old.text == new.text and old.metadata == new.metadata
 
 
-def _keep_cache_with(client: Any, persist_dir: Path) -> None:
-    """Move ``client``'s in-memory response cache into ``persist_dir/llm-cache.sqlite`` (the
-    file :meth:`GraphStrata.load` opens); nothing for no client, or a cache in a file."""
-    from .llm import CACHE_FILE
-
-    cache = getattr(client, "cache", None)
-    if cache is not None and getattr(cache, "path", "") is None and hasattr(cache, "attach_file"):
-        cache.attach_file(persist_dir / CACHE_FILE)
-
-
-def _llm_client(llm: Any, config: GraphStrataConfig | None, persist_dir: str | Path | None) -> Any:
+def _llm_client(llm: Any, config: GraphStrataConfig | None, index: store.IndexDirectory | None) -> Any:
     """``llm`` as an :class:`~graphstrata.llm.LLMClient` (``None`` stays ``None``) with the
-    response cache at ``persist_dir/llm-cache.sqlite`` (in memory without a directory) and
-    ``config.llm_concurrency`` calls in flight. A client given as is keeps its own cache."""
+    response cache at ``index``'s :attr:`~graphstrata.store.IndexDirectory.cache_path` (in
+    memory without a directory) and ``config.llm_concurrency`` calls in flight. A client
+    given as is keeps its own cache."""
     if llm is None:
         return None
-    from .llm import CACHE_FILE, DEFAULT_CONCURRENCY, LLMClient, ResponseCache
+    from .llm import DEFAULT_CONCURRENCY, LLMClient, ResponseCache
 
     if isinstance(llm, LLMClient):
         return llm
-    cache = ResponseCache(Path(persist_dir) / CACHE_FILE) if persist_dir is not None else ResponseCache()
+    cache = ResponseCache(index.cache_path) if index is not None else ResponseCache()
     if config is None:
         return LLMClient(llm, cache=cache, concurrency=DEFAULT_CONCURRENCY)
     return LLMClient(

@@ -1,4 +1,4 @@
-"""Persistence: one directory per index, versions switched atomically.
+"""Versioned index directories: versions switched atomically, the write lock, the manifest.
 
 Layout of a persisted index (schema 6; 1 to 5 still load)::
 
@@ -58,27 +58,16 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import threading
 import time
-import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .llm.cache import CACHE_FILE
-from .llm.records import LLMAnswers, LLMRecord
-from .state import ChunkRecords, FrozenStats
-from .types import Chunk, Community, Document, DocumentChunk, Entity, Relation
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .config import GraphStrataConfig
-    from .models import Embedder
-    from .state import EngineState
+from ..llm.cache import CACHE_FILE
 
 try:  # POSIX advisory locks; elsewhere one writer per index is the caller's business
     import fcntl
@@ -126,32 +115,6 @@ class ConcurrentWriteError(TimeoutError):
     longer than the timeout (:func:`write_timeout`). Nothing was written; the write can be
     retried."""
 
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE documents (pos INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, text TEXT NOT NULL,
-                        metadata TEXT NOT NULL);
-CREATE TABLE chunks (pos INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, document_id TEXT NOT NULL,
-                     idx INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
-                     n_tokens INTEGER NOT NULL, text TEXT NOT NULL);
-CREATE TABLE entities (pos INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, name TEXT NOT NULL,
-                       description TEXT NOT NULL, chunk_ids TEXT NOT NULL, weight REAL NOT NULL,
-                       type TEXT NOT NULL DEFAULT '', aliases TEXT NOT NULL DEFAULT '[]');
-CREATE TABLE relations (pos INTEGER PRIMARY KEY, source TEXT NOT NULL, target TEXT NOT NULL,
-                        description TEXT NOT NULL, weight REAL NOT NULL, chunk_ids TEXT NOT NULL,
-                        keywords TEXT NOT NULL DEFAULT '');
-CREATE TABLE communities (pos INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, layer INTEGER NOT NULL,
-                          members TEXT NOT NULL, entity_ids TEXT NOT NULL, title TEXT NOT NULL,
-                          summary TEXT NOT NULL, chunk_ids TEXT NOT NULL,
-                          rating REAL, findings TEXT NOT NULL DEFAULT '[]');
-CREATE TABLE chunk_records (chunk_id TEXT PRIMARY KEY, record TEXT NOT NULL);
-CREATE TABLE frozen_stats (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE llm_records (chunk_id TEXT PRIMARY KEY, key TEXT NOT NULL, answers BLOB NOT NULL);
-CREATE TABLE llm_summaries (key TEXT PRIMARY KEY, summary TEXT NOT NULL);
-CREATE TABLE llm_answers (key TEXT PRIMARY KEY, answer BLOB NOT NULL);
-CREATE TABLE llm_answer_owners (owner TEXT PRIMARY KEY, key TEXT NOT NULL);
-"""
-
-
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -166,6 +129,14 @@ def _checkpoint(label: str) -> None:
     Crash tests replace it (in a child process) to kill the process at every step of
     :func:`write_version` in turn.
     """
+
+
+
+def checkpoint(label: str) -> None:
+    """Mark a step between the file operations of a write (:func:`save_state
+    <graphstrata.store.codec.save_state>` marks its own): calls this module's ``_checkpoint``,
+    which does nothing unless a crash test replaced it."""
+    _checkpoint(label)
 
 
 def _fsync_file(path: Path) -> None:
@@ -187,264 +158,6 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
-
-
-def write_sqlite(
-    path: Path,
-    meta: dict[str, Any],
-    documents: list[Document],
-    chunks: list[Chunk],
-    entities: list[Entity],
-    relations: list[Relation],
-    communities: list[Community],
-    chunk_records: Any = None,
-    frozen: Any = None,
-    llm_answers: LLMAnswers | None = None,
-) -> None:
-    """Write all records into a new SQLite file at ``path`` (must not exist).
-
-    ``chunk_records`` (``{chunk_id: ChunkRecord}`` or :class:`~graphstrata.state.ChunkRecords`,
-    schema 4), ``frozen`` (``{name: FrozenTfidf}`` or :class:`~graphstrata.state.FrozenStats`)
-    and ``llm_answers`` (:class:`~graphstrata.llm.records.LLMAnswers`: tables ``llm_records``,
-    ``llm_summaries``, and the other build-time stages' answers in ``llm_answers`` and
-    ``llm_answer_owners``) are what incremental updates need (:mod:`graphstrata.indexing.update`);
-    compressed ones are written as they are held.
-
-    Raises:
-        ValueError: a record SQLite cannot store (e.g. a lone surrogate in a text), named.
-    """
-    con = sqlite3.connect(path)
-    try:
-        con.executescript(_SCHEMA)
-        con.executemany(
-            "INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()]
-        )
-        con.executemany(
-            "INSERT INTO documents VALUES (?, ?, ?, ?)",
-            [(i, d.id, d.text, json.dumps(d.metadata, default=str)) for i, d in enumerate(documents)],
-        )
-        con.executemany(
-            "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (i, c.id, c.document_id, c.index, c.start, c.end, c.n_tokens, c.text)
-                for i, c in enumerate(chunks)
-            ],
-        )
-        con.executemany(
-            "INSERT INTO entities VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                (i, e.id, e.name, e.description, _ids_json(e.chunk_ids), e.weight, e.type,
-                 _ids_json(e.aliases) if e.aliases else "[]")
-                for i, e in enumerate(entities)
-            ),
-        )
-        con.executemany(
-            "INSERT INTO relations VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                (i, r.source, r.target, r.description, r.weight, _ids_json(r.chunk_ids), r.keywords)
-                for i, r in enumerate(relations)
-            ),
-        )
-        con.executemany(
-            "INSERT INTO communities VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                (
-                    i,
-                    c.id,
-                    c.layer,
-                    _ids_json(c.members),
-                    _ids_json(c.entity_ids),
-                    c.title,
-                    c.summary,
-                    _ids_json(c.chunk_ids),
-                    c.rating,
-                    json.dumps(c.findings),
-                )
-                for i, c in enumerate(communities)
-            ),
-        )
-        if chunk_records:
-            # zlib level 1 (schema 5): records repeat their sentences, 17× smaller on MuSiQue; a
-            # state's ChunkRecords already hold exactly these bytes
-            recs = ChunkRecords.from_records(chunk_records)
-            con.executemany("INSERT INTO chunk_records VALUES (?, ?)", ((cid, recs.raw(cid)) for cid in recs))
-        if frozen:
-            stats = FrozenStats.from_models(frozen)
-            con.executemany("INSERT INTO frozen_stats VALUES (?, ?)", ((n, stats.text(n)) for n in stats))
-        if llm_answers is not None:
-            con.executemany(
-                "INSERT INTO llm_records VALUES (?, ?, ?)",
-                ((cid, r.key, r.packed) for cid, r in llm_answers.records.items()),
-            )
-            con.executemany("INSERT INTO llm_summaries VALUES (?, ?)", llm_answers.summaries.items())
-            con.executemany(
-                "INSERT INTO llm_answers VALUES (?, ?)", ((k, r.packed) for k, r in llm_answers.stages.items())
-            )
-            con.executemany("INSERT INTO llm_answer_owners VALUES (?, ?)", llm_answers.owners.items())
-        con.commit()
-    except (sqlite3.Error, UnicodeEncodeError, ValueError, OverflowError, TypeError) as exc:
-        raise ValueError(f"cannot store the index records: {exc}") from exc
-    finally:
-        con.close()
-
-
-def read_sqlite(path: Path) -> dict[str, Any]:
-    """Read every table of an index's SQLite file.
-
-    Returns:
-        ``{"meta": dict, "documents": [...], "chunks": [...], "entities": [...],
-        "relations": [...], "communities": [...], "chunk_records": {chunk_id: bytes | str},
-        "frozen": {name: JSON text}, "llm_records": [(chunk_id, key, answers), ...],
-        "llm_summaries": {key: summary}, "llm_answers": [(key, answer), ...],
-        "llm_answer_owners": [(community_id, key), ...]}`` with records in stored order; extraction records,
-        frozen statistics and LLM answers as stored (not decoded: only updates read them;
-        the LLM tables are empty for an index written without them).
-
-    Raises:
-        ValueError: the file is not a readable graphstrata database.
-    """
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise ValueError(f"cannot open index database {path}: {exc}") from exc
-    try:
-        q = con.execute
-
-        def cols(table: str, *names: str) -> str:
-            # columns added in schema 3 read as their defaults from older files
-            have = {row[1] for row in q(f"PRAGMA table_info({table})")}
-            defaults = {"type": "''", "aliases": "'[]'", "keywords": "''", "rating": "NULL", "findings": "'[]'"}
-            return ", ".join(n if n in have else f"{defaults[n]} AS {n}" for n in names)
-
-        meta = {k: json.loads(v) for k, v in q("SELECT key, value FROM meta")}
-        documents = [
-            Document(id=i, text=t, metadata=json.loads(m))
-            for i, t, m in q("SELECT id, text, metadata FROM documents ORDER BY pos")
-        ]
-        chunks = [
-            Chunk(id=i, document_id=d, index=x, text=t, start=s, end=e, n_tokens=n)
-            for i, d, x, s, e, n, t in q(
-                "SELECT id, document_id, idx, start, end, n_tokens, text FROM chunks ORDER BY pos"
-            )
-        ]
-        # one str object per id: lists of ids name the chunks' / entities' own id strings
-        # (a 44k-chunk index names chunks ~1.5M times), and each document id is shared
-        by_id = {d.id: d for d in documents}
-        for i, c in enumerate(chunks):
-            doc = by_id.get(c.document_id)
-            if doc is not None:  # the text is read from the document (once in memory)
-                c.document_id = doc.id
-                chunks[i] = DocumentChunk.of(c, doc)
-        chunk_ids = {c.id: c.id for c in chunks}
-        numbers: dict[float, float] = {}  # weights are counts: a few hundred distinct values
-        # one str object per distinct description: an offline relation's is the sentence its
-        # entities share, often an entity's own (half of them repeat: ~0.5 kB a chunk)
-        texts: dict[str, str] = {}
-        entities = [
-            Entity(
-                id=i, name=i if n == i else n, description=texts.setdefault(d, d), chunk_ids=_id_list(c, chunk_ids),
-                weight=numbers.setdefault(w, w), type=ty, aliases=tuple(json.loads(al)) if al != "[]" else (),
-            )
-            for i, n, d, c, w, ty, al in q(
-                f"SELECT id, name, description, chunk_ids, weight, {cols('entities', 'type', 'aliases')} "
-                "FROM entities ORDER BY pos"
-            )
-        ]
-        node_ids = {e.id: e.id for e in entities}
-        relations = [
-            Relation(
-                source=node_ids.get(s, s), target=node_ids.get(t, t), description=texts.setdefault(d, d),
-                weight=numbers.setdefault(w, w),
-                chunk_ids=_id_list(c, chunk_ids), keywords=kw,
-            )
-            for s, t, d, w, c, kw in q(
-                f"SELECT source, target, description, weight, chunk_ids, {cols('relations', 'keywords')} "
-                "FROM relations ORDER BY pos"
-            )
-        ]
-        communities = []
-        for i, layer, m, e, t, s_, c, rating, f in q(
-            "SELECT id, layer, members, entity_ids, title, summary, chunk_ids, "
-            f"{cols('communities', 'rating', 'findings')} FROM communities ORDER BY pos"
-        ):
-            communities.append(Community(
-                id=i, layer=layer, members=_id_list(m, node_ids), entity_ids=_id_list(e, node_ids),
-                title=t, summary=s_, chunk_ids=_id_list(c, chunk_ids), rating=rating,
-                findings=_json(f) if f != "[]" else [],
-            ))
-            node_ids[i] = i
-        del texts
-        tables = {row[0] for row in q("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        chunk_records = (
-            dict(q("SELECT chunk_id, record FROM chunk_records")) if "chunk_records" in tables else {}
-        )
-        frozen = dict(q("SELECT name, value FROM frozen_stats")) if "frozen_stats" in tables else {}
-        llm_records = list(q("SELECT chunk_id, key, answers FROM llm_records")) if "llm_records" in tables else []
-        llm_summaries = dict(q("SELECT key, summary FROM llm_summaries")) if "llm_summaries" in tables else {}
-        llm_stage_answers = list(q("SELECT key, answer FROM llm_answers")) if "llm_answers" in tables else []
-        llm_owners = list(q("SELECT owner, key FROM llm_answer_owners")) if "llm_answer_owners" in tables else []
-    except (sqlite3.Error, json.JSONDecodeError, TypeError) as exc:
-        raise ValueError(f"corrupt index database {path}: {exc}") from exc
-    finally:
-        con.close()
-    return {
-        "chunk_records": chunk_records,
-        "frozen": frozen,
-        "llm_records": llm_records,
-        "llm_summaries": llm_summaries,
-        "llm_answers": llm_stage_answers,
-        "llm_answer_owners": llm_owners,
-        "meta": meta,
-        "documents": documents,
-        "chunks": chunks,
-        "entities": entities,
-        "relations": relations,
-        "communities": communities,
-    }
-
-
-
-
-_DECODE = json.JSONDecoder().raw_decode
-_ESCAPE = json.encoder.encode_basestring_ascii  # what json.dumps applies to a str (ensure_ascii)
-
-
-def _ids_json(ids: list[Any]) -> str:
-    """``json.dumps(ids)`` for a list of ids: the same text, each ``str`` escaped by the C
-    function ``json.dumps`` itself uses, without its per-call Python overhead (a write encodes
-    ~8 id lists per chunk)."""
-    try:
-        return "[" + ", ".join(map(_ESCAPE, ids)) + "]"
-    except TypeError:  # not all str
-        return json.dumps(ids)
-
-
-def _json(text: str) -> Any:
-    """``json.loads(text)`` for the texts ``json.dumps`` wrote (no surrounding whitespace),
-    without its per-call overhead (a load parses ~8 id lists per chunk).
-
-    Raises:
-        json.JSONDecodeError: not one JSON value.
-    """
-    value, end = _DECODE(text)
-    if end != len(text) and text[end:].strip():
-        raise json.JSONDecodeError("extra data", text, end)
-    return value
-
-
-def _id_list(text: str, canonical: dict[str, str]) -> list[str]:
-    """A stored JSON list of ids, each replaced by the canonical ``str`` object of that id
-    when there is one (unknown ids are kept: :func:`~graphstrata.state.check_integrity`
-    names them).
-
-    Raises:
-        json.JSONDecodeError, TypeError: not a JSON list of strings.
-    """
-    ids = _json(text)
-    if not isinstance(ids, list):
-        raise TypeError(f"expected a JSON list of ids, got {text[:40]!r}")
-    get = canonical.get
-    return [get(x, x) for x in ids]
 
 
 # -- manifest ---------------------------------------------------------------------------------
@@ -1072,336 +785,113 @@ def open_version(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-# -- engine states ----------------------------------------------------------------------------
 
+class IndexDirectory:
+    """One index directory as one holder (a :class:`~graphstrata.GraphStrata` instance) keeps
+    it: its path, its write lock, the LLM response cache file beside its versions, and the
+    version the holder's state was read from or last written as (:attr:`base`), which tells
+    the holder when another writer switched ``CURRENT`` since.
 
-def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Write numeric arrays uncompressed (no pickled objects: a loader refuses them).
+    Nothing is created or read by making one.
 
-    Raises:
-        ValueError: an array of Python objects (named).
+    Attributes:
+        path: the directory, resolved (what :attr:`GraphStrata.persist_dir
+            <graphstrata.GraphStrata.persist_dir>` reports).
+        named: the directory as the caller named it (what load errors name).
+        base: the name of the version the holder's state was read from or last written as;
+            ``None``: none yet, or unknown (a writer switched versions during the read).
     """
-    for name, arr in arrays.items():
-        if np.asarray(arr).dtype.hasobject:
-            raise ValueError(f"cannot persist array {name!r}: it holds Python objects")
-    with open(path, "wb") as f:
-        np.savez(f, **arrays)
 
+    def __init__(self, path: str | os.PathLike, base: str | None = None) -> None:
+        self.named = Path(path)
+        self.path = self.named.resolve()
+        self.base = base
 
-def _read_npz(vdir: Path, name: str, where: Path) -> dict[str, np.ndarray]:
-    """Every array of the npz payload file ``name``, read whole.
+    @classmethod
+    def checked(cls, path: str | os.PathLike) -> IndexDirectory:
+        """A handle on ``path`` after :meth:`check`.
 
-    Raises:
-        ValueError: an unreadable file (named), or one holding pickled objects.
-    """
-    try:
-        with np.load(vdir / name, allow_pickle=False) as npz:
-            return {k: np.asarray(npz[k]) for k in npz.files}
-    except Exception as exc:  # zip errors of every kind, pickled objects
-        raise ValueError(f"corrupt index {where}: {name} unreadable ({exc})") from exc
+        Raises:
+            FileExistsError: ``path`` is a file or a non-empty directory that is not an index.
+        """
+        index = cls(path)
+        index.check()
+        return index
 
+    def __repr__(self) -> str:
+        return f"IndexDirectory({str(self.path)!r}, base={self.base!r})"
 
-def save_state(state: EngineState, target: str | os.PathLike) -> Path:
-    """Persist one :class:`~graphstrata.state.EngineState` as the next version of ``target``.
+    @property
+    def cache_path(self) -> Path:
+        """The LLM response cache of this index (``DIR/llm-cache.sqlite``,
+        :class:`~graphstrata.llm.ResponseCache`); it outlives versions."""
+        return self.path / CACHE_FILE
 
-    Writes the records (SQLite), the row labels, both C-HNSW files, the BM25 arrays and the
-    derived structures present in the state's cache (:func:`graphstrata.derived.encode`; the
-    facade prepares them first, :func:`graphstrata.derived.prepare`).
+    def check(self) -> None:
+        """:func:`check_target`: raise unless the directory may become (or is) an index.
 
-    Returns:
-        The resolved index directory.
+        Raises:
+            FileExistsError: a file, or a non-empty directory that is not an index.
+        """
+        check_target(self.path)
 
-    Raises:
-        FileExistsError: see :func:`write_version`.
-        ValueError: a record SQLite cannot store (named), a derived structure whose codec
-            gives Python objects.
-        OSError: the disk write failed. In every failure case the previous version stays
-            current and loadable.
-    """
-    from . import derived
+    def current(self) -> str | None:
+        """:func:`current_version` of the directory (``None``: no pointer yet)."""
+        return current_version(self.path)
 
-    emb = state.embedder
+    def stale(self) -> bool:
+        """Whether another writer switched ``CURRENT`` since :attr:`base` (``False`` while the
+        directory holds no version)."""
+        current = self.current()
+        return current is not None and current != self.base
 
-    def write(tmp: Path) -> dict[str, Any]:
-        meta = {
-            "schema_version": SCHEMA_VERSION,
-            "embedder_id": emb.id,
-            "embedder_dim": int(emb.dim),
-            "config": state.config.model_dump(),
-            "generation": state.generation,
-            "build_seconds": dict(state.build_seconds),
-            "build_usage": dict(state.build_usage),
-            "llm_id": state.llm_id,
-            "drift": dict(state.drift),
-        }
-        write_sqlite(
-            tmp / SQLITE,
-            meta,
-            list(state.documents.values()),
-            list(state.chunks),
-            [state.kg.entities[e] for e in state.kg.entity_ids],
-            list(state.kg.relations.values()),
-            [c for layer in state.communities for c in layer],
-            chunk_records=state.records,
-            frozen=state.frozen,
-            llm_answers=state.llm_answers,
-        )
-        _checkpoint("sqlite written")
-        labels = {LABELS_PREFIX + "chunks": state.chunk_index.labels}
-        if state.layered is not None:
-            names = ["entities"] + [f"layer_{i}" for i in range(1, state.layered.num_layers)]
-            labels.update({LABELS_PREFIX + n: lab for n, lab in zip(names, state.layered.labels, strict=True)})
-        # the vectors themselves are stored once, in the .chnsw files (schema 5)
-        _write_npz(tmp / LABELS, labels)
-        _checkpoint("labels written")
-        if state.layered is not None:
-            state.layered.save(tmp / LAYERS)
-            _checkpoint("layers written")
-        state.chunk_index.save(tmp / CHUNKS)
-        _checkpoint("chunks written")
-        _write_npz(tmp / BM25, state.bm25.to_arrays())
-        _checkpoint("bm25 written")
-        arrays = derived.encode(state)
-        if arrays:
-            _write_npz(tmp / DERIVED, arrays)
-            _checkpoint("derived written")
-        return {
-            "embedder": {"id": emb.id, "dim": int(emb.dim)},
-            "counts": state.stats(),
-            "generation": state.generation,
-            "llm": {"id": state.llm_id, "usage": dict(state.build_usage)} if state.llm_id else None,
-            "build_seconds": {k: float(v) for k, v in state.build_seconds.items()},
-        }
+    @contextmanager
+    def locked(self, timeout: float | None = None, check: bool = False) -> Iterator[Path]:
+        """Hold the directory's write lock (:func:`write_lock`; re-entrant in a thread).
 
-    return write_version(target, write)
+        Args:
+            timeout: seconds to wait (``None``: :func:`write_timeout`).
+            check: :meth:`check` the directory first (so no lock file is created in a directory
+                that is not an index).
 
+        Raises:
+            FileExistsError: ``check`` and the directory may not be an index.
+            ConcurrentWriteError: the lock was not free within ``timeout``.
+        """
+        if check:
+            self.check()
+        with write_lock(self.path, timeout) as d:
+            yield d
 
-def load_state(
-    directory: str | os.PathLike,
-    embedder_for: Callable[[dict[str, Any]], Embedder],
-    config_of: Callable[[Any], GraphStrataConfig],
-    llm: Any = None,
-) -> EngineState:
-    """Load the current version of an index as one :class:`~graphstrata.state.EngineState`.
+    def recover(self) -> list[str]:
+        """:func:`recover`: clean up after interrupted writes unless a writer is active."""
+        return recover(self.path)
 
-    What only updates read stays compact: the extraction records and frozen TF-IDF models are
-    kept compressed (:class:`~graphstrata.state.ChunkRecords`,
-    :class:`~graphstrata.state.FrozenStats`). Vectors are memory-mapped from the C-HNSW files
-    where they can be (:func:`graphstrata.index.mapped_vectors`), BM25 is read as arrays
-    (schema 6; rebuilt from the chunk texts for older ones), and the persisted derived
-    structures are handed to the state as its ``derived_seed`` (schema 6; older indexes build
-    them on first use).
+    def write(self, write_files: Callable[[Path], dict[str, Any]]) -> Path:
+        """:func:`write_version` into this directory; :attr:`base` becomes the version written.
 
-    Args:
-        directory: an index directory (either schema).
-        embedder_for: ``embedder_for(manifest["embedder"]) -> Embedder``; raises
-            ``ValueError`` when the caller's embedder does not match.
-        config_of: turns the stored config dict into a config (``ValueError`` if invalid).
-        llm: the :class:`~graphstrata.llm.LLMClient` to attach to the state (or ``None``).
+        Raises:
+            as :func:`write_version` (:attr:`base` unchanged).
+        """
+        path = write_version(self.path, write_files)
+        self.base = current_version(path)
+        return path
 
-    Returns:
-        The state, after :func:`~graphstrata.state.check_integrity`.
+    def read(self, read: Callable[[Path, dict[str, Any]], T]) -> T:
+        """:func:`open_version` of this directory; :attr:`base` becomes the version read, or
+        ``None`` when ``CURRENT`` switched while it was read (the holder's next write reloads).
 
-    Raises:
-        FileNotFoundError: the directory does not exist.
-        ValueError: not an index, an invalid manifest, a corrupt or truncated file (named), an
-            embedder mismatch, broken references between records, vectors of the wrong shape
-            or with NaN / infinite values, BM25 arrays or derived structures that do not fit
-            the index (the file named).
-    """
-    from . import derived, methods  # noqa: F401  (methods register their derived structures)
-    from .graph import KnowledgeGraph
-    from .bm25 import BM25Index, lexical_texts
-    from .index import ChunkIndex, LayeredIndex, layer_vectors
-    from .state import EngineState, check_integrity
+        Raises:
+            as :func:`open_version` (:attr:`base` unchanged).
+        """
+        before = self.current()
+        out = open_version(self.named, read)
+        self.base = before if before == self.current() else None
+        return out
 
-    path = Path(directory)
-
-    def read(vdir: Path, manifest: dict[str, Any]) -> EngineState:
-        embedder = embedder_for(manifest["embedder"])
-        data = read_sqlite(vdir / SQLITE)
-        config = config_of(data["meta"].get("config"))
-        rows_file = LABELS if LABELS in manifest["files"] else VECTORS
-        try:
-            with np.load(vdir / rows_file, allow_pickle=False) as npz:
-                vectors = {
-                    k: np.array(npz[k], dtype=np.float32, order="C")
-                    for k in npz.files
-                    if not k.startswith(LABELS_PREFIX)
-                }
-                labels = {
-                    k[len(LABELS_PREFIX):]: np.array(npz[k], dtype=np.int64)
-                    for k in npz.files
-                    if k.startswith(LABELS_PREFIX)
-                }
-        except Exception as exc:  # zip errors of every kind
-            raise ValueError(f"corrupt index {path}: {rows_file} unreadable ({exc})") from exc
-        if rows_file == LABELS and vectors:
-            raise ValueError(f"corrupt index {path}: {LABELS} holds arrays that are not labels")
-        documents = {d.id: d for d in data["documents"]}
-        if len(documents) != len(data["documents"]):
-            raise ValueError(f"corrupt index {path}: duplicate document ids")
-        chunks = data["chunks"]
-        kg = KnowledgeGraph(data["entities"], data["relations"])
-        if len(kg.entities) != len(data["entities"]) or len(kg.relations) != len(data["relations"]):
-            raise ValueError(f"corrupt index {path}: duplicate entities or dangling relations")
-        by_layer: dict[int, list[Community]] = {}
-        for c in data["communities"]:
-            by_layer.setdefault(c.layer, []).append(c)
-        if sorted(by_layer) != list(range(1, len(by_layer) + 1)):
-            raise ValueError(f"corrupt index {path}: community layers {sorted(by_layer)} are not 1..L")
-        communities = [by_layer[i] for i in sorted(by_layer)]
-        if rows_file == LABELS:
-            if "chunks" not in labels or len(labels["chunks"]) != len(chunks):
-                raise ValueError(f"corrupt index {path}: chunk labels do not match the chunks")
-        elif vectors.get("chunks") is None or len(vectors["chunks"]) != len(chunks):
-            raise ValueError(f"corrupt index {path}: chunk vectors do not match the chunks")
-        chunk_index = ChunkIndex.load(vdir / CHUNKS, vectors.get("chunks"), labels.get("chunks"))
-        layered = None
-        if len(kg):
-            if LAYERS not in manifest["files"]:
-                raise ValueError(f"corrupt index {path}: {LAYERS} is missing")
-            sizes = [len(kg)] + [len(layer) for layer in communities]
-            names = ["entities"] + [f"layer_{i}" for i in range(1, len(sizes))]
-            layer_labels = [labels[n] for n in names] if all(n in labels for n in names) else None
-            if rows_file == LABELS and layer_labels is None:
-                raise ValueError(f"corrupt index {path}: {LABELS} lacks the labels of the layers")
-            layered = LayeredIndex.load(vdir / LAYERS, sizes, layer_labels)
-        native_vectors = rows_file == LABELS  # schema ≥ 5: the one stored copy is the index's
-        if native_vectors:
-            vectors = {"chunks": chunk_index.vectors, **layer_vectors(layered, embedder.dim, vdir / LAYERS)}
-        if BM25 in manifest["files"]:
-            try:
-                bm25 = BM25Index.from_arrays(_read_npz(vdir, BM25, path), n=len(chunks))
-            except ValueError as exc:
-                raise ValueError(f"corrupt index {path}: {BM25} unusable ({exc})") from exc
-        else:  # schema ≤ 5: BM25 was rebuilt from the texts at every load
-            bm25 = BM25Index(lexical_texts(chunks, documents, config.use_titles))
-        seed = None
-        if DERIVED in manifest["files"]:
-            try:
-                seed = derived.decode(_read_npz(vdir, DERIVED, path))
-            except ValueError as exc:
-                raise ValueError(f"corrupt index {path}: {DERIVED} unusable ({exc})") from exc
-        state = EngineState(
-            config=config,
-            embedder=embedder,
-            documents=documents,
-            chunks=chunks,
-            chunk_row={c.id: i for i, c in enumerate(chunks)},
-            kg=kg,
-            communities=communities,
-            layered=layered,
-            chunk_index=chunk_index,
-            bm25=bm25,
-            vectors=vectors,
-            generation=int(manifest.get("generation", 0)),
-            build_seconds=dict(data["meta"].get("build_seconds") or {}),
-            build_usage=dict(data["meta"].get("build_usage") or {}),
-            llm_id=data["meta"].get("llm_id"),
-            llm=llm,
-            records=_chunk_records(data["chunk_records"], chunks, path),
-            llm_answers=_llm_answers(
-                data["llm_records"], data["llm_summaries"], chunks, data["llm_answers"], data["llm_answer_owners"]
-            ),
-            frozen=_frozen(data["frozen"], path),
-            drift=dict(data["meta"].get("drift") or {}),
-            derived_seed=seed,
-        )
-        # vectors read from a .chnsw file were checked finite by its loader
-        check_integrity(state, where=f"index {path}", finite_checked=native_vectors)
-        return state
-
-    state = open_version(path, read)
-    _release_free_memory()
-    return state
-
-
-def _release_free_memory() -> None:
-    """Hand the heap memory a load freed (SQLite rows, JSON texts, temporaries) back to the
-    operating system (glibc ``malloc_trim``; ~90 MB of RSS at 44k chunks). Does nothing where
-    there is no glibc."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # pragma: no cover - not glibc
-        pass
-
-
-def _chunk_records(raw: dict[str, str | bytes], chunks: list[Chunk], path: Path) -> ChunkRecords | None:
-    """The persisted extraction records, one per chunk, kept compressed
-    (:class:`~graphstrata.state.ChunkRecords`; decoded when an update reads them), or ``None``
-    when the index has none (an LLM-extracted graph, or schema ≤ 3: the first update derives
-    them). Schema 4 stored them as JSON text: compressed here.
-
-    Raises:
-        ValueError: records that do not match the chunks, or a record that is not zlib data
-            (named; a record damaged further in is named when an update reads it).
-    """
-    if not raw:
-        return None
-    if len(raw) != len(chunks) or any(c.id not in raw for c in chunks):
-        raise ValueError(f"corrupt index {path}: extraction records do not match the chunks")
-    ids = [c.id for c in chunks]  # the chunks' own id strings, in row order
-    blobs = [
-        v if isinstance(v, bytes) else zlib.compress(str(v).encode("utf-8"), 1) for v in (raw[i] for i in ids)
-    ]
-    try:
-        return ChunkRecords(ids, blobs)
-    except ValueError as exc:
-        raise ValueError(f"corrupt index {path}: {exc}") from None
-
-
-def _llm_answers(
-    rows: list[tuple[Any, Any, Any]],
-    summaries: dict[Any, Any],
-    chunks: list[Chunk],
-    stage_rows: Sequence[tuple[Any, Any]] = (),
-    owner_rows: Sequence[tuple[Any, Any]] = (),
-) -> LLMAnswers | None:
-    """The persisted LLM answers (:class:`~graphstrata.llm.records.LLMAnswers`), records in
-    chunk order, or ``None`` when the index has none (statistical extraction, or an LLM index
-    persisted before them: its next update asks through the response cache).
-
-    Args:
-        rows: ``(chunk_id, key, answers)`` of table ``llm_records``.
-        summaries: ``{key: summary}`` of table ``llm_summaries``.
-        chunks: the index's chunks (records are kept in their order).
-        stage_rows: ``(key, answer)`` of table ``llm_answers`` (absent in an index written
-            before it: empty).
-        owner_rows: ``(community_id, key)`` of table ``llm_answer_owners``.
-
-    Lenient by design: a row of a chunk the index does not hold, or not of the stored types,
-    is left out, and its chunk (or prompt) is asked again by the next update (a missing record
-    costs a call; it never loses an entity or a report).
-    """
-    if not rows and not summaries and not stage_rows:
-        return None
-    by_id = {
-        cid: LLMRecord(key, bytes(blob))
-        for cid, key, blob in rows
-        if isinstance(cid, str) and isinstance(key, str) and isinstance(blob, (bytes, memoryview))
-    }
-    records = {c.id: by_id[c.id] for c in chunks if c.id in by_id}
-    kept = {k: v for k, v in summaries.items() if isinstance(k, str) and isinstance(v, str)}
-    stages = {
-        k: LLMRecord(k, bytes(blob))
-        for k, blob in stage_rows
-        if isinstance(k, str) and isinstance(blob, (bytes, memoryview))
-    }
-    owners = {o: k for o, k in owner_rows if isinstance(o, str) and isinstance(k, str) and k in stages}
-    return LLMAnswers(records, kept, stages, owners)
-
-
-def _frozen(raw: dict[str, str], path: Path) -> FrozenStats:
-    """The frozen TF-IDF statistics, kept compressed (:class:`~graphstrata.state.FrozenStats`,
-    decoded when an update reads them).
-
-    Raises:
-        ValueError: a value that is not a JSON object (named).
-    """
-    for name, text in raw.items():
-        if not isinstance(text, str) or not text.lstrip().startswith("{"):
-            raise ValueError(f"corrupt index {path}: frozen statistics {name!r} are not a JSON object")
-    return FrozenStats.from_models(raw)
+    def keep_cache(self, client: Any) -> None:
+        """Move ``client``'s in-memory response cache into :attr:`cache_path` (the file a
+        load opens); nothing for no client, or a cache already in a file."""
+        cache = getattr(client, "cache", None)
+        if cache is not None and getattr(cache, "path", "") is None and hasattr(cache, "attach_file"):
+            cache.attach_file(self.cache_path)
