@@ -7,7 +7,8 @@ from graphstrata import Document, GraphStrata
 from graphstrata.index import lexical_texts
 from graphstrata.extraction import TitleIndex, document_title
 from graphstrata.index import BM25Index, bm25_tokenize
-from graphstrata.methods.propagation import build_passage_graph, named_chunks, propagate
+from graphstrata.methods.propagation import named_chunks, propagate
+from graphstrata.structures.passages import build_passage_graph
 
 
 def test_bm25_tokens_split_camel_case_and_keep_the_word():

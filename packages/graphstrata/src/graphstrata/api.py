@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import numpy as np
 
-from . import derived, retrieval, store
+from . import retrieval, store
 from .answers import Answer, AsyncStreamingAnswer, PendingAnswer, StreamingAnswer
 from .config import GraphStrataConfig, as_config, stored_config
 from .indexing import build_state
@@ -33,6 +33,7 @@ from .models import Embedder, EmbedderMismatchError, default_embedder, preset_fo
 from .retrieval import check_retrieve_args
 from .runner import Runner, use_runner
 from .state import ChunkRecords, EngineState, FrozenStats
+from .structures import registry as derived
 from .types import Document, DocumentChunk, Hit
 
 if TYPE_CHECKING:

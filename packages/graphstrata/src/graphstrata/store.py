@@ -1118,7 +1118,7 @@ def save_state(state: EngineState, target: str | os.PathLike) -> Path:
         OSError: the disk write failed. In every failure case the previous version stays
             current and loadable.
     """
-    from . import derived
+    from .structures import registry as derived
 
     emb = state.embedder
 
@@ -1209,7 +1209,7 @@ def load_state(
             or with NaN / infinite values, BM25 arrays or derived structures that do not fit
             the index (the file named).
     """
-    from . import derived, methods  # noqa: F401  (methods register their derived structures)
+    from .structures import registry as derived  # importing structures registers every structure
     from .graph import KnowledgeGraph
     from .index import BM25Index, ChunkIndex, LayeredIndex, layer_vectors, lexical_texts
     from .state import EngineState, check_integrity

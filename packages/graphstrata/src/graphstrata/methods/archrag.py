@@ -28,7 +28,7 @@ query terms' BM25 postings, one dot product and a few binary searches per candid
 the documents the question names), and a forward push of at most
 ``1 / ((1 − damping) · ppr_epsilon)`` pushes. What it reads beyond the index (entity chunk
 rows, document rows, titles, days, the passage graph) is built at index time and persisted
-(:mod:`graphstrata.derived`).
+(:mod:`graphstrata.structures`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ import numpy as np
 
 from ..models import embed_query
 from ..scores import bounded
-from .temporal import order_clauses
+from ..structures.provenance import ENTITY_CHUNK_LIMIT, entity_chunks, provenance
+from ..structures.push import DEFAULT_EPSILON
 from . import explain as ex
 from .base import (
     DAMPING,
@@ -49,18 +50,15 @@ from .base import (
     OptionSpec,
     Retrieval,
     community_hit,
-    ENTITY_CHUNK_LIMIT,
-    entity_chunks,
     entity_hit,
     hybrid_arrays,
-    provenance,
     rank_arrays,
     relation_hits,
     scored,
     spread_rows,
 )
-from .ppr import DEFAULT_EPSILON
 from .propagation import named_chunks, propagate_arrays
+from .temporal import order_clauses
 
 
 class ArchRAG(Method):
@@ -95,7 +93,7 @@ class ArchRAG(Method):
             ``None``: every chunk, as before issue 33 (work grows with hub entities). Same
             recall@5 on the three dev corpora with 20, 50 or ``None``.
         ppr_epsilon: forward-push tolerance of the passage walk
-            (:func:`~graphstrata.methods.ppr.local_pagerank`): its work per query is bounded by
+            (:func:`~graphstrata.structures.push.local_pagerank`): its work per query is bounded by
             ``1 / ((1 − damping) · ppr_epsilon)`` pushes, whatever the corpus size.
         seed_top_n, seed_power, damping, max_df, title_weight, document_weight, named_weight:
             propagation settings

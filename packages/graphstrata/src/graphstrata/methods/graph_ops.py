@@ -31,6 +31,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
+from ..structures.push import Transition, transition_matrix
 from .base import bridge_evidence, rank
 
 SEP = " [SEP] "
@@ -38,42 +39,6 @@ SEP_REC = " [SEP_REC] "
 MIN_COST = 1e-6
 
 # -- personalised PageRank -------------------------------------------------------------------
-
-
-@dataclass
-class Transition:
-    """A column-stochastic walk operator for :func:`personalized_pagerank`.
-
-    Attributes:
-        matrix: CSR ``A · D⁻¹`` of a symmetric weighted adjacency ``A`` (column ``u`` holds the
-            probabilities of stepping from ``u`` to each neighbour).
-        dangling: boolean mask of nodes with no (positive-weight) edge.
-    """
-
-    matrix: sp.csr_matrix
-    dangling: np.ndarray
-
-
-def transition_matrix(adjacency: sp.spmatrix) -> Transition:
-    """Build the walk operator of a symmetric, non-negative weighted adjacency matrix.
-
-    Args:
-        adjacency: ``(n, n)`` sparse, symmetric, weights ≥ 0 (``A[u, v]`` = edge weight).
-
-    Returns:
-        A :class:`Transition` (compute once per graph, reuse for every query).
-    """
-    a = sp.csr_matrix(adjacency, dtype=np.float64)
-    a.eliminate_zeros()  # zero-weight edge types cost nothing per iteration
-    if a.shape[0] != a.shape[1]:
-        raise ValueError(f"adjacency must be square, got {a.shape}")
-    if a.nnz and a.data.min() < 0:
-        raise ValueError("adjacency weights must be non-negative")
-    deg = np.asarray(a.sum(axis=0)).ravel()
-    dangling = deg <= 0
-    inv = np.zeros_like(deg)
-    inv[~dangling] = 1.0 / deg[~dangling]
-    return Transition((a @ sp.diags(inv)).tocsr(), dangling)
 
 
 def personalized_pagerank(

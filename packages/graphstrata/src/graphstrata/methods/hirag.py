@@ -1,8 +1,8 @@
 """HiRAG retrieval, offline (spec seed-hirag.md §3 HiRetrieval, over the HiIndex of §2.5–2.7).
 
 The index — summary-entity layers over the KG and Leiden communities over the multi-layer
-graph G_k — is built by the indexing stage :mod:`graphstrata.indexing.hirag`; retrieval reads
-it through :func:`~graphstrata.indexing.hirag.hi_index` (cached once per state).
+graph G_k — is the structure :mod:`graphstrata.structures.hirag` (built at index time); retrieval
+reads it through :func:`~graphstrata.structures.hirag.hi_index` (cached once per state).
 
 **HiRetrieval** (:class:`HiRAG`, spec §3.1 Eqs. 12–16):
 
@@ -20,7 +20,7 @@ it through :func:`~graphstrata.indexing.hirag.hi_index` (cached once per state).
 
 Issue 33: a query reads only the nodes it touches. The HiIndex is arrays (CSR G_k, community
 CSR, summary entities; the entity layer is the state's), built at index time and persisted
-(:data:`~graphstrata.indexing.hirag.DEFAULT_HI_INDEX`); similarities are computed for the
+(:data:`~graphstrata.structures.hirag.DEFAULT_HI_INDEX`); similarities are computed for the
 local candidates, the retrieved communities' members and the path only; the shortest paths
 are a level-synchronous bidirectional BFS over the CSR arrays (:func:`shortest_path`, the
 path networkx finds) with per-thread scratch marks, so a search costs what it visits.
@@ -29,7 +29,7 @@ Chunks: candidates are the hybrid (dense + BM25) top-N plus the chunks of every 
 entity, community and bridge triple; score = hybrid score + weighted, hub-damped graph
 evidence (as in ArchRAG), so every mode returns ``k`` ranked chunks. Retrieval needs no LLM;
 the LLM step of HiIndex (summary entities) plugs in through ``HiIndexConfig.summarise_fn``, or
-is taken from the state's LLM (:func:`~graphstrata.indexing.hirag.hi_index`). Community reports
+is taken from the state's LLM (:func:`~graphstrata.structures.hirag.hi_index`). Community reports
 stay extractive.
 """
 
@@ -45,13 +45,13 @@ import numpy as np
 from graphstrata_chnsw import shortest_path as native_shortest_path
 
 from ..hierarchy import rank_chunks
-from ..indexing.hirag import HiIndex, HiIndexConfig, extractive_community_report, hi_index
 from ..scores import bounded, cosine
+from ..structures.hirag import HiIndex, HiIndexConfig, extractive_community_report, hi_index
+from ..structures.provenance import ENTITY_CHUNK_LIMIT
 from ..types import Hit
 from . import explain as ex
 from .base import (
     COSINE,
-    ENTITY_CHUNK_LIMIT,
     TOKEN_BUDGET,
     UNIT,
     Method,
