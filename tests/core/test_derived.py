@@ -176,7 +176,7 @@ def test_an_update_hook_replaces_the_rebuild_where_it_can(tmp_path) -> None:
         loaded = GraphStrata.load(tmp_path / "idx", embedder=HashEmbedder()).state
         assert int(loaded.derived_snapshot()[key][0]) == len(loaded.chunks)
     finally:
-        from graphstrata import derived
+        from graphstrata.structures import registry as derived
 
         derived._SPECS.pop(key, None)
 

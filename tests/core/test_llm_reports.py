@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from graphstrata import GraphStrata
 from graphstrata.indexing.hirag import llm_summariser
-from graphstrata.structures.hirag import HiIndexConfig, build_hi_index, extractive_summariser, hi_index
+from graphstrata.structures.hirag import HiIndexConfig, build_hi_index, hi_index
+from graphstrata.structures.summaries import extractive_summariser
 from graphstrata.indexing.reports import (
     ReportContext,
     community_reports,

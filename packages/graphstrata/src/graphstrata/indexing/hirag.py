@@ -5,7 +5,7 @@ The :class:`~graphstrata.structures.hirag.HiIndex` itself — its GMM layers, Le
 codec and registration — is :mod:`graphstrata.structures.hirag`; a build of an index made with
 an LLM hands its clusters to :func:`llm_summariser` and its communities to
 :func:`llm_community_reports`, which this module provides to it
-(:func:`~graphstrata.structures.hirag.provide_llm_stages`) when it is imported.
+(:func:`~graphstrata.structures.summaries.provide_llm_stages`) when it is imported.
 """
 
 from __future__ import annotations
@@ -15,18 +15,8 @@ from typing import Any
 
 from ..llm.client import LLMClient
 from ..llm.prompts.hirag import META_TYPES
-from ..structures.hirag import (
-    PERSISTED_KEY,
-    HiIndex,
-    HiIndexConfig,
-    LLMStages,
-    SummaryCluster,
-    extractive_summariser,
-    hi_index,
-    hi_index_key,
-    hi_node_name,
-    provide_llm_stages,
-)
+from ..structures.hirag import PERSISTED_KEY, HiIndex, HiIndexConfig, hi_index, hi_index_key, hi_node_name
+from ..structures.summaries import LLMStages, SummaryCluster, extractive_summariser, provide_llm_stages
 from .reports import (
     DEFAULT_SUMMARY_INPUT_TOKENS,
     SUMMARY_STAGE,

@@ -5,7 +5,7 @@
    option, else the state's ``llm``): one call, stage ``"query:keywords"``
    (:mod:`graphstrata.llm.prompts.lightrag_query`); output the parser cannot read falls back
    to the offline keywords for that query and is counted with ``LLMClient.skip``. Offline,
-   :func:`offline_keywords` matches the query's word n-grams against the corpus vocabulary
+   :func:`~.keywords.offline_keywords` matches the query's word n-grams against the corpus vocabulary
    (entity ids): low-level = the longest non-overlapping n-grams that name an entity, plus
    capitalised spans of the query the KG does not know; high-level = the remaining content
    words. ``keywords_fn=callable(query) -> (high_level, low_level)`` overrides both.
@@ -69,10 +69,6 @@ from typing import Any
 
 import numpy as np
 
-from ..extraction import canonical, capitalised_spans
-from ..index import english_stop_words
-from ..llm.client import LLMClient
-from ..llm.prompts.lightrag_query import keywords_request, parse_keywords
 from ..scores import bounded, relative, unit
 from ..structures.lightrag import (
     DEFAULT_RELATION_CHUNK_WEIGHT,
@@ -101,12 +97,7 @@ from .base import (
     round_robin,
     scored,
 )
-
-#: ledger stage of the keyword-extraction call
-KEYWORDS_STAGE = "query:keywords"
-
-KeywordsFn = Callable[[str], tuple[Sequence[str], Sequence[str]]]
-"""``keywords_fn(query) -> (high_level_keywords, low_level_keywords)``: the LLM seam."""
+from .keywords import Keywords, query_keywords
 
 MODES = ("local", "global", "hybrid", "mix")
 """The ``mode`` values: the paper's three (spec §2.4) and the reference code's ``mix``."""
@@ -115,121 +106,6 @@ MODES = ("local", "global", "hybrid", "mix")
 RETRIEVED_BY = ("graph", "vector", "both")
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
-_WORD_RE = re.compile(r"[\w][\w'’\-.&]*[\w]|\w", re.UNICODE)
-
-
-# -- keywords ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Keywords:
-    """The two keyword lists of a query (spec §2.3 JSON: high_level / low_level keywords).
-
-    Attributes:
-        high_level: themes / concepts (search relations).
-        low_level: specific entities and details (search entities).
-        matched: entity ids named exactly by a low-level keyword (vocabulary match).
-        source: where they came from: ``"offline"`` (:func:`offline_keywords`, also the
-            fallback for unreadable LLM output), ``"llm"`` (the keyword prompt) or
-            ``"function"`` (a ``keywords_fn``).
-    """
-
-    high_level: list[str]
-    low_level: list[str]
-    matched: list[str] = field(default_factory=list)
-    source: str = "offline"
-
-
-def offline_keywords(query: str, vocabulary: Iterable[str] | Any, max_ngram: int = 5) -> Keywords:
-    """Statistical stand-in for the keyword LLM call.
-
-    Args:
-        query: the question.
-        vocabulary: entity ids (canonical names) — anything supporting ``in``.
-        max_ngram: longest word n-gram tried against the vocabulary.
-
-    Returns:
-        :class:`Keywords`: low-level = longest-first, non-overlapping query n-grams whose
-        canonical form is an entity id (n-grams never start or end with a stop word, and
-        single stop words never match), then capitalised spans
-        of the query not already covered; high-level = the remaining non-stop words, in query
-        order. ``matched`` lists the matched entity ids in query order.
-    """
-    stop = english_stop_words()
-    words = [(m.start(), m.end()) for m in _WORD_RE.finditer(query)]
-    used = [False] * len(words)
-    found: list[tuple[int, str, str]] = []  # (first word index, surface, entity id)
-    for n in range(min(max_ngram, len(words)), 0, -1):
-        for i in range(len(words) - n + 1):
-            if any(used[i : i + n]):
-                continue
-            surface = query[words[i][0] : words[i + n - 1][1]]
-            key = canonical(surface)
-            if not key or (n == 1 and (key in stop or len(key) < 2)):
-                continue
-            edge_words = (query[slice(*words[i])], query[slice(*words[i + n - 1])])
-            if n > 1 and any(canonical(w) in stop for w in edge_words):
-                continue  # "the founder", "Paris in": let the shorter n-gram match
-            if key in vocabulary:
-                found.append((i, surface, key))
-                for j in range(i, i + n):
-                    used[j] = True
-    found.sort()
-    low = [s for _, s, _ in found]
-    matched = list(dict.fromkeys(k for _, _, k in found))
-    covered = {canonical(s) for s in low}
-    for span in capitalised_spans(query):
-        key = canonical(span)
-        if key and key not in covered and key not in stop:
-            low.append(span)
-            covered.add(key)
-    high = [
-        query[s:e]
-        for (s, e), u in zip(words, used, strict=True)
-        if not u and canonical(query[s:e]) not in stop and canonical(query[s:e]) not in covered
-    ]
-    return Keywords(high_level=high, low_level=low, matched=matched)
-
-
-def llm_keywords(client: LLMClient, query: str) -> tuple[list[str], list[str]] | None:
-    """Ask ``client`` for the query's ``(high_level, low_level)`` keywords (spec §2.3; one
-    call, stage ``"query:keywords"``, JSON mode, cached by the client).
-
-    Returns:
-        The two lists, or ``None`` when the output is unreadable
-        (:func:`~graphstrata.llm.prompts.lightrag_query.parse_keywords`); that is counted as
-        one skipped record of the stage and reported as the fallback
-        ``"keywords: offline fallback, unreadable answer"`` (``Answer.fallbacks``).
-
-    Raises:
-        LLMError: the call failed after the client's retries.
-    """
-    out = parse_keywords(client.request(keywords_request(query), KEYWORDS_STAGE).text)
-    if out is None:
-        client.skip(KEYWORDS_STAGE)
-        client.fallback(KEYWORDS_STAGE, "offline fallback, unreadable answer")
-    return out
-
-
-def _keywords(state, query: str, fn: KeywordsFn | None, client: LLMClient | None = None) -> Keywords:
-    """The query's keywords: ``fn`` when given, else the LLM when there is one (offline
-    fallback on unreadable output), else :func:`offline_keywords`."""
-    if fn is not None:
-        out, source = fn(query), "function"
-    elif client is not None:
-        out, source = llm_keywords(client, query), "llm"
-    else:
-        out = None
-    if out is None:
-        return offline_keywords(query, state.kg.entities)
-    if isinstance(out, dict):  # the spec's JSON shape
-        high, low = out.get("high_level_keywords", []), out.get("low_level_keywords", [])
-    else:
-        high, low = out
-    high = [str(x) for x in high if str(x).strip()]
-    low = [str(x) for x in low if str(x).strip()]
-    matched = list(dict.fromkeys(canonical(x) for x in low if canonical(x) in state.kg.entities))
-    return Keywords(high_level=high, low_level=low, matched=matched, source=source)
 
 
 # -- context -----------------------------------------------------------------------------------
@@ -457,7 +333,7 @@ class LightRAG(Method):
             the chunk ranking by turns; LightRAG's reference code, see the module docstring
             and "Chunk scores" below). Another value raises ``ValueError`` naming these four.
         keywords_fn: ``None`` (the LLM keyword prompt when the query has an LLM, else
-            offline vocabulary matching, :func:`offline_keywords`) or
+            offline vocabulary matching, :func:`~.keywords.offline_keywords`) or
             ``fn(query) -> (high_level, low_level)`` (or the spec's JSON dict), which wins
             over both.
         llm: the :class:`~graphstrata.llm.LLMClient` of the keyword step (``None``: the
@@ -590,140 +466,21 @@ class LightRAG(Method):
         return self._context(state, query, qvec, o)[0]
 
     def _context(self, state, query, qvec, o):
-        kg = state.kg
         client = query_llm(state, o) if o["keywords_fn"] is None else None
-        kw = _keywords(state, query, o["keywords_fn"], client)
+        kw = query_keywords(state, query, o["keywords_fn"], client)
         mode = "hybrid" if o["mode"] == "mix" else o["mode"]  # mix adds chunks, not context
-        top_k = int(o["top_k"])
-        floor = float(o["min_similarity"])
         ents_vec = state.vectors.get("entities")
-        empty = LightRAGContext(kw, [], [], [])
-        if not len(kg) or ents_vec is None or len(ents_vec) == 0:
-            return empty, {}
-        g = light_graph(state)
-        degree = g.degree
-        ef = int(o["ef_search"])
-
-        kv = o["keyword_vectors"]
-
-        def vec(words: list[str]) -> np.ndarray:
-            if not words or kv == "query" or (kv == "auto" and kw.source == "offline"):
-                return qvec
-            return np.asarray(state.embedder.embed([", ".join(words)])[0], np.float32)
-
-        searched: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-        def entity_top(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            # global and local modes share the search when they query the same vector (offline)
-            if id(v) not in searched:
-                searched[id(v)] = _entity_search(state, v, top_k, ef)
-            return searched[id(v)]
-
-        def top(rows: np.ndarray, sims: np.ndarray) -> list[tuple[int, float]]:
-            keep = sims >= floor
-            rows, sims = rows[keep], sims[keep]
-            order = np.lexsort((rows, -sims))[:top_k]
-            return list(zip(rows[order].tolist(), sims[order].tolist(), strict=True))
-
-        def edeg(key):
-            return float(degree[kg.row[key[0]]] + degree[kg.row[key[1]]])
-
-        def ent_text(eid):
-            e = kg.entities[eid]
-            return f"{e.name}: {e.description}" if e.description else e.name
-
-        def rel_text(key):
-            r = kg.relations[key]
-            return f"{kg.entities[key[0]].name} — {kg.entities[key[1]].name}: {r.description}"
-
-        def ent_order(items):  # rank = degree, then weight, then id
-            return sorted(
-                items, key=lambda x: (-degree[kg.row[x[0]]], -kg.entities[x[0]].weight, x[0])
-            )
-
-        def rel_order(items):
-            return sorted(items, key=lambda x: (-edeg(x[0]), -kg.relations[x[0]].weight, x[0]))
-
-        entities: dict[str, tuple[float, str]] = {}
-        relations: dict[tuple[str, str], tuple[float, str]] = {}
-        rel_rows: dict[tuple[str, str], int] = {}
-        # evidence sources: (similarity, "entity" | "relation", entity row / relation index)
-        evidence_src: dict[str, list[tuple[float, str, int]]] = {"entity": [], "relation": [], "hop": []}
-        ent_limit, rel_limit = o["max_entity_tokens"], o["max_relation_tokens"]
-
+        if not len(state.kg) or ents_vec is None or len(ents_vec) == 0:
+            return LightRAGContext(kw, [], [], []), {}
+        q = _ContextQuery(state, light_graph(state), kw, qvec, o)
         if mode in ("global", "hybrid"):
-            hvec = vec(kw.high_level or [query])
-            seeds = _relation_candidates(
-                state, g, hvec, entity_top(hvec)[0], int(o["relation_seed_chunks"]), o["relation_seed_cap"]
-            )
-            tv = relation_text_vectors(state) if o["relation_vectors"] == "auto" else None
-            if tv is not None:  # an LLM build: the embedded keywords + names + description (spec §1.8)
-                rsim = rows_dot(tv.vectors[seeds], np.asarray(hvec, np.float32))
-            else:
-                rv = relation_vectors(state, float(o["relation_chunk_weight"]))
-                rsim = rv.similarity(g, state, seeds, hvec)
-            found = []
-            for i, s in top(seeds, rsim):
-                found.append((g.key(kg, i), s, "global"))
-                rel_rows[found[-1][0]] = i
-                evidence_src["relation"].append((s, "relation", i))
-            kept = _budget(rel_order(found), lambda x: rel_text(x[0]), state, rel_limit)
-            ends: dict[str, float] = {}
-            for key, s, _ in kept:
-                relations.setdefault(key, (s, "global"))
-                for eid in key:
-                    ends[eid] = max(ends.get(eid, 0.0), s)
-            hop = ent_order([(e, s, "global") for e, s in ends.items()])
-            hop = _budget(hop, lambda x: ent_text(x[0]), state, ent_limit)
-            for eid, s, p in hop:
-                entities.setdefault(eid, (s, p))
-                evidence_src["hop"].append((s, "entity", kg.row[eid]))
-
+            q.global_path(query)
         if mode in ("local", "hybrid"):
-            lvec = vec(kw.low_level or [query])
-            rows, esim = entity_top(lvec)
-            sims = {kg.entity_ids[r]: s for r, s in top(rows, esim)}
-            for eid in kw.matched:  # named exactly by a keyword: always retrieved, first
-                sims[eid] = max(sims.get(eid, 0.0), 1.0)
-            found_e = ent_order([(e, s, "local") for e, s in sims.items()])
-            for eid, s, _ in found_e:
-                evidence_src["entity"].append((s, "entity", kg.row[eid]))
-            kept_e = _budget(found_e, lambda x: ent_text(x[0]), state, ent_limit)
-            hop_r = _incident_edges(kg, g, found_e, lambda x: rel_text(x[0]), rel_limit)
-            for _, s, _, i in hop_r:
-                evidence_src["hop"].append((s, "relation", i))
-            for eid, s, p in kept_e:
-                if eid not in entities or entities[eid][1] != "local":
-                    entities[eid] = (max(s, entities.get(eid, (0.0, ""))[0]), p)
-            for key, s, p, i in hop_r:
-                relations.setdefault(key, (s, p))
-                rel_rows[key] = i
-
-        ent_list = ent_order([(e, s, p) for e, (s, p) in entities.items()])
-        rel_list = rel_order([(k, s, p) for k, (s, p) in relations.items()])
-        weights = {
-            "entity": o["entity_weight"], "relation": o["relation_weight"], "hop": o["hop_weight"]
-        }
-        part_rows, part_values = [], []
-        for part, srcs in evidence_src.items():
-            rows, values = _spread(g, srcs, int(o["spread_max_chunks"]))
-            if len(rows):
-                part_rows.append(rows)
-                part_values.append(float(weights[part]) * values / values.max())
-        limit = o["max_source_tokens"]
-        sources = []
-        used = 0
-        if part_rows:
-            rows, inv = np.unique(np.concatenate(part_rows), return_inverse=True)
-            evidence = np.bincount(inv, weights=np.concatenate(part_values), minlength=len(rows))
-            for i in np.lexsort((rows, -evidence)).tolist():
-                row = int(rows[i])
-                t = count_tokens(state.chunks[row].text)
-                if limit is not None and used + t > limit:
-                    break
-                used += t
-                sources.append((row, float(evidence[i])))
-        rel_rows = {key: rel_rows[key] for key in relations}
+            q.local_path(query)
+        sources = _sources(state, q.g, q.evidence_src, o)
+        ent_list = q.ent_order([(e, s, p) for e, (s, p) in q.entities.items()])
+        rel_list = q.rel_order([(k, s, p) for k, (s, p) in q.relations.items()])
+        rel_rows = {key: q.rel_rows[key] for key in q.relations}
         return LightRAGContext(kw, ent_list, rel_list, sources, rel_rows), dict(sources)
 
     # -- retrieval -----------------------------------------------------------------------
@@ -813,6 +570,138 @@ class LightRAG(Method):
                 )
             )
         return hits
+
+
+class _ContextQuery:
+    """One query's two LightRAG paths (spec §2.4) and what they gather: the context entities
+    and relations (``{key: (similarity, path)}``), each listed relation's row, and the graph
+    evidence sources per part (``(similarity, "entity" | "relation", row)``)."""
+
+    def __init__(self, state, g: LightGraph, kw: Keywords, qvec: np.ndarray, o: Mapping[str, Any]) -> None:
+        self.state, self.kg, self.g, self.kw, self.qvec, self.o = state, state.kg, g, kw, qvec, o
+        self.top_k, self.floor = int(o["top_k"]), float(o["min_similarity"])
+        self.searched: dict[int, tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]] = {}
+        self.entities: dict[str, tuple[float, str]] = {}
+        self.relations: dict[tuple[str, str], tuple[float, str]] = {}
+        self.rel_rows: dict[tuple[str, str], int] = {}
+        self.evidence_src: dict[str, list[tuple[float, str, int]]] = {"entity": [], "relation": [], "hop": []}
+
+    def vec(self, words: list[str]) -> np.ndarray:
+        """The search vector of keywords ``words`` (the query's own when offline)."""
+        kv = self.o["keyword_vectors"]
+        if not words or kv == "query" or (kv == "auto" and self.kw.source == "offline"):
+            return self.qvec
+        return np.asarray(self.state.embedder.embed([", ".join(words)])[0], np.float32)
+
+    def entity_top(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # global and local modes share the search when they query the same vector (offline);
+        # the vector is kept with its result, so its id is not reused within the query
+        if id(v) not in self.searched:
+            self.searched[id(v)] = (v, _entity_search(self.state, v, self.top_k, int(self.o["ef_search"])))
+        return self.searched[id(v)][1]
+
+    def top(self, rows: np.ndarray, sims: np.ndarray) -> list[tuple[int, float]]:
+        keep = sims >= self.floor
+        rows, sims = rows[keep], sims[keep]
+        order = np.lexsort((rows, -sims))[: self.top_k]
+        return list(zip(rows[order].tolist(), sims[order].tolist(), strict=True))
+
+    def ent_text(self, eid):
+        e = self.kg.entities[eid]
+        return f"{e.name}: {e.description}" if e.description else e.name
+
+    def rel_text(self, key):
+        kg = self.kg
+        return f"{kg.entities[key[0]].name} — {kg.entities[key[1]].name}: {kg.relations[key].description}"
+
+    def ent_order(self, items):  # rank = degree, then weight, then id
+        kg, degree = self.kg, self.g.degree
+        return sorted(items, key=lambda x: (-degree[kg.row[x[0]]], -kg.entities[x[0]].weight, x[0]))
+
+    def rel_order(self, items):
+        kg, degree = self.kg, self.g.degree
+
+        def edeg(key):
+            return float(degree[kg.row[key[0]]] + degree[kg.row[key[1]]])
+
+        return sorted(items, key=lambda x: (-edeg(x[0]), -kg.relations[x[0]].weight, x[0]))
+
+    def global_path(self, query: str) -> None:
+        """High-level keywords → relations (their vectors), one hop to their endpoints."""
+        state, kg, g, o = self.state, self.kg, self.g, self.o
+        hvec = self.vec(self.kw.high_level or [query])
+        seeds = _relation_candidates(
+            state, g, hvec, self.entity_top(hvec)[0], int(o["relation_seed_chunks"]), o["relation_seed_cap"]
+        )
+        tv = relation_text_vectors(state) if o["relation_vectors"] == "auto" else None
+        if tv is not None:  # an LLM build: the embedded keywords + names + description (spec §1.8)
+            rsim = rows_dot(tv.vectors[seeds], np.asarray(hvec, np.float32))
+        else:
+            rv = relation_vectors(state, float(o["relation_chunk_weight"]))
+            rsim = rv.similarity(g, state, seeds, hvec)
+        found = []
+        for i, s in self.top(seeds, rsim):
+            found.append((g.key(kg, i), s, "global"))
+            self.rel_rows[found[-1][0]] = i
+            self.evidence_src["relation"].append((s, "relation", i))
+        kept = _budget(self.rel_order(found), lambda x: self.rel_text(x[0]), state, o["max_relation_tokens"])
+        ends: dict[str, float] = {}
+        for key, s, _ in kept:
+            self.relations.setdefault(key, (s, "global"))
+            for eid in key:
+                ends[eid] = max(ends.get(eid, 0.0), s)
+        hop = self.ent_order([(e, s, "global") for e, s in ends.items()])
+        hop = _budget(hop, lambda x: self.ent_text(x[0]), state, o["max_entity_tokens"])
+        for eid, s, p in hop:
+            self.entities.setdefault(eid, (s, p))
+            self.evidence_src["hop"].append((s, "entity", kg.row[eid]))
+
+    def local_path(self, query: str) -> None:
+        """Low-level keywords → entities, one hop to their incident relations."""
+        state, kg, o, entities = self.state, self.kg, self.o, self.entities
+        rows, esim = self.entity_top(self.vec(self.kw.low_level or [query]))
+        sims = {kg.entity_ids[r]: s for r, s in self.top(rows, esim)}
+        for eid in self.kw.matched:  # named exactly by a keyword: always retrieved, first
+            sims[eid] = max(sims.get(eid, 0.0), 1.0)
+        found_e = self.ent_order([(e, s, "local") for e, s in sims.items()])
+        for eid, s, _ in found_e:
+            self.evidence_src["entity"].append((s, "entity", kg.row[eid]))
+        kept_e = _budget(found_e, lambda x: self.ent_text(x[0]), state, o["max_entity_tokens"])
+        hop_r = _incident_edges(kg, self.g, found_e, lambda x: self.rel_text(x[0]), o["max_relation_tokens"])
+        for _, s, _, i in hop_r:
+            self.evidence_src["hop"].append((s, "relation", i))
+        for eid, s, p in kept_e:
+            if eid not in entities or entities[eid][1] != "local":
+                entities[eid] = (max(s, entities.get(eid, (0.0, ""))[0]), p)
+        for key, s, p, i in hop_r:
+            self.relations.setdefault(key, (s, p))
+            self.rel_rows[key] = i
+
+
+def _sources(state, g: LightGraph, evidence_src: Mapping[str, list], o: Mapping[str, Any]) -> list[tuple[int, float]]:
+    """The Sources section: each part's evidence spread to chunks, scaled to its weight, summed,
+    best first within ``max_source_tokens``: ``[(chunk_row, evidence), ...]``."""
+    weights = {"entity": o["entity_weight"], "relation": o["relation_weight"], "hop": o["hop_weight"]}
+    part_rows, part_values = [], []
+    for part, srcs in evidence_src.items():
+        rows, values = _spread(g, srcs, int(o["spread_max_chunks"]))
+        if len(rows):
+            part_rows.append(rows)
+            part_values.append(float(weights[part]) * values / values.max())
+    limit = o["max_source_tokens"]
+    sources = []
+    used = 0
+    if part_rows:
+        rows, inv = np.unique(np.concatenate(part_rows), return_inverse=True)
+        evidence = np.bincount(inv, weights=np.concatenate(part_values), minlength=len(rows))
+        for i in np.lexsort((rows, -evidence)).tolist():
+            row = int(rows[i])
+            t = count_tokens(state.chunks[row].text)
+            if limit is not None and used + t > limit:
+                break
+            used += t
+            sources.append((row, float(evidence[i])))
+    return sources
 
 
 def _mix(state, qvec: np.ndarray, k: int, graph: list[tuple[int, float]], floor: float,

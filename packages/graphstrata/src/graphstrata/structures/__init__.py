@@ -3,7 +3,7 @@ offline builder, its array codec and its registration (:mod:`.registry`).
 
 Between the state (:mod:`graphstrata.state`) and the methods / indexing stages: a method reads
 these structures at query time, an indexing stage may hand a builder its LLM seams (HiRAG's
-summariser and reports, :func:`.hirag.provide_llm_stages`), and persistence registers them by
+summariser and reports, :func:`.summaries.provide_llm_stages`), and persistence registers them by
 importing this package. Nothing here imports :mod:`graphstrata.methods` or
 :mod:`graphstrata.indexing`.
 
@@ -18,8 +18,8 @@ Modules:
 * :mod:`.passages` — ArchRAG's passage graph, document titles and dates;
 * :mod:`.text_vectors` — embedded texts per owner (relation and fact vectors);
 * :mod:`.lightrag`, :mod:`.agrag` — those methods' graphs and vectors;
-* :mod:`.hirag`, :mod:`.clustering` — HiRAG's hierarchical index and its GMM / Leiden
-  clusterings.
+* :mod:`.hirag`, :mod:`.clustering`, :mod:`.summaries` — HiRAG's hierarchical index, its
+  GMM / Leiden clusterings and its summary-entity seam (the LLM stages are provided to it).
 
 Importing the package registers every structure (in the order the facade has always
 registered them).

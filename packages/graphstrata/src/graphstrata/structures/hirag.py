@@ -56,79 +56,11 @@ from ..llm.client import LLMClient
 from ..models import l2_normalise
 from .clustering import cluster_sparsity, csr_edges, gmm_clusters, leiden_leaves
 from .registry import DerivedSpec, lossless_float32, pack_strings, register_derived, unpack_strings
+from .summaries import LazyNames, SummariseFn, SummaryCluster, extractive_summariser, llm_stages
 
 SUMMARY_PREFIX = "\u00a7hirag:"  # summary-entity node ids: "§hirag:L<layer>S<index>"
 
 SUMMARY_VECTORS = ("auto", "centroid", "embedding")
-
-
-@dataclass(frozen=True)
-class SummaryCluster:
-    """One non-singleton cluster of layer ``l − 1`` that becomes a summary entity of layer ``l``.
-
-    Attributes:
-        member_names, member_descriptions: the cluster's nodes in layer ``l − 1`` (KG
-            entities for ``l = 1``; summary entities or carried-forward nodes above), most
-            frequent first (by the occurrence weight of their top entity): what the spec's
-            prompt summarises (§2.5.1).
-        entity_names: every KG entity under the cluster (flattened), by occurrence weight
-            descending: what the extractive summary names. For :func:`extractive_summariser`
-            itself the build passes a read-only sequence that looks names up on access (and
-            leaves the member lists empty: it reads neither), so a layer of 10⁶ entities does
-            not materialise their names.
-    """
-
-    member_names: list[str]
-    member_descriptions: list[str]
-    entity_names: list[str]
-
-
-SummariseFn = Callable[[int, list[SummaryCluster]], list[tuple[str, str]]]
-"""``summarise_fn(layer, clusters) -> [(name, description), ...]``: the summary-entity seam of
-HiIndex (spec §2.5), called once per layer with all its non-singleton clusters, returning one
-``(name, description)`` per cluster in order. Defaults: :func:`extractive_summariser` offline,
-:func:`~graphstrata.indexing.hirag.llm_summariser` with the state's LLM (see :func:`hi_index`)."""
-
-CommunityReportsFn = Callable[[Any, "HiIndex", LLMClient], tuple[list[str], list[str]]]
-"""``community_reports(kg, hi, client) -> (titles, texts)``: one LLM report per community of a
-bound :class:`HiIndex` (``("", "")`` where a report failed; both empty when all did)."""
-
-
-@dataclass(frozen=True)
-class LLMStages:
-    """HiRAG's LLM stages, which a :class:`HiIndex` build hands its clusters and communities to
-    when the state was built with an LLM (spec §2.5.1 summary entities, §2.7 reports). They are
-    indexing stages (prompts, kept answers, ledger stages): :mod:`graphstrata.indexing.hirag`
-    provides them (:func:`provide_llm_stages`) when it is imported, as the facade does.
-
-    Attributes:
-        summariser: ``summariser(client) -> SummariseFn``, the LLM summary-entity seam.
-        community_reports: the LLM community reports (:data:`CommunityReportsFn`).
-    """
-
-    summariser: Callable[[LLMClient], SummariseFn]
-    community_reports: CommunityReportsFn
-
-
-_LLM_STAGES: list[LLMStages] = []
-
-
-def provide_llm_stages(stages: LLMStages) -> LLMStages:
-    """Make ``stages`` the LLM stages of every later HiIndex build (a later call replaces it)."""
-    _LLM_STAGES[:] = [stages]
-    return stages
-
-
-def llm_stages() -> LLMStages:
-    """The provided :class:`LLMStages`.
-
-    Raises:
-        RuntimeError: none were provided (:mod:`graphstrata.indexing.hirag` not imported).
-    """
-    if not _LLM_STAGES:
-        raise RuntimeError("HiRAG's LLM stages are not provided: import graphstrata.indexing first")
-    return _LLM_STAGES[0]
-
 
 
 @dataclass(frozen=True)
@@ -456,19 +388,6 @@ class _NodeRow(Mapping):
         return self._hi.n_nodes
 
 
-def _extractive_summary(names: list[str]) -> tuple[str, str]:
-    title = ", ".join(names[:3])
-    listed = ", ".join(names[:10])
-    more = f" and {len(names) - 10} more" if len(names) > 10 else ""
-    return title, f"Summary of {len(names)} related entities: {listed}{more}."
-
-
-def extractive_summariser(layer: int, clusters: list[SummaryCluster]) -> list[tuple[str, str]]:
-    """The offline :data:`SummariseFn`: name = the top three entities under the cluster (by
-    occurrence weight), description = "Summary of N related entities: <up to ten names>"."""
-    return [_extractive_summary(c.entity_names) for c in clusters]
-
-
 def _built_with(state) -> str | None:
     """The id of the LLM ``state``'s records were built with (``state.llm_id``; the facade's
     state's), ``None`` for an offline build."""
@@ -536,22 +455,6 @@ def extractive_community_report(kg, hi: HiIndex, c: int, top: Sequence[int] | No
     return title, " ".join(sentences)
 
 
-class _LazyNames(Sequence):
-    """Entity names of ``rows`` (int array) read on access: the extractive summary reads ten of
-    a cluster's thousands."""
-
-    def __init__(self, rows: np.ndarray, name: Callable[[int], str]) -> None:
-        self._rows, self._name = rows, name
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self._name(int(r)) for r in self._rows[i]]
-        return self._name(int(self._rows[i]))
-
-
 def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
     """Build HiIndex over ``state``'s KG (see the module docstring).
 
@@ -577,50 +480,80 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
     """
     config = config or HiIndexConfig()
     kg = state.kg
-    n0 = len(kg)
     ent_vecs = np.asarray(state.vectors.get("entities", np.zeros((0, 1), np.float32)), np.float32)
-    node_ids = list(kg.entity_ids)
-    layers = [0] * n0
-    names: list[str] = []
-    descriptions: list[str] = []
-    chunk_lists: list[list[str]] = []
-    vec_parts = [ent_vecs]
-    # occurrence weight of each entity row (orders members and names)
-    weight = np.asarray([kg.entities[e].weight for e in kg.entity_ids], np.float64)
-    cur_nodes = list(range(n0))
-    cur_vecs = ent_vecs
-    # entity rows under each node of the current layer, most frequent first (None: layer 0,
-    # where node i is entity i)
-    cur_ents: list[np.ndarray] | None = None
-    inter_edges: list[tuple[int, int]] = []
-    sparsity: list[float] = []
-    cs_prev = 0.01
-
-    def node_name(i: int) -> str:
-        return kg.entities[kg.entity_ids[i]].name if i < n0 else names[i - n0]
-
-    def node_description(i: int) -> str:
-        return kg.entities[kg.entity_ids[i]].description if i < n0 else descriptions[i - n0]
-
-    def entity_name(e: int) -> str:
-        return kg.entities[kg.entity_ids[e]].name
-
     summarise = _summariser(state, config)
-    extractive = summarise is extractive_summariser
-    embed = config.summary_vectors == "embedding" or (config.summary_vectors == "auto" and not extractive)
+    b = _LayerBuild(kg, ent_vecs, summarise is extractive_summariser)
+    embed = config.summary_vectors == "embedding" or (config.summary_vectors == "auto" and not b.extractive)
+    cs_prev = 0.01
     for level in range(1, config.max_layers + 1):
-        n = len(cur_nodes)
+        n = len(b.cur_nodes)
         if n <= 2:
             break
-        clusters = gmm_clusters(cur_vecs, config)
+        clusters = gmm_clusters(b.cur_vecs, config)
         cs = cluster_sparsity(clusters, n)
-        sparsity.append(cs)
+        b.sparsity.append(cs)
         if level > 1 and (
             (config.cs_cap is not None and cs >= config.cs_cap)
             or abs(cs - cs_prev) / cs_prev <= config.eps
         ):
             break
         cs_prev = cs
+        cluster_ents, todo = b.summary_clusters(clusters)
+        texts = summarise(level, todo) if todo else []
+        if len(texts) != len(todo):
+            raise ValueError(f"summarise_fn returned {len(texts)} summaries for {len(todo)} clusters")
+        summary_vecs = None
+        if embed and todo:
+            summary_vecs = l2_normalise(
+                np.asarray(state.embedder.embed([f"{t} {d}".strip() for t, d in texts]), np.float32)
+            )
+        if not b.add_layer(level, clusters, cluster_ents, texts, summary_vecs):  # nothing merged
+            break
+    hi = b.index(config, _variant(state, config))
+    llm = _state_llm(state)
+    if llm is not None and config.llm_reports and hi.n_communities:
+        hi.report_titles, hi.report_texts = llm_stages().community_reports(kg, hi, llm)
+    return hi
+
+
+class _LayerBuild:
+    """The layers of a :func:`build_hi_index` run as they grow: every node so far (the KG
+    entities, then each layer's summary entities) and the current layer's nodes, vectors and
+    entity rows (``cur_ents[i]``: the entity rows under node ``i``, most frequent first;
+    ``None`` at layer 0, where node ``i`` is entity ``i``)."""
+
+    def __init__(self, kg, ent_vecs: np.ndarray, extractive: bool) -> None:
+        self.kg, self.ent_vecs, self.extractive = kg, ent_vecs, extractive
+        self.n0 = len(kg)
+        self.node_ids = list(kg.entity_ids)
+        self.layers = [0] * self.n0
+        self.names: list[str] = []
+        self.descriptions: list[str] = []
+        self.chunk_lists: list[list[str]] = []
+        self.vec_parts = [ent_vecs]
+        # occurrence weight of each entity row (orders members and names)
+        self.weight = np.asarray([kg.entities[e].weight for e in kg.entity_ids], np.float64)
+        self.cur_nodes = list(range(self.n0))
+        self.cur_vecs = ent_vecs
+        self.cur_ents: list[np.ndarray] | None = None
+        self.inter_edges: list[tuple[int, int]] = []
+        self.sparsity: list[float] = []
+
+    def node_name(self, i: int) -> str:
+        kg = self.kg
+        return kg.entities[kg.entity_ids[i]].name if i < self.n0 else self.names[i - self.n0]
+
+    def node_description(self, i: int) -> str:
+        kg = self.kg
+        return kg.entities[kg.entity_ids[i]].description if i < self.n0 else self.descriptions[i - self.n0]
+
+    def entity_name(self, e: int) -> str:
+        return self.kg.entities[self.kg.entity_ids[e]].name
+
+    def summary_clusters(self, clusters: list[list[int]]) -> tuple[dict[int, np.ndarray], list[SummaryCluster]]:
+        """The entity rows under each non-singleton cluster (by occurrence weight, then row)
+        and what the summariser reads of it, in cluster order."""
+        cur_ents, weight, n = self.cur_ents, self.weight, len(self.cur_nodes)
         top_ent = (
             np.arange(n, dtype=np.int64) if cur_ents is None
             else np.fromiter((e[0] for e in cur_ents), np.int64, len(cur_ents))
@@ -634,25 +567,25 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
             ents = m if cur_ents is None else np.unique(np.concatenate([cur_ents[i] for i in members]))
             ents = ents[np.lexsort((ents, -weight[ents]))]  # by occurrence weight, then row
             cluster_ents[ci] = ents
-            if extractive:  # reads the entity names only, and of them the first ten
-                todo.append(SummaryCluster([], [], _LazyNames(ents, entity_name)))
+            if self.extractive:  # reads the entity names only, and of them the first ten
+                todo.append(SummaryCluster([], [], LazyNames(ents, self.entity_name)))
                 continue
-            below = [cur_nodes[i] for i in m[np.lexsort((m, -weight[top_ent[m]]))].tolist()]
+            below = [self.cur_nodes[i] for i in m[np.lexsort((m, -weight[top_ent[m]]))].tolist()]
             todo.append(
                 SummaryCluster(
-                    member_names=[node_name(i) for i in below],
-                    member_descriptions=[node_description(i) for i in below],
-                    entity_names=[entity_name(e) for e in ents.tolist()],
+                    member_names=[self.node_name(i) for i in below],
+                    member_descriptions=[self.node_description(i) for i in below],
+                    entity_names=[self.entity_name(e) for e in ents.tolist()],
                 )
             )
-        texts = summarise(level, todo) if todo else []
-        if len(texts) != len(todo):
-            raise ValueError(f"summarise_fn returned {len(texts)} summaries for {len(todo)} clusters")
-        summary_vecs = None
-        if embed and todo:
-            summary_vecs = l2_normalise(
-                np.asarray(state.embedder.embed([f"{t} {d}".strip() for t, d in texts]), np.float32)
-            )
+        return cluster_ents, todo
+
+    def add_layer(self, level: int, clusters, cluster_ents, texts, summary_vecs) -> bool:
+        """Add layer ``level``: a summary entity per non-singleton cluster (``texts`` in
+        cluster order; its vector embedded, ``summary_vecs``, or its members' normalised
+        centroid), singletons carried forward. ``False`` (and nothing kept as the current
+        layer) when nothing merged."""
+        kg, cur_nodes, cur_vecs, cur_ents = self.kg, self.cur_nodes, self.cur_vecs, self.cur_ents
         next_nodes, next_vecs, next_ents = [], [], []
         seen_single: set[int] = set()
         done = 0
@@ -667,73 +600,65 @@ def build_hi_index(state, config: HiIndexConfig | None = None) -> HiIndex:
                 continue
             ents = cluster_ents[ci]
             title, desc = texts[done]
-            idx = len(node_ids)
-            node_ids.append(f"{SUMMARY_PREFIX}L{level}S{len(next_nodes)}")
-            layers.append(level)
-            names.append(title)
-            descriptions.append(desc)
+            idx = len(self.node_ids)
+            self.node_ids.append(f"{SUMMARY_PREFIX}L{level}S{len(next_nodes)}")
+            self.layers.append(level)
+            self.names.append(title)
+            self.descriptions.append(desc)
             top_chunks = [kg.entities[kg.entity_ids[e]].chunk_ids for e in ents[:5].tolist()]
-            chunk_lists.append(rank_chunks(top_chunks, limit=10))
+            self.chunk_lists.append(rank_chunks(top_chunks, limit=10))
             if summary_vecs is not None:
                 v = summary_vecs[done]
             else:
                 v = cur_vecs[members].mean(axis=0)
                 v = v / max(float(np.linalg.norm(v)), 1e-12)
             done += 1
-            vec_parts.append(v[None, :].astype(np.float32))
+            self.vec_parts.append(v[None, :].astype(np.float32))
             for m in members:
-                inter_edges.append((cur_nodes[m], idx))
+                self.inter_edges.append((cur_nodes[m], idx))
             next_nodes.append(idx)
             next_vecs.append(v)
             next_ents.append(ents)
-        if len(next_nodes) >= n:  # nothing merged
-            break
-        cur_nodes, cur_ents = next_nodes, next_ents
-        cur_vecs = np.vstack(next_vecs).astype(np.float32)
-    summary_ids = node_ids[n0:]
-    dim = int(ent_vecs.shape[1]) if ent_vecs.ndim == 2 else 1
-    summary_vectors = (
-        np.vstack(vec_parts[1:]).astype(np.float32) if len(vec_parts) > 1 else np.zeros((0, dim), np.float32)
-    )
-    n_nodes = len(node_ids)
-    row = kg.row
-    rel_a = np.fromiter((row[a] for a, _ in kg.relations), np.int64, len(kg.relations))
-    rel_b = np.fromiter((row[b] for _, b in kg.relations), np.int64, len(kg.relations))
-    rel_w = np.fromiter((float(r.weight) for r in kg.relations.values()), np.float64, len(kg.relations))
-    inter = np.asarray(inter_edges, np.int64).reshape(-1, 2)
-    ea = np.concatenate([rel_a, inter[:, 0]])
-    eb = np.concatenate([rel_b, inter[:, 1]])
-    ew = np.concatenate([rel_w, np.ones(len(inter), np.float64)])
-    indptr, indices, weights = csr_edges(n_nodes, ea, eb, ew)
-    communities = leiden_leaves(ea, eb, ew, config)
-    sizes = np.asarray([len(c) for c in communities], np.int64)
-    community_indptr = np.zeros(len(communities) + 1, np.int64)
-    np.cumsum(sizes, out=community_indptr[1:])
-    members = np.asarray([m for c in communities for m in c], np.int32)
-    node_community = np.full(n_nodes, -1, np.int32)
-    node_community[members] = np.repeat(np.arange(len(communities), dtype=np.int32), sizes)
-    hi = HiIndex(
-        n_entities=n0,
-        summary_ids=summary_ids,
-        summary_layer=np.asarray(layers[n0:], np.int64),
-        names=names,
-        descriptions=descriptions,
-        chunk_ids=chunk_lists,
-        summary_vectors=summary_vectors,
-        indptr=indptr,
-        indices=indices,
-        weights=weights,
-        community_indptr=community_indptr,
-        community_members=members,
-        node_community=node_community,
-        sparsity=sparsity,
-        variant=_variant(state, config),
-    )
-    hi.bind(kg, ent_vecs if len(ent_vecs) == n0 else None)
-    llm = _state_llm(state)
-    if llm is not None and config.llm_reports and hi.n_communities:
-        hi.report_titles, hi.report_texts = llm_stages().community_reports(kg, hi, llm)
-    return hi
+        if len(next_nodes) >= len(cur_nodes):
+            return False
+        self.cur_nodes, self.cur_ents = next_nodes, next_ents
+        self.cur_vecs = np.vstack(next_vecs).astype(np.float32)
+        return True
+
+    def index(self, config: HiIndexConfig, variant: str) -> HiIndex:
+        """The :class:`HiIndex` of the layers: G_k (KG relations + inter-layer edges) as CSR,
+        its Leiden leaf communities, bound to the KG's entities."""
+        kg, n0, ent_vecs = self.kg, self.n0, self.ent_vecs
+        dim = int(ent_vecs.shape[1]) if ent_vecs.ndim == 2 else 1
+        summary_vectors = (
+            np.vstack(self.vec_parts[1:]).astype(np.float32) if len(self.vec_parts) > 1
+            else np.zeros((0, dim), np.float32)
+        )
+        n_nodes = len(self.node_ids)
+        row = kg.row
+        rel_a = np.fromiter((row[a] for a, _ in kg.relations), np.int64, len(kg.relations))
+        rel_b = np.fromiter((row[b] for _, b in kg.relations), np.int64, len(kg.relations))
+        rel_w = np.fromiter((float(r.weight) for r in kg.relations.values()), np.float64, len(kg.relations))
+        inter = np.asarray(self.inter_edges, np.int64).reshape(-1, 2)
+        ea = np.concatenate([rel_a, inter[:, 0]])
+        eb = np.concatenate([rel_b, inter[:, 1]])
+        ew = np.concatenate([rel_w, np.ones(len(inter), np.float64)])
+        indptr, indices, weights = csr_edges(n_nodes, ea, eb, ew)
+        communities = leiden_leaves(ea, eb, ew, config)
+        sizes = np.asarray([len(c) for c in communities], np.int64)
+        community_indptr = np.zeros(len(communities) + 1, np.int64)
+        np.cumsum(sizes, out=community_indptr[1:])
+        members = np.asarray([m for c in communities for m in c], np.int32)
+        node_community = np.full(n_nodes, -1, np.int32)
+        node_community[members] = np.repeat(np.arange(len(communities), dtype=np.int32), sizes)
+        hi = HiIndex(
+            n_entities=n0, summary_ids=self.node_ids[n0:], summary_layer=np.asarray(self.layers[n0:], np.int64),
+            names=self.names, descriptions=self.descriptions, chunk_ids=self.chunk_lists,
+            summary_vectors=summary_vectors, indptr=indptr, indices=indices, weights=weights,
+            community_indptr=community_indptr, community_members=members, node_community=node_community,
+            sparsity=self.sparsity, variant=variant,
+        )
+        return hi.bind(kg, ent_vecs if len(ent_vecs) == n0 else None)
 
 
 def _variant(state, config: HiIndexConfig) -> str:
