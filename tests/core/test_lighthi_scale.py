@@ -146,7 +146,7 @@ def test_a_seeded_state_answers_the_same_without_building(gs: GraphStrata, monke
     def boom(*a, **k):
         raise AssertionError("rebuilt a persisted structure")
 
-    for mod, name in ((lightrag, "build_light_graph"), (lightrag, "build_relation_vectors"),
+    for mod, name in ((lightrag_structures, "build_light_graph"), (lightrag_structures, "build_relation_vectors"),
                       (hirag_index, "build_hi_index")):
         monkeypatch.setattr(mod, name, boom)
     for m in ("lightrag", "hirag"):

@@ -44,7 +44,7 @@ with the index, together with the push graph of the default PPR walk,
    returned facts snapped to the candidates; output the parser cannot read falls back to the
    offline rule for that query and is counted with ``LLMClient.skip``. Offline (§6.3 item 2):
    keep facts with ``MS ≥ max MS − fact_delta``. A ``fact_filter(query, facts) -> facts``
-   callable (see :class:`FactFilter`) wins over both. At most ``max_facts`` (4, the
+   callable (see :class:`~.fact_filter.FactFilter`) wins over both. At most ``max_facts`` (4, the
    filter's cap) are kept.
 4. Anchors = endpoints of the kept facts (§2.3).
 5. Personalised PageRank (§2.4; d = 0.5, weighted, undirected) by forward push
@@ -86,15 +86,12 @@ retriever stops at the context (§6.1 #1).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from ..llm.client import LLMClient
-from ..llm.prompts.agrag_query import filter_request, parse_fact_filter
 from ..scores import bounded, relative, unit
 from ..structures.agrag import (
     DEFAULT_WEIGHTS,
@@ -122,6 +119,7 @@ from .base import (
     rank,
     scored,
 )
+from .fact_filter import Fact, llm_fact_filter
 from .graph_ops import (
     MCMI_MODES,
     MIN_COST,
@@ -134,83 +132,12 @@ from .graph_ops import (
 
 SYNONYM = "synonym"
 PSEUDO = -1
-#: ledger stage of the fact-filter call
-FACT_FILTER_STAGE = "query:fact_filter"
 #: default forward-push tolerance of the PPR (option ``ppr_epsilon``), chosen on the dev sets:
 #: recall@2/5/10 equal to the exact PageRank's on MuSiQue, HotpotQA and LiHua-World (1e-5 lost
 #: 0.004 R@5 on MuSiQue); about 2,000 pushes a query at 44k chunks
 PPR_EPSILON = 3e-6
 #: default number of query-nearest entities whose mutual facts are fact candidates
 ENTITY_CANDIDATES = 50
-
-
-@dataclass(frozen=True)
-class Fact:
-    """A candidate fact (a fact edge of the graph) shown to the fact filter.
-
-    Attributes:
-        index: relation row in the AGRAG graph (stable per index state).
-        source, target: entity ids (``source < target``).
-        subject, predicate, object: the display triple: entity names and the LLM's predicate,
-            in the LLM's direction, for an LLM-built index (one :class:`Fact` per parallel
-            triple of a pair, :func:`fact_triples`); ``"co-occurs with"`` offline.
-        sentence: the shortest sentence where both entities occur.
-        score: ``MS(q, f)`` (higher is better).
-        chunk_ids: the chunks where the fact occurs.
-    """
-
-    index: int
-    source: str
-    target: str
-    subject: str
-    predicate: str
-    object: str
-    sentence: str
-    score: float
-    chunk_ids: tuple[str, ...] = field(default=())
-
-
-class FactFilter(Protocol):
-    """The LLM seam of AGRAG's query step (spec §2.2): pick the relevant facts.
-
-    Called with the query and the top-``top_facts`` candidate :class:`Fact` s (best first);
-    returns the facts to keep, most relevant first. Returned facts are snapped back to the
-    candidates by ``index`` (unknown ones are dropped) and truncated to ``max_facts``. Return
-    ``[]`` for "none relevant": retrieval then runs without anchors (passage-seeded PPR and
-    hybrid chunks). An LLM implementation formats the candidates as ``[[s, p, o], ...]`` with
-    the HippoRAG 2 "recognition memory" prompt and parses ``{"fact": [...]}``.
-    """
-
-    def __call__(self, query: str, facts: Sequence[Fact]) -> Sequence[Fact]: ...
-
-
-def llm_fact_filter(client: LLMClient, query: str, facts: Sequence[Fact], max_facts: int) -> list[Fact] | None:
-    """Ask ``client`` which candidate ``facts`` help answer ``query`` (spec §2.2; one call,
-    stage ``"query:fact_filter"``, JSON mode, cached by the client).
-
-    Args:
-        max_facts: most facts the prompt lets the model keep.
-
-    Returns:
-        The kept candidates in the model's order (each returned fact snapped to the closest
-        candidate; ``[]`` when the model kept none), or ``None`` when the output is unreadable
-        (:func:`~graphstrata.llm.prompts.agrag_query.parse_fact_filter`), counted as one
-        skipped record of the stage and reported as the fallback
-        ``"fact_filter: offline fallback, unreadable answer"`` (``Answer.fallbacks``). No call when ``facts`` is empty (returns ``[]``).
-
-    Raises:
-        LLMError: the call failed after the client's retries.
-    """
-    if not facts:
-        return []
-    triples = [(f.subject, f.predicate, f.object) for f in facts]
-    req = filter_request(query, triples, [f.sentence for f in facts], max_facts)
-    picked = parse_fact_filter(client.request(req, FACT_FILTER_STAGE).text, triples)
-    if picked is None:
-        client.skip(FACT_FILTER_STAGE)
-        client.fallback(FACT_FILTER_STAGE, "offline fallback, unreadable answer")
-        return None
-    return [facts[i] for i in picked]
 
 
 class _EntitySims:
@@ -375,7 +302,7 @@ class AGRAG(Method):
         fact_entity_weight: weight ``w`` of the endpoint-entity cosine in the offline MS
             (0–1); the rest is the fact's best chunk HS.
         fact_filter: ``None`` (the LLM filter when the query has an LLM, else the offline
-            rule) or a :class:`FactFilter` callable, which wins over both.
+            rule) or a :class:`~.fact_filter.FactFilter` callable, which wins over both.
         llm: the :class:`~graphstrata.llm.LLMClient` of the fact filter (``None``: the
             state's ``llm``; none there either: the offline rule).
         damping: PPR follow-edge probability d (spec: 0.5).
@@ -474,17 +401,7 @@ class AGRAG(Method):
         anchors = sorted({int(r) for f in facts for r in (g.rel_src[f.index], g.rel_dst[f.index])})
 
         # 5-6. PPR
-        reset: dict[int, float] = {}
-        psw = float(o["passage_seed_weight"]) if anchors else 1.0
-        for a in anchors:
-            reset[a] = (1.0 - psw) / len(anchors)
-        seeds = rank(hs_map, int(o["seed_passages"]))
-        seed_total = sum(s for _, s in seeds)
-        if seeds and seed_total > 0:
-            for r, s in seeds:
-                reset[n_e + r] = reset.get(n_e + r, 0.0) + psw * s / seed_total
-        elif anchors:
-            reset = {a: 1.0 / len(anchors) for a in anchors}
+        reset = self._reset(n_e, anchors, hs_map, o)
         ppr = self._pagerank(state, g, reset, o)
 
         # 7-9. Steiner tree + MCMI on a bounded subgraph, rendered paths
@@ -543,6 +460,24 @@ class AGRAG(Method):
         return out
 
     # -- helpers -------------------------------------------------------------------------
+    @staticmethod
+    def _reset(n_e: int, anchors: list[int], hs_map: dict[int, float], o) -> dict[int, float]:
+        """The PPR reset (spec §2.4): the anchors share ``1 − passage_seed_weight``, the best
+        ``seed_passages`` hybrid chunks the rest in proportion to their scores (the anchors
+        alone when no chunk scores above 0)."""
+        reset: dict[int, float] = {}
+        psw = float(o["passage_seed_weight"]) if anchors else 1.0
+        for a in anchors:
+            reset[a] = (1.0 - psw) / len(anchors)
+        seeds = rank(hs_map, int(o["seed_passages"]))
+        seed_total = sum(s for _, s in seeds)
+        if seeds and seed_total > 0:
+            for r, s in seeds:
+                reset[n_e + r] = reset.get(n_e + r, 0.0) + psw * s / seed_total
+        elif anchors:
+            reset = {a: 1.0 / len(anchors) for a in anchors}
+        return reset
+
     @staticmethod
     def _pagerank(state, g: AgragGraph, reset: dict[int, float], o) -> _Mass:
         """PPR of the AGRAG walk from ``reset`` (module doc step 5): forward push on the
@@ -814,6 +749,34 @@ def _path_entities(g: AgragGraph, state, p) -> list[dict[str, Any]]:
     return [ex.entity_ref(state, ids[v]) for v in order]
 
 
+def _rendered_paths(g: AgragGraph, state, paths, path_hits: list[Hit]) -> list[tuple[Any, Hit, dict[str, Any]]]:
+    """Each rendered path with its hit and its explanation reasoning path (entities, the first
+    :data:`.explain.MAX_TRIPLES` triples, the rest counted)."""
+    rendered = []
+    for p, h in zip(paths, path_hits, strict=True):
+        triples = [list(t) for t in p.triples]
+        rp: dict[str, Any] = {"id": h.id, "entities": _path_entities(g, state, p),
+                              "triples": triples[: ex.MAX_TRIPLES]}
+        if len(triples) > ex.MAX_TRIPLES:
+            rp["truncated"] = len(triples) - ex.MAX_TRIPLES
+        rendered.append((p, h, rp))
+    return rendered
+
+
+def _chunk_path(rendered, cid: str, node: int) -> dict[str, Any] | None:
+    """The reasoning path of chunk ``cid`` (passage node ``node``): the first path one of whose
+    facts it states (with those triples), else the last path holding its passage node."""
+    path = None
+    for p, h, rp in rendered:
+        mine = [fact["triple"] for fact in h.metadata.get("facts", []) if cid in fact["chunk_ids"]]
+        if mine or node in p.nodes:
+            path = {**rp, "chunk_triples": mine[: ex.MAX_TRIPLES]} if mine else rp
+            if mine:
+                break
+            # a passage node of this path: keep looking for a path one of whose facts it states
+    return path
+
+
 def _explain(state, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent_sims: _EntitySims, facts, anchors,
              reset: dict[int, float], ppr: _Mass, paths, path_rows, pool_rows, o) -> None:
     """Fill ``out.explain`` and the context hits' ``explain`` (:mod:`.explain`): a chunk's seed
@@ -830,15 +793,7 @@ def _explain(state, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent
         return reset.get(v, 0.0) / total if total > 0 else 0.0
 
     anchor_ids = {ids[a]: a for a in anchors}
-    path_hits = [h for h in out.context if h.kind == "path"]
-    rendered = []
-    for p, h in zip(paths, path_hits, strict=True):
-        triples = [list(t) for t in p.triples]
-        rp: dict[str, Any] = {"id": h.id, "entities": _path_entities(g, state, p),
-                              "triples": triples[: ex.MAX_TRIPLES]}
-        if len(triples) > ex.MAX_TRIPLES:
-            rp["truncated"] = len(triples) - ex.MAX_TRIPLES
-        rendered.append((p, h, rp))
+    rendered = _rendered_paths(g, state, paths, [h for h in out.context if h.kind == "path"])
     on_path_entities = {e["id"] for _, _, rp in rendered for e in rp["entities"]}
     sims = {e: ent_sims[state.kg.row[e]] for e in set(anchor_ids) | on_path_entities}
     pp = ppr.of(n_e + np.asarray(pool_rows, np.int64)) if len(pool_rows) else np.zeros(0)
@@ -854,14 +809,7 @@ def _explain(state, g: AgragGraph, query: str, qvec, out: Retrieval, hs_map, ent
         seeds = [ex.entity_ref(state, e, value=share(anchor_ids[e])) for e in here if e in anchor_ids]
         stated = [{"id": f"{f.source}\u241f{f.target}", "triple": [f.subject, f.predicate, f.object],
                    "fact_score": float(f.score)} for f in facts if cid in f.chunk_ids]
-        path = None
-        for p, h, rp in rendered:
-            mine = [fact["triple"] for fact in h.metadata.get("facts", []) if cid in fact["chunk_ids"]]
-            if mine or n_e + r in p.nodes:
-                path = {**rp, "chunk_triples": mine[: ex.MAX_TRIPLES]} if mine else rp
-                if mine:
-                    break
-                # a passage node of this path: keep looking for a path one of whose facts it states
+        path = _chunk_path(rendered, cid, n_e + r)
         ppr_part = None
         if r in in_pool and hi - lo > 1e-15:
             ppr_part = w_ppr * (ppr[n_e + r] - lo) / (hi - lo)

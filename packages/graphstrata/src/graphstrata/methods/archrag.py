@@ -8,7 +8,7 @@
 3. Source chunks (our addition, so the method can be scored and cited): candidates are the
    dense and BM25 top-N plus the chunks of every retrieved entity and community (at most
    ``entity_chunks`` per entity: a hub's most representative ones,
-   :class:`~graphstrata.methods.base.EntityChunks`; communities keep at most 50); each chunk's
+   :class:`~graphstrata.structures.provenance.EntityChunks`; communities keep at most 50); each chunk's
    query score is the hybrid (normalised dense + BM25) score — for a before/after question the
    best of the whole question's and each clause's (:func:`~graphstrata.methods.temporal.order_clauses`)
    — plus graph evidence: the
@@ -82,13 +82,13 @@ class ArchRAG(Method):
         candidates: dense and BM25 candidates each.
         propagate: rank by passage propagation (``False``: by the query score alone).
         date_links: also seed the walk with the documents dated on a day the question names
-            (:class:`~graphstrata.methods.temporal.DateIndex`).
+            (:class:`~graphstrata.structures.passages.DateIndex`).
         decompose: score a before/after question's clauses as queries of their own too
             (:func:`~graphstrata.methods.temporal.order_clauses`); a chunk keeps its best score. At
             most ``config.max_query_clauses`` clauses (the first ones) are scored.
         entity_chunks: chunks read per retrieved entity (1 … 50): all of them for an entity of
             at most that many chunks, else its most representative ones (highest chunk–entity
-            cosine, :class:`~graphstrata.methods.base.EntityChunks`); also the entity and
+            cosine, :class:`~graphstrata.structures.provenance.EntityChunks`); also the entity and
             relation hits' provenance (``metadata["chunk_count"]`` holds the full count).
             ``None``: every chunk, as before issue 33 (work grows with hub entities). Same
             recall@5 on the three dev corpora with 20, 50 or ``None``.

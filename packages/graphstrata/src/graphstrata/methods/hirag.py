@@ -421,25 +421,7 @@ class HiRAG(Method):
                 hits.append(h)
         if mode == "local":
             return _by_kind(hits)
-        # global: communities containing the local entities (Eq. 13)
-        count: dict[int, int] = {}
-        best: dict[int, float] = {}
-        for i in local:
-            c = int(hi.node_community[i])
-            if c >= 0:
-                count[c] = count.get(c, 0) + 1
-                best[c] = max(best.get(c, -1.0), sims[i])
-        order = sorted(count, key=lambda c: (-count[c], -best[c], c))[: int(o["max_communities"])]
-        reports = []
-        used = 0
-        limit = o["max_report_tokens"]
-        for c in order:
-            h = self._community_hit(state, hi, c, best[c], per_entity)
-            t = count_tokens(h.text)
-            if limit is not None and used + t > limit:
-                break
-            used += t
-            reports.append((c, h))
+        reports = self._reports(state, hi, local, sims, o)
         if mode in ("global", "hi"):
             for _, h in reports:
                 sources["community"].append((h.metadata["raw_score"], h.chunk_ids, _chunk_count(h)))
@@ -447,16 +429,7 @@ class HiRAG(Method):
         if mode == "global":
             return _by_kind(hits)
         # bridge: key entities per community (Eq. 14), shortest paths (Eq. 15), triples (Eq. 16)
-        keys: dict[int, None] = {}
-        m = int(o["top_m"])
-        for c, _ in reports:
-            members = hi.members(c)  # ascending node indices
-            sim = sims.of(members)
-            # the m most similar, ties by node index (a stable sort of the ascending members)
-            for i in members[np.argsort(-sim, kind="stable")[:m]].tolist():
-                keys.setdefault(i, None)
-        if not keys:
-            keys = dict.fromkeys(local[:m])
+        keys = _key_entities(hi, reports, sims, local, int(o["top_m"]))
         key_ids = hi.node_ids_of(keys)
         path_rows = bridge_path_rows(
             hi, list(keys), weighted=bool(o["weighted_paths"]), max_visits=o["max_path_visits"]
@@ -494,6 +467,29 @@ class HiRAG(Method):
         bridge_hits.sort(key=lambda h: (-h.metadata["raw_score"], h.id))
         hits.extend(bridge_hits)
         return _by_kind(hits)
+
+    def _reports(self, state, hi: HiIndex, local: list[int], sims: _Similarity, o) -> list[tuple[int, Hit]]:
+        """Global: the communities containing the local entities (Eq. 13), most local members
+        first, then best similarity; ``(community, hit)`` within ``max_report_tokens``."""
+        count: dict[int, int] = {}
+        best: dict[int, float] = {}
+        for i in local:
+            c = int(hi.node_community[i])
+            if c >= 0:
+                count[c] = count.get(c, 0) + 1
+                best[c] = max(best.get(c, -1.0), sims[i])
+        order = sorted(count, key=lambda c: (-count[c], -best[c], c))[: int(o["max_communities"])]
+        reports = []
+        used = 0
+        limit = o["max_report_tokens"]
+        for c in order:
+            h = self._community_hit(state, hi, c, best[c], o["entity_chunks"])
+            t = count_tokens(h.text)
+            if limit is not None and used + t > limit:
+                break
+            used += t
+            reports.append((c, h))
+        return reports
 
     @staticmethod
     def _name(state, hi: HiIndex, i: int) -> str:
@@ -607,6 +603,19 @@ class _Similarity:
         return self.known[i]
 
 
+def _key_entities(hi: HiIndex, reports, sims: _Similarity, local: list[int], m: int) -> dict[int, None]:
+    """The bridge's key entities (Eq. 14): each reported community's ``m`` members most similar
+    to the query (ties by node index), else the ``m`` best local entities; in order."""
+    keys: dict[int, None] = {}
+    for c, _ in reports:
+        members = hi.members(c)  # ascending node indices
+        sim = sims.of(members)
+        # the m most similar, ties by node index (a stable sort of the ascending members)
+        for i in members[np.argsort(-sim, kind="stable")[:m]].tolist():
+            keys.setdefault(i, None)
+    return keys if keys else dict.fromkeys(local[:m])
+
+
 def _local_nodes(state, hi: HiIndex, sims: _Similarity, n: int, ef: int) -> list[int]:
     """The top-``n`` nodes of every layer by cosine (spec Eq. 12), best first (ties: lower
     node index): entity candidates from the entity layer's C-HNSW (``ef`` beam; an exact scan
@@ -653,18 +662,8 @@ def _explain(state, hi: HiIndex | None, query: str, qvec, out: Retrieval, base, 
     path = next((h for h in ctx if h.kind == "path"), None)
     path_entities = [_node_ref(state, hi, n) for n in path.metadata["nodes"]] if path is not None else []
 
-    def triple(h: Hit) -> list[str]:
-        verb = "belongs to" if h.metadata.get("inter_layer") else "relates to"
-        return [str(h.metadata["source"]), verb, str(h.metadata["target"])]
-
     def reasoning(triples: list[list[str]]) -> dict[str, Any] | None:
-        if path is None:
-            return None
-        rp: dict[str, Any] = {"id": path.id, "entities": path_entities[: 2 * ex.MAX_TRIPLES],
-                              "triples": triples[: ex.MAX_TRIPLES]}
-        if len(triples) > ex.MAX_TRIPLES:
-            rp["truncated"] = len(triples) - ex.MAX_TRIPLES
-        return rp
+        return _reasoning_path(path, path_entities, triples)
 
     rows = [r for r, _ in out.chunks]
     signals = ex.chunk_signals(state, query, qvec, rows)
@@ -676,7 +675,7 @@ def _explain(state, hi: HiIndex | None, query: str, qvec, out: Retrieval, base, 
                      if h.metadata.get("summary") and cid in h.chunk_ids]
         matched = sorted(matched + summaries, key=lambda m: (-m["similarity"], m["id"]))[: ex.MAX_LISTED]
         com = next((h for h in communities if cid in h.chunk_ids), None)
-        triples = [triple(h) for h in bridges if cid in h.chunk_ids]
+        triples = [_bridge_triple(h) for h in bridges if cid in h.chunk_ids]
         out.explain[r] = ex.explanation(
             name,
             None,
@@ -711,7 +710,7 @@ def _explain(state, hi: HiIndex | None, query: str, qvec, out: Retrieval, base, 
                 name, "bridge triple on the shortest path between key entities", layer=h.layer,
                 similarity=h.metadata["raw_score"],
                 matched_entities=[_node_ref(state, hi, e) for e in ends],
-                reasoning_path=reasoning([triple(h)]),
+                reasoning_path=reasoning([_bridge_triple(h)]),
             )
         elif h.kind == "path":
             keys = h.metadata.get("key_entities", [])
@@ -719,8 +718,26 @@ def _explain(state, hi: HiIndex | None, query: str, qvec, out: Retrieval, base, 
                 name, f"shortest path through {len(keys)} key entities of the retrieved communities",
                 similarity=h.metadata["raw_score"],
                 matched_entities=[_node_ref(state, hi, e) for e in keys[: ex.MAX_LISTED]],
-                reasoning_path=reasoning([triple(b) for b in bridges]),
+                reasoning_path=reasoning([_bridge_triple(b) for b in bridges]),
             )
+
+
+def _bridge_triple(h: Hit) -> list[str]:
+    """A bridge relation hit as an explanation triple (an inter-layer edge "belongs to")."""
+    verb = "belongs to" if h.metadata.get("inter_layer") else "relates to"
+    return [str(h.metadata["source"]), verb, str(h.metadata["target"])]
+
+
+def _reasoning_path(path: Hit | None, path_entities: list, triples: list[list[str]]) -> dict[str, Any] | None:
+    """The explanation's reasoning path: the bridge path hit with its first entities and
+    ``triples`` (at most :data:`.explain.MAX_TRIPLES`, the rest counted); ``None`` without a path."""
+    if path is None:
+        return None
+    rp: dict[str, Any] = {"id": path.id, "entities": path_entities[: 2 * ex.MAX_TRIPLES],
+                          "triples": triples[: ex.MAX_TRIPLES]}
+    if len(triples) > ex.MAX_TRIPLES:
+        rp["truncated"] = len(triples) - ex.MAX_TRIPLES
+    return rp
 
 
 def _community_ref(h: Hit) -> dict[str, Any]:

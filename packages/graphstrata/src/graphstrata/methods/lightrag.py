@@ -62,7 +62,7 @@ to chunks the others reached).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -371,7 +371,7 @@ class LightRAG(Method):
             candidates, first by rank (256; ``None`` = all).
         entity_chunks: provenance of the entity and relation hits (1 … 50, as ArchRAG's and
             HiRAG's option): an entity of more chunks lists its most representative ones
-            (highest chunk–entity cosine, :class:`~graphstrata.methods.base.EntityChunks`), a
+            (highest chunk–entity cosine, :class:`~graphstrata.structures.provenance.EntityChunks`), a
             relation its first ones; ``metadata["chunk_count"]`` holds the full count. A hub
             entity's chunk list grows with the corpus (a context listed ~3.4k chunk ids per
             query at 50k chunks, ~14k at 1M): bounded, a query costs what it costs at 50k.

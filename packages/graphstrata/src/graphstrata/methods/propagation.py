@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..structures.passages import MAX_DOCUMENTS_PER_TITLE, date_index, document_titles, passage_graph
+from ..structures.passages import date_index, document_titles, passage_graph
 from ..structures.provenance import document_rows
 from ..structures.push import DEFAULT_EPSILON, local_pagerank
 from .base import rank_arrays

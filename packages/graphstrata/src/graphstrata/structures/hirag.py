@@ -43,7 +43,7 @@ entity layer (ids, vectors) is the state's, attached by :meth:`HiIndex.bind`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
