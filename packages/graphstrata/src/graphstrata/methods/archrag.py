@@ -137,35 +137,7 @@ class ArchRAG(Method):
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.options(options)
-        layered = state.layered
-        context = []
-        entity_sources: list[tuple[float, np.ndarray, int]] = []
-        community_sources: list[tuple[float, np.ndarray, int]] = []
-        entity_scores: dict[str, float] = {}
-        community_sims: dict[str, float] = {}
-        per_entity = o["entity_chunks"]
-        if layered is not None:
-            bounded_rows = entity_chunks(state) if per_entity is not None else None
-            prov = provenance(state)
-            ks = [int(o["k_entities"])] + [int(o["k_per_layer"])] * (layered.num_layers - 1)
-            per_layer = layered.search_all_layers(qvec, ks, ef_search=o["ef_search"])
-            for row, sim in zip(*per_layer[0], strict=True):
-                hit = entity_hit(state, int(row), float(sim), max_chunks=per_entity)
-                entity_scores[hit.id] = float(sim)
-                if bounded_rows is not None:
-                    mentions = bounded_rows.top(int(row), per_entity)
-                    entity_sources.append((float(sim), mentions, int(bounded_rows.counts[int(row)])))
-                else:
-                    chunk_ids = state.kg.entities[hit.id].chunk_ids
-                    entity_sources.append((float(sim), _rows_of(state, chunk_ids), len(chunk_ids)))
-                context.append(hit)
-            context.extend(relation_hits(state, entity_scores, max_chunks=per_entity))
-            for layer in range(1, layered.num_layers):
-                for row, sim in zip(*per_layer[layer], strict=True):
-                    hit = community_hit(state, layer, int(row), float(sim))
-                    community_sims[hit.id] = float(sim)
-                    community_sources.append((float(sim), prov.community_rows(layer, int(row)), len(hit.chunk_ids)))
-                    context.append(hit)
+        context, entity_sources, community_sources, entity_scores, community_sims = _graph_context(state, qvec, o)
         ent_rows, ent_vals = spread_rows(entity_sources)
         com_rows, com_vals = spread_rows(community_sources)
         n = max(int(o["candidates"]), k)
@@ -219,6 +191,47 @@ class ArchRAG(Method):
             base = dict(zip(rows.tolist(), fused.astype(np.float64).tolist(), strict=True))
             _explain(state, query, qvec, out, entity_scores, community_sims, base, added, set(named), trace, o)
         return out
+
+
+def _graph_context(state, qvec: np.ndarray, o):
+    """ArchRAG's graph context (spec A12): the ``k_entities`` nearest entities, the relations
+    among them and the ``k_per_layer`` nearest communities of each layer (one C-HNSW pass), with
+    the chunk rows each hit cites as evidence sources ``(similarity, rows, chunk count)``.
+
+    Returns:
+        ``(context hits, entity sources, community sources, {entity id: cosine},
+        {community id: cosine})``.
+    """
+    layered = state.layered
+    context = []
+    entity_sources: list[tuple[float, np.ndarray, int]] = []
+    community_sources: list[tuple[float, np.ndarray, int]] = []
+    entity_scores: dict[str, float] = {}
+    community_sims: dict[str, float] = {}
+    per_entity = o["entity_chunks"]
+    if layered is not None:
+        bounded_rows = entity_chunks(state) if per_entity is not None else None
+        prov = provenance(state)
+        ks = [int(o["k_entities"])] + [int(o["k_per_layer"])] * (layered.num_layers - 1)
+        per_layer = layered.search_all_layers(qvec, ks, ef_search=o["ef_search"])
+        for row, sim in zip(*per_layer[0], strict=True):
+            hit = entity_hit(state, int(row), float(sim), max_chunks=per_entity)
+            entity_scores[hit.id] = float(sim)
+            if bounded_rows is not None:
+                mentions = bounded_rows.top(int(row), per_entity)
+                entity_sources.append((float(sim), mentions, int(bounded_rows.counts[int(row)])))
+            else:
+                chunk_ids = state.kg.entities[hit.id].chunk_ids
+                entity_sources.append((float(sim), _rows_of(state, chunk_ids), len(chunk_ids)))
+            context.append(hit)
+        context.extend(relation_hits(state, entity_scores, max_chunks=per_entity))
+        for layer in range(1, layered.num_layers):
+            for row, sim in zip(*per_layer[layer], strict=True):
+                hit = community_hit(state, layer, int(row), float(sim))
+                community_sims[hit.id] = float(sim)
+                community_sources.append((float(sim), prov.community_rows(layer, int(row)), len(hit.chunk_ids)))
+                context.append(hit)
+    return context, entity_sources, community_sources, entity_scores, community_sims
 
 
 def _rows_of(state, chunk_ids) -> np.ndarray:

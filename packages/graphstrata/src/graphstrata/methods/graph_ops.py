@@ -281,14 +281,7 @@ def mcmi_expand(
     rbar = _rbar(edges, scores, cost, mode)
     added: list[Hashable] = []
     while selected and (max_expansion is None or len(added) < max_expansion):
-        best = None  # (key, v, edges to the subgraph)
-        for v in {w for u in selected for w in graph.adj[u]} - selected - banned:
-            links = [u for u in graph.adj[v] if u in selected]
-            c = max(min(cost(u, v) for u in links), MIN_COST)
-            s = float(scores.get(v, 0.0))
-            key = (-(s / c), -s, c, v)
-            if best is None or key < best[0]:
-                best = (key, v, links)
+        best = _best_frontier(graph, selected, banned, scores, cost)
         if best is None:
             break
         ratio = -best[0][0]
@@ -306,6 +299,21 @@ def mcmi_expand(
         (u, v, graph.edges[u, v]) for u, v in graph.subgraph(selected).edges
     )
     return MCMIResult(sub, tree, added, rbar)
+
+
+def _best_frontier(graph: nx.Graph, selected: set, banned: set, scores: Mapping, cost: Callable):
+    """The frontier node of :func:`mcmi_expand`'s next step: ``(key, v, its neighbours in the
+    subgraph)`` with ``key = (−s_v / c, −s_v, c, v)`` smallest (``c`` its cheapest edge into the
+    subgraph, at least :data:`MIN_COST`), or ``None`` when the frontier is empty."""
+    best = None  # (key, v, edges to the subgraph)
+    for v in {w for u in selected for w in graph.adj[u]} - selected - banned:
+        links = [u for u in graph.adj[v] if u in selected]
+        c = max(min(cost(u, v) for u in links), MIN_COST)
+        s = float(scores.get(v, 0.0))
+        key = (-(s / c), -s, c, v)
+        if best is None or key < best[0]:
+            best = (key, v, links)
+    return best
 
 
 # -- path rendering ----------------------------------------------------------------------------
