@@ -609,20 +609,27 @@ def relation_hits(
         else:
             chunk_ids = list(r.chunk_ids[: int(max_chunks)])
             metadata["chunk_count"] = len(r.chunk_ids)
-        hits.append(
-            Hit(
-                id=r.id,
-                text=f"{a.name} — {b.name}: {r.description}",
-                score=cosine(raw),
-                kind="relation",
-                layer=0,
-                chunk_ids=chunk_ids,
-                document_ids=state.document_ids_of(chunk_ids),
-                metadata=metadata,
-            )
-        )
+        hits.append(relation_hit(state, r, a.name, b.name, raw, chunk_ids, metadata))
     hits.sort(key=lambda h: (-h.metadata["raw_score"], h.id))
     return hits
+
+
+def relation_hit(
+    state: EngineState, r: Any, source: str, target: str, raw: float, chunk_ids: list[str], metadata: dict[str, Any]
+) -> Hit:
+    """The ``kind="relation"`` hit (layer 0) of KG relation ``r`` between the entities named
+    ``source`` and ``target``: text ``"<source> — <target>: <description>"``, score
+    ``max(0, raw)`` (a cosine), the documents of ``chunk_ids``, ``metadata`` as given."""
+    return Hit(
+        id=r.id,
+        text=f"{source} — {target}: {r.description}",
+        score=cosine(raw),
+        kind="relation",
+        layer=0,
+        chunk_ids=chunk_ids,
+        document_ids=state.document_ids_of(chunk_ids),
+        metadata=metadata,
+    )
 
 
 def community_hit(state: EngineState, layer: int, row: int, similarity: float) -> Hit:

@@ -60,6 +60,7 @@ from .base import (
     entity_hit,
     hybrid_scores,
     rank,
+    relation_hit,
     representative_chunks,
     scored,
     spread_to_chunks,
@@ -548,17 +549,9 @@ class HiRAG(Method):
         deg = int(hi.degree[iu] + hi.degree[iv])
         if r is not None:
             chunk_ids = list(r.chunk_ids if per_entity is None else r.chunk_ids[: int(per_entity)])
-            return Hit(
-                id=r.id,
-                text=f"{nu} — {nv}: {r.description}",
-                score=cosine(score),
-                kind="relation",
-                layer=0,
-                chunk_ids=chunk_ids,
-                document_ids=state.document_ids_of(chunk_ids),
-                metadata={"source": nu, "target": nv, "weight": r.weight, "rank": deg,
-                          "bridge": True, "raw_score": score, "chunk_count": len(r.chunk_ids)},
-            )
+            metadata = {"source": nu, "target": nv, "weight": r.weight, "rank": deg,
+                        "bridge": True, "raw_score": score, "chunk_count": len(r.chunk_ids)}
+            return relation_hit(state, r, nu, nv, score, chunk_ids, metadata)
         lo, hi_node = (iu, iv) if hi.layer_of(iu) <= hi.layer_of(iv) else (iv, iu)
         member, summary = self._name(state, hi, lo), self._name(state, hi, hi_node)
         chunk_ids = []

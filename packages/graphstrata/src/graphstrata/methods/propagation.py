@@ -41,7 +41,7 @@ MuSiQue 0.63 → 0.64.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -92,20 +92,7 @@ def named_chunks(state: EngineState, query: str, titles: bool = True, dates: boo
     return sorted(r for d in docs for r in rows.get(d, ()))
 
 
-def propagate(
-    state: EngineState,
-    scores: Mapping[int, float],
-    seed_top_n: int = 10,
-    seed_power: float = 6.0,
-    damping: float = 0.5,
-    max_df: int = 50,
-    title_weight: float = 2.0,
-    document_weight: float = 0.0,
-    named_rows: Iterable[int] = (),
-    named_weight: float = 0.0,
-    trace: dict | None = None,
-    epsilon: float = DEFAULT_EPSILON,
-) -> dict[int, float]:
+def propagate(state: EngineState, scores: Mapping[int, float], **walk: Any) -> dict[int, float]:
     """Rank chunks by personalised PageRank seeded with their own query scores.
 
     Reset weights: the ``seed_top_n`` best ``scores`` (clipped at 0) raised to ``seed_power``;
@@ -120,20 +107,8 @@ def propagate(
     Args:
         state: the index.
         scores: ``{chunk_row: score ≥ 0}``, e.g. :func:`~graphstrata.methods.base.hybrid_scores`.
-        seed_top_n: number of seed chunks (≥ 1).
-        seed_power: sharpening exponent (> 0).
-        damping: probability of taking a two-hop step rather than restarting (HippoRAG 2: 0.5).
-        max_df, title_weight, document_weight: passed to :func:`passage_graph`.
-        named_rows: chunk rows named by the query (ignored unless in ``scores``).
-        named_weight: their extra reset weight (≥ 0; 0 turns it off).
-        trace: when a dict, receives ``"reset"`` (``{chunk_row: share > 0}``, the restart
-            distribution, summing to 1, or empty when nothing seeded the walk) and ``"mass"``
-            (``{chunk_row: PageRank probability > 0}`` over the reached chunks, or ``None``
-            when no walk ran) — what :mod:`~graphstrata.methods.explain` reports; sparse, so
-            explaining costs no work per chunk of the corpus. The scores do not depend on it.
-        epsilon: forward-push tolerance (:func:`~graphstrata.structures.push.local_pagerank`):
-            the walk's work is bounded by ``1 / ((1 − damping) · epsilon)`` pushes whatever the
-            number of chunks, and its L1 error by the residual left.
+        **walk: the walk's settings, keyword arguments of :func:`propagate_arrays` (its
+            defaults).
 
     Returns:
         ``{chunk_row: score in [0, 1]}`` over the reached chunks and every row of ``scores``.
@@ -142,16 +117,9 @@ def propagate(
         ValueError: ``seed_top_n < 1``, ``seed_power ≤ 0``, ``damping`` outside [0, 1) or
             ``epsilon ≤ 0``.
     """
-    if not scores:
-        _check_walk(seed_top_n, seed_power, damping)
-        return {}
     rows = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
     values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
-    kept, out = propagate_arrays(
-        state, rows, values, seed_top_n=seed_top_n, seed_power=seed_power, damping=damping, max_df=max_df,
-        title_weight=title_weight, document_weight=document_weight, named_rows=named_rows,
-        named_weight=named_weight, trace=trace, epsilon=epsilon,
-    )
+    kept, out = propagate_arrays(state, rows, values, **walk)
     return dict(zip(kept.tolist(), out.tolist(), strict=True))
 
 
@@ -180,6 +148,24 @@ def propagate_arrays(
     epsilon: float = DEFAULT_EPSILON,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`propagate` over arrays: ``rows`` (int64, distinct) scored ``scores`` (float64).
+
+    Args:
+        state: the index.
+        rows, scores: the candidate chunk rows and their scores (≥ 0).
+        seed_top_n: number of seed chunks (≥ 1).
+        seed_power: sharpening exponent (> 0).
+        damping: probability of taking a two-hop step rather than restarting (HippoRAG 2: 0.5).
+        max_df, title_weight, document_weight: passed to :func:`passage_graph`.
+        named_rows: chunk rows named by the query (ignored unless in ``scores``).
+        named_weight: their extra reset weight (≥ 0; 0 turns it off).
+        trace: when a dict, receives ``"reset"`` (``{chunk_row: share > 0}``, the restart
+            distribution, summing to 1, or empty when nothing seeded the walk) and ``"mass"``
+            (``{chunk_row: PageRank probability > 0}`` over the reached chunks, or ``None``
+            when no walk ran) — what :mod:`~graphstrata.methods.explain` reports; sparse, so
+            explaining costs no work per chunk of the corpus. The scores do not depend on it.
+        epsilon: forward-push tolerance (:func:`~graphstrata.structures.push.local_pagerank`):
+            the walk's work is bounded by ``1 / ((1 − damping) · epsilon)`` pushes whatever the
+            number of chunks, and its L1 error by the residual left.
 
     Returns:
         ``(rows, scores)``: int64 rows ascending (the reached ones and every given row) and

@@ -1,19 +1,8 @@
 """Temporal questions (no LLM): the event clauses of a before/after question.
 
-The documents' dates and the days a question names (:class:`DateIndex`, built at index time)
-are :mod:`graphstrata.structures.passages`'; this module holds the query-time part.
-
-Chat logs, meeting notes, diaries and news carry their date in a header ("Time:
-20260708_14:00", a title like ``2026-07-08 standup``, a ``date`` metadata field); a question
-then asks about "the discussion on 20260708" or "what Li Hua reported on January 6th". Dense and
-BM25 scores barely see that: the date is one token of a long chunk, or is written differently
-("January 6th" vs ``20260106``). :class:`DateIndex` links such a question to the documents of
-that day, the temporal counterpart of :class:`~graphstrata.extraction.TitleIndex` (query-to-node
-linking in HippoRAG's sense, with day nodes).
-
-Only *day* dates are linked: a month alone ("in May") names dozens of sessions (measured +0.002
-recall@5 on LiHua-World, whose three month questions it touches; not worth the false links). A
-date without a year ("January 6th") matches that day in any year.
+The documents' dates and the days a question names (day links:
+:class:`~graphstrata.structures.passages.DateIndex`, built at index time) are
+:mod:`graphstrata.structures.passages`'; this module holds the query-time part.
 
 :func:`order_clauses` splits "did A before/after B" questions into their event clauses, so each
 can be retrieved on its own (used by ArchRAG's ``decompose`` option), at most

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: joins the parts of an embedded text (name and description; keywords, names, description)
 PART_SEPARATOR = "\n"
-#: texts per embedding batch (the indexing stages' batch, :data:`graphstrata.indexing.progress.EMBED_BATCH`)
+#: texts per embedding batch (the indexing stages' too, :mod:`graphstrata.indexing.progress`)
 EMBED_BATCH = 256
 
 
@@ -82,8 +82,24 @@ def embed_texts(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
         ValueError: the embedder returned another shape.
     """
     texts = list(texts)
-    out = np.empty((len(texts), embedder.dim), dtype=np.float32)
     batches = [texts[i : i + EMBED_BATCH] for i in range(0, len(texts), EMBED_BATCH)]
+    return embed_batches(embedder, batches, np.empty((len(texts), embedder.dim), dtype=np.float32))
+
+
+def embed_batches(
+    embedder: Embedder, batches: Sequence[Sequence[str]], out: np.ndarray, done: Callable[[int], Any] | None = None
+) -> np.ndarray:
+    """Embed ``batches`` of texts on the active runner into ``out`` (float32
+    ``(total texts, embedder.dim)``), each batch L2-normalised into its rows as it arrives (no
+    stacked copies; row-wise, so the same bits as normalising the whole); ``done(n)`` after
+    each batch of ``n`` texts (a progress bar).
+
+    Returns:
+        ``out``.
+
+    Raises:
+        ValueError: the embedder returned another shape.
+    """
     start = 0
     for batch, got in zip(batches, current_runner().embed(embedder, batches), strict=True):
         vecs = np.asarray(got, dtype=np.float32)
@@ -94,6 +110,8 @@ def embed_texts(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
             )
         out[start : start + len(batch)] = l2_normalise(vecs)
         start += len(batch)
+        if done is not None:
+            done(len(batch))
     return out
 
 
