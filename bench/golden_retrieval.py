@@ -49,10 +49,11 @@ def use_exact_ppr() -> None:
     import scipy.sparse as sp
 
     import graphstrata.methods.propagation as propagation
-    from graphstrata.methods.graph_ops import Transition, personalized_pagerank
-    from graphstrata.methods.ppr import LocalRank
+    import graphstrata.structures.passages as passages
+    from graphstrata.methods.graph_ops import personalized_pagerank
+    from graphstrata.structures.push import LocalRank, Transition
 
-    factorised = propagation.bipartite_push_graph
+    factorised = passages.bipartite_push_graph
 
     def with_matrix(incidence):
         graph = factorised(incidence)
@@ -72,7 +73,7 @@ def use_exact_ppr() -> None:
         nodes = np.flatnonzero(mass > 0)
         return LocalRank(nodes, mass[nodes], 0.0, 0)
 
-    propagation.bipartite_push_graph = with_matrix
+    passages.bipartite_push_graph = with_matrix
     propagation.local_pagerank = exact
 
 

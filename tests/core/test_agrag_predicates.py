@@ -9,7 +9,7 @@ import json
 from graphstrata import GraphStrata
 from graphstrata.llm.prompts import agrag as agrag_triples
 from graphstrata.llm.prompts import agrag_query
-from graphstrata.methods.agrag import PREDICATE
+from graphstrata.structures.agrag import PREDICATE
 from graphstrata.testing import HashEmbedder, ScriptedLLM
 from graphstrata.testing import answer_every_prompt as toy
 

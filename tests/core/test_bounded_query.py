@@ -12,33 +12,23 @@ import scipy.sparse as sp
 
 import graphstrata.retrieval as retrieval
 from graphstrata import Document, GraphStrata
-from graphstrata.derived import decode, encode, prepare
+from graphstrata.structures.registry import decode, encode, prepare
 from graphstrata.bm25 import BM25Index
-from graphstrata.methods.base import (
+from graphstrata.methods.base import bm25_scores_of, hybrid_scores, minmax, spread_rows, spread_to_chunks
+from graphstrata.structures.provenance import (
     DOCUMENT_ROWS,
-    ENTITY_CHUNK_LIMIT,
     ENTITY_CHUNKS,
+    ENTITY_CHUNK_LIMIT,
     PROVENANCE,
-    bm25_scores_of,
     build_entity_chunks,
     entity_chunk_matrix,
-    hybrid_scores,
-    minmax,
-    pack_strings,
-    spread_rows,
-    spread_to_chunks,
-    unpack_strings,
 )
-from graphstrata.methods.ppr import local_pagerank, push_graph
-from graphstrata.methods.graph_ops import personalized_pagerank, transition_matrix
-from graphstrata.methods.propagation import (
-    DATES,
-    MAX_DOCUMENTS_PER_TITLE,
-    TITLES,
-    date_index,
-    named_chunks,
-    title_index,
-)
+from graphstrata.structures.registry import pack_strings, unpack_strings
+from graphstrata.structures.push import local_pagerank, push_graph
+from graphstrata.methods.graph_ops import personalized_pagerank
+from graphstrata.structures.push import transition_matrix
+from graphstrata.methods.propagation import named_chunks
+from graphstrata.structures.passages import DATES, MAX_DOCUMENTS_PER_TITLE, TITLES, date_index, title_index
 from graphstrata.testing import HashEmbedder
 from graphstrata.testing.contract import contract_documents
 
@@ -305,8 +295,8 @@ def test_dates_round_trip_and_a_seeded_state_links_without_building(monkeypatch:
     seeded = type(state)(**{f: getattr(state, f) for f in state.__dataclass_fields__
                             if not f.startswith("_") and f != "derived_seed"},
                          derived_seed=decode(encode(state)))
-    import graphstrata.methods.propagation as propagation
-    import graphstrata.methods.base as base
+    import graphstrata.structures.passages as propagation
+    import graphstrata.structures.provenance as base
 
     def boom(*a, **k):
         raise AssertionError("rebuilt a persisted structure")
@@ -353,7 +343,7 @@ def test_push_touching_many_nodes_keeps_its_error_bound() -> None:
 
 def test_title_mentions_equal_the_title_index_scan() -> None:
     from graphstrata.extraction import TitleIndex
-    from graphstrata.methods.propagation import title_mentions
+    from graphstrata.structures.passages import title_mentions
 
     index = TitleIndex({"a": "Big Eye (film)", "b": "Big Eye", "c": "Eye", "d": "New York City", "e": "York",
                         "f": "C++", "g": "lowercase only", "h": "United"})

@@ -13,21 +13,16 @@ import networkx as nx
 import numpy as np
 import pytest
 from graphstrata import Document, GraphStrata
-from graphstrata.derived import decode, encode, pack_strings, prepare, unpack_strings
+from graphstrata.structures.registry import decode, encode, pack_strings, prepare, unpack_strings
 from graphstrata.graph import KnowledgeGraph
-from graphstrata.indexing import hirag as hirag_index
-from graphstrata.indexing.hirag import (
-    DEFAULT_HI_INDEX,
-    HiIndex,
-    _csr,
-    build_hi_index,
-    hi_index,
-    hi_index_arrays,
-)
+from graphstrata.structures import hirag as hirag_index
+from graphstrata.structures.clustering import csr_edges as _csr
+from graphstrata.structures.hirag import DEFAULT_HI_INDEX, HiIndex, build_hi_index, hi_index, hi_index_arrays
 from graphstrata.methods import hirag as hirag_method
 from graphstrata.methods import lightrag
+from graphstrata.structures import lightrag as lightrag_structures
 from graphstrata.methods.hirag import bridge_path_rows, bridge_triples_rows, shortest_path, weighted_path
-from graphstrata.methods.lightrag import (
+from graphstrata.structures.lightrag import (
     LIGHT_GRAPH,
     RELATION_VECTORS,
     build_light_graph,
@@ -151,7 +146,7 @@ def test_a_seeded_state_answers_the_same_without_building(gs: GraphStrata, monke
     def boom(*a, **k):
         raise AssertionError("rebuilt a persisted structure")
 
-    for mod, name in ((lightrag, "build_light_graph"), (lightrag, "build_relation_vectors"),
+    for mod, name in ((lightrag_structures, "build_light_graph"), (lightrag_structures, "build_relation_vectors"),
                       (hirag_index, "build_hi_index")):
         monkeypatch.setattr(mod, name, boom)
     for m in ("lightrag", "hirag"):
@@ -375,13 +370,13 @@ def test_query_work_is_bounded_by_the_seeds(monkeypatch) -> None:
     state = GraphStrata.build(_docs() + _unrelated(300), config=config, embedder=HashEmbedder(512)).state
     opts = {"top_k": 3, "relation_seed_chunks": 2, "relation_seed_cap": 8}
     scored: list[int] = []
-    real = lightrag.RelationVectors.similarity
+    real = lightrag_structures.RelationVectors.similarity
 
     def counting(self, g, st, rels, query):
         scored.append(len(rels))
         return real(self, g, st, rels, query)
 
-    monkeypatch.setattr(lightrag.RelationVectors, "similarity", counting)
+    monkeypatch.setattr(lightrag_structures.RelationVectors, "similarity", counting)
     GraphStrata(state).retrieve(QUERY, method="lightrag", k=3, **opts)
     monkeypatch.undo()
     g = light_graph(state)

@@ -13,7 +13,8 @@ from graphstrata.llm.prompts.agrag_query import parse_fact_filter
 from graphstrata.llm.prompts.lightrag_query import parse_keywords
 from graphstrata.methods import METHODS
 from graphstrata.methods.agrag import AGRAG
-from graphstrata.methods.lightrag import LightRAG, offline_keywords
+from graphstrata.methods.keywords import offline_keywords
+from graphstrata.methods.lightrag import LightRAG
 from graphstrata.models import embed_query
 from graphstrata.testing import ScriptedLLM
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from graphstrata import GraphStrata
-from graphstrata.indexing.hirag import build_hi_index, hi_index
+from graphstrata.structures.hirag import build_hi_index, hi_index
 from graphstrata.indexing.reports import ReportContext, community_reports
 from graphstrata.llm import CACHE_FILE, LLMClient, LLMOutputError
 from graphstrata.llm.base import LLMRequest

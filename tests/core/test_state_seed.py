@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from graphstrata import GraphStrata
-from graphstrata.indexing.hirag import hi_index, hi_index_key
+from graphstrata.structures.hirag import hi_index, hi_index_key
 from graphstrata.llm.prompts import hirag as hirag_prompts
 from graphstrata.testing import HashEmbedder, ScriptedLLM
 from graphstrata.testing import answer_every_prompt as toy

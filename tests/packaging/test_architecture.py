@@ -165,6 +165,54 @@ def test_no_private_name_imported_from_another_module() -> None:
     assert not private, "\n".join(private)
 
 
+def _under(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def _imports_of(package: str, forbidden: tuple[str, ...]) -> list[str]:
+    graph, _ = _edges()
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items() if _under(module, package)
+        for target in targets if any(_under(target, f) for f in forbidden)
+    )
+
+
+def test_methods_never_import_indexing() -> None:
+    """Methods read a state and the structures built for it (issue 43): an index-time stage is
+    never imported by query code, at module level or inside a function."""
+    found = _imports_of("graphstrata.methods", ("graphstrata.indexing",))
+    assert not found, "\n".join(found)
+
+
+def test_store_imports_neither_methods_nor_indexing() -> None:
+    """Persistence registers the derived structures by importing ``graphstrata.structures``
+    (issue 43), not the methods that read them nor the stages that build a state."""
+    found = _imports_of("graphstrata.store", ("graphstrata.methods", "graphstrata.indexing"))
+    assert not found, "\n".join(found)
+
+
+def test_no_method_module_registers_a_derived_structure() -> None:
+    """What is built at index time lives in ``graphstrata.structures`` (issue 43): no module
+    under methods/ defines, calls or imports ``register_derived``."""
+    found = []
+    for module, path in MODULES.items():
+        if not _under(module, "graphstrata.methods"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            name = None
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = node.name
+            elif isinstance(node, ast.ImportFrom):
+                name = next((a.name for a in node.names if a.name == "register_derived"), None)
+            if name == "register_derived":
+                found.append(f"{module}:{node.lineno}")
+    assert not found, "register_derived under methods/: " + ", ".join(found)
+
+
 def _layout_block() -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     section = text.split("## Layout", 1)[1]

@@ -21,13 +21,14 @@ from graphstrata.index import LayeredIndex, layer_vectors
 from graphstrata.indexing import build as build_mod
 from graphstrata.indexing import update as update_mod
 from graphstrata.indexing.chunks import chunk_vectors
-from graphstrata.indexing.descriptions import entity_text, relation_text
+from graphstrata.indexing.descriptions import entity_text
+from graphstrata.structures.text_vectors import relation_text
 from graphstrata.indexing.entities import entity_vectors
 from graphstrata.indexing.progress import Progress
 from graphstrata.llm.prompts import agrag as agrag_triples
 from graphstrata.llm.prompts import lightrag_extract as lx
-from graphstrata.methods.agrag import PREDICATE, fact_triples, fact_vectors
-from graphstrata.methods.lightrag import relation_text_vectors
+from graphstrata.structures.agrag import PREDICATE, fact_triples, fact_vectors
+from graphstrata.structures.lightrag import relation_text_vectors
 from graphstrata.models import l2_normalise
 from graphstrata.testing import HashEmbedder, ScriptedLLM
 from graphstrata.testing import answer_every_prompt as toy

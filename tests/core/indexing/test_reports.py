@@ -13,13 +13,9 @@ import time
 import numpy as np
 import pytest
 from graphstrata import GraphStrata
-from graphstrata.indexing.hirag import (
-    HiIndexConfig,
-    build_hi_index,
-    extractive_summariser,
-    hi_index,
-    llm_summariser,
-)
+from graphstrata.indexing.hirag import llm_summariser
+from graphstrata.structures.hirag import HiIndexConfig, build_hi_index, hi_index
+from graphstrata.structures.summaries import extractive_summariser
 from graphstrata.indexing.reports import (
     ReportContext,
     community_reports,
@@ -438,7 +434,7 @@ def test_report_cut_short_by_the_token_limit_keeps_its_complete_fields():
 
 # -- HiRAG community reports (seed-hirag.md §2.7) ----------------------------------------------
 def test_hirag_community_hit_text_is_the_llm_report(gs):
-    from graphstrata.indexing.hirag import extractive_community_report
+    from graphstrata.structures.hirag import extractive_community_report
 
     llm, client = client_for(theme_script)
     state = dataclasses.replace(gs.state, llm=client, llm_id=client.id)
@@ -457,7 +453,7 @@ def test_hirag_community_hit_text_is_the_llm_report(gs):
 
 
 def test_hirag_offline_community_text_and_arrays_are_unchanged(gs):
-    from graphstrata.indexing.hirag import extractive_community_report, hi_index_arrays
+    from graphstrata.structures.hirag import extractive_community_report, hi_index_arrays
 
     hi = hi_index(gs)
     assert hi.report_texts == [] and hi.llm_report(0) is None
@@ -471,7 +467,7 @@ def test_hirag_offline_community_text_and_arrays_are_unchanged(gs):
 
 
 def test_hirag_unreadable_report_falls_back_to_the_extractive_text_and_is_counted(gs):
-    from graphstrata.indexing.hirag import extractive_community_report
+    from graphstrata.structures.hirag import extractive_community_report
 
     bad = []
 
@@ -498,7 +494,7 @@ def test_hirag_unreadable_report_falls_back_to_the_extractive_text_and_is_counte
 
 
 def test_hirag_reports_persist_with_the_index_arrays(gs):
-    from graphstrata.indexing.hirag import hi_index_arrays, hi_index_from_arrays
+    from graphstrata.structures.hirag import hi_index_arrays, hi_index_from_arrays
 
     _, client = client_for(theme_script)
     hi = hi_index(dataclasses.replace(gs.state, llm=client, llm_id=client.id))
@@ -518,7 +514,7 @@ def test_hirag_reports_of_a_stand_in_llm_fall_back_and_are_counted_without_stopp
     report is unreadable, exactly as ArchRAG's stage sees it (fallback, skipped, a "parse"
     failure), but HiRAG's best-effort stage keeps the extractive text instead of stopping, so an
     LLM-built index whose HiRAG index is rebuilt with such an LLM still answers HiRAG queries."""
-    from graphstrata.indexing.hirag import hi_index_arrays
+    from graphstrata.structures.hirag import hi_index_arrays
 
     llm, client = client_for(lambda prompt, system: "I don't know.")
     state = dataclasses.replace(gs.state, llm=client, llm_id=client.id)

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from graphstrata import GraphStrata
 from graphstrata.methods import METHODS
-from graphstrata.methods.agrag import AGRAG, PREDICATE, Fact, build_graph
+from graphstrata.methods.agrag import AGRAG
+from graphstrata.methods.fact_filter import Fact
+from graphstrata.structures.agrag import PREDICATE, build_graph
 
 PATH_RE = re.compile(r"^\([^()]+ \[SEP\] [^()]+ \[SEP\] [^()]+\)( \[SEP_REC\] \([^()]+\))*$")
 Q = "Where was Edmund Hillary born?"

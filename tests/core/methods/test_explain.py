@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from graphstrata import Document, GraphStrata
-from graphstrata.indexing.hirag import hi_index
+from graphstrata.structures.hirag import hi_index
 from graphstrata.methods import METHODS
 from graphstrata.methods import explain as ex
 from graphstrata.models import embed_query

@@ -8,13 +8,8 @@ import networkx as nx
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from graphstrata.methods.graph_ops import (
-    mcmi_expand,
-    personalized_pagerank,
-    render_paths,
-    steiner_tree,
-    transition_matrix,
-)
+from graphstrata.methods.graph_ops import mcmi_expand, personalized_pagerank, render_paths, steiner_tree
+from graphstrata.structures.push import transition_matrix
 
 # -- PPR -----------------------------------------------------------------------------------------
 

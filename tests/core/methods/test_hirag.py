@@ -4,13 +4,8 @@ import networkx as nx
 import numpy as np
 import pytest
 from graphstrata import GraphStrata
-from graphstrata.indexing.hirag import (
-    SUMMARY_PREFIX,
-    HiIndexConfig,
-    cluster_sparsity,
-    gmm_clusters,
-    hi_index,
-)
+from graphstrata.structures.clustering import cluster_sparsity, gmm_clusters
+from graphstrata.structures.hirag import SUMMARY_PREFIX, HiIndexConfig, hi_index
 from graphstrata.methods.hirag import bridge_path, bridge_triples
 
 QUERY = "Where was Edmund Hillary born?"
@@ -82,7 +77,7 @@ def test_gmm_clusters_recover_planted_groups():
 
 def test_gmm_posteriors_in_row_blocks_give_the_same_clusters(monkeypatch):
     """Blocked prediction bounds memory; soft memberships are found in every block."""
-    import graphstrata.indexing.hirag as hirag_mod
+    import graphstrata.structures.clustering as hirag_mod
 
     rng = np.random.default_rng(1)
     centers = rng.normal(size=(6, 12)) * 2

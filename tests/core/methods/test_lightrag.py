@@ -4,7 +4,8 @@ the reference code's mix mode (hybrid context + a dense search's chunks, merged 
 import pytest
 from graphstrata import Document, GraphStrata
 from graphstrata.methods.base import round_robin
-from graphstrata.methods.lightrag import RETRIEVED_BY, LightRAG, count_tokens, offline_keywords
+from graphstrata.methods.keywords import offline_keywords
+from graphstrata.methods.lightrag import RETRIEVED_BY, LightRAG, count_tokens
 from graphstrata.testing import HashEmbedder, ScriptedLLM, answer_every_prompt
 
 QUERY = "Where was Edmund Hillary born?"

@@ -6,7 +6,8 @@ import pytest
 from graphstrata import Document, GraphStrata
 from graphstrata.bm25 import BM25Index, bm25_tokenize, lexical_texts
 from graphstrata.extraction import TitleIndex, document_title
-from graphstrata.methods.propagation import build_passage_graph, named_chunks, propagate
+from graphstrata.methods.propagation import named_chunks, propagate
+from graphstrata.structures.passages import build_passage_graph
 
 
 def test_bm25_tokens_split_camel_case_and_keep_the_word():

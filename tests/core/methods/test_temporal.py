@@ -5,8 +5,10 @@ import datetime as dt
 
 import pytest
 from graphstrata import Document, GraphStrata
-from graphstrata.methods.propagation import date_index, named_chunks
-from graphstrata.methods.temporal import DateIndex, document_date, mentioned_dates, order_clauses
+from graphstrata.methods.propagation import named_chunks
+from graphstrata.structures.passages import date_index
+from graphstrata.methods.temporal import order_clauses
+from graphstrata.structures.passages import DateIndex, document_date, mentioned_dates
 
 
 def test_mentioned_dates_reads_the_common_written_forms():

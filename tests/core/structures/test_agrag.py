@@ -12,19 +12,14 @@ import pytest
 import scipy.sparse as sp
 
 import graphstrata.methods.agrag as agrag
+import graphstrata.structures.agrag as agrag_structures
 from graphstrata import Document, GraphStrata
-from graphstrata.derived import decode, encode, prepare
-from graphstrata.methods.agrag import (
-    AGRAG,
-    DEFAULT_PUSH_SPEC,
-    DEFAULT_WEIGHTS,
-    GRAPH_KEY,
-    build_graph,
-    hybrid_candidates,
-)
+from graphstrata.structures.registry import decode, encode, prepare
+from graphstrata.methods.agrag import AGRAG, hybrid_candidates
+from graphstrata.structures.agrag import DEFAULT_PUSH_SPEC, DEFAULT_WEIGHTS, GRAPH_KEY, build_graph
 from graphstrata.methods.base import hybrid_scores
 from graphstrata.methods.graph_ops import csr_find
-from graphstrata.methods.ppr import push_graph
+from graphstrata.structures.push import push_graph
 from graphstrata.state import EngineState
 from graphstrata.testing import HashEmbedder
 
@@ -64,7 +59,7 @@ def test_graph_and_push_round_trip_through_the_codec(gs, monkeypatch):
     assert all(np.asarray(a).dtype != object for a in arrays.values())
     seed = decode(arrays)
     fresh = build_graph(gs.state)
-    _arrays_equal(agrag._graph_arrays(seed[GRAPH_KEY]), agrag._graph_arrays(fresh))
+    _arrays_equal(agrag_structures._graph_arrays(seed[GRAPH_KEY]), agrag_structures._graph_arrays(fresh))
     _arrays_equal(seed[DEFAULT_PUSH_SPEC.key].arrays(), fresh.push(*DEFAULT_WEIGHTS).arrays())
     # the decoded graph is the same graph: same typed matrices and walk
     got = seed[GRAPH_KEY]
@@ -75,8 +70,8 @@ def test_graph_and_push_round_trip_through_the_codec(gs, monkeypatch):
         raise AssertionError("rebuilt a persisted structure")
 
     want = _hits(GraphStrata(state), explain=True)
-    monkeypatch.setattr(agrag, "build_graph", boom)
-    monkeypatch.setattr(agrag.AgragGraph, "push", boom)
+    monkeypatch.setattr(agrag_structures, "build_graph", boom)
+    monkeypatch.setattr(agrag_structures.AgragGraph, "push", boom)
     assert _hits(GraphStrata(_seeded(gs.state, seed)), explain=True) == want
 
 

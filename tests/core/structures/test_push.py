@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from graphstrata.methods.graph_ops import Transition, personalized_pagerank, transition_matrix
-from graphstrata.methods.ppr import PushGraph, bipartite_push_graph, local_pagerank, push_graph
+from graphstrata.methods.graph_ops import personalized_pagerank
+from graphstrata.structures.push import Transition, transition_matrix
+from graphstrata.structures.push import PushGraph, bipartite_push_graph, local_pagerank, push_graph
 
 
 def _random_graph(n: int, density: float, seed: int, isolated: float = 0.05) -> sp.csr_matrix:

@@ -1,4 +1,4 @@
-"""Persisted derived structures (graphstrata.derived, issue 33): the registry's codec round
+"""Persisted derived structures (graphstrata.structures.registry, issue 33): the registry's codec round
 trip gives the structure a fresh derivation gives, and a seeded state never rebuilds it."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from graphstrata import GraphStrata
-from graphstrata.derived import DerivedSpec, decode, encode, prepare, register_derived, registered
-from graphstrata.methods.propagation import DEFAULT_PASSAGE_GRAPH, build_passage_graph
+from graphstrata.structures.registry import DerivedSpec, decode, encode, prepare, register_derived, registered
+from graphstrata.structures.passages import DEFAULT_PASSAGE_GRAPH, build_passage_graph
 from graphstrata.state import EngineState
 from graphstrata.testing import HashEmbedder
 from graphstrata.testing.contract import contract_documents
@@ -42,7 +42,7 @@ def test_a_seeded_state_answers_without_building(gs: GraphStrata, monkeypatch: p
     prepare(state)
     seeded = EngineState(**{f: getattr(state, f) for f in state.__dataclass_fields__ if not f.startswith("_")
                             and f != "derived_seed"}, derived_seed=decode(encode(state)))
-    import graphstrata.methods.propagation as propagation
+    import graphstrata.structures.passages as propagation
 
     def boom(*a, **k):
         raise AssertionError("rebuilt a persisted structure")
@@ -112,7 +112,7 @@ def test_persisted_structures_equal_freshly_derived_ones(persisted) -> None:
 def test_a_loaded_index_answers_its_first_query_without_building_them(persisted, monkeypatch) -> None:
     """Every method's first query on a loaded index: no registered structure is built (the
     builders raise), and the passage graph's own builder is never called."""
-    import graphstrata.methods.propagation as propagation
+    import graphstrata.structures.passages as propagation
 
     gs, path = persisted
     # no warm-up query: it would run archrag's first query inside the load, unguarded
@@ -176,7 +176,7 @@ def test_an_update_hook_replaces_the_rebuild_where_it_can(tmp_path) -> None:
         loaded = GraphStrata.load(tmp_path / "idx", embedder=HashEmbedder()).state
         assert int(loaded.derived_snapshot()[key][0]) == len(loaded.chunks)
     finally:
-        from graphstrata import derived
+        from graphstrata.structures import registry as derived
 
         derived._SPECS.pop(key, None)
 
@@ -257,7 +257,7 @@ def test_freed_memory_is_handed_back_only_after_a_structure_is_built(persisted, 
     """A load whose structures all come from ``derived.npz`` builds nothing, so it walks no heap
     (``release_free_memory`` is a whole-heap walk); a state that builds them trims at most once
     per structure (one structure's builder may build another it reads)."""
-    import graphstrata.derived as derived_mod
+    import graphstrata.structures.registry as derived_mod
 
     gs, path = persisted
     calls: list[int] = []

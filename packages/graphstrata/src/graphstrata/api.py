@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import numpy as np
 
-from . import derived, retrieval, store
+from . import retrieval, store
 from .answers import Answer, AsyncStreamingAnswer, PendingAnswer, StreamingAnswer
 from .config import GraphStrataConfig, as_config, stored_config
 from .indexing import build_state
@@ -35,6 +35,7 @@ from .retrieval import RetrieveRequest, check_retrieve_args
 from .runner import Runner, use_runner
 from .state import EngineState
 from .types import Document, Hit
+from .structures import registry as derived
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -282,7 +283,7 @@ class GraphStrata:
     # -- persistence -------------------------------------------------------------------------
     def persist(self, persist_dir: str | Path) -> Path:
         """Write the current state to ``persist_dir`` as its next version, atomically, with
-        its derived structures (:func:`graphstrata.derived.prepare` builds any missing).
+        its derived structures (:func:`graphstrata.structures.registry.prepare` builds any missing).
 
         A crash at any instruction leaves the previous version current and loadable; readers
         in other processes see the old or the new version, never a mix (:mod:`graphstrata.store`).
@@ -421,7 +422,7 @@ class GraphStrata:
 
         The response cache is ``persist_dir/llm-cache.sqlite`` when the index is persisted.
         Swapped in like a write (queries in flight finish on the previous state); the new state
-        keeps the registered derived structures (:mod:`graphstrata.derived`: functions of the
+        keeps the registered derived structures (:mod:`graphstrata.structures.registry`: functions of the
         records alone) and drops the rest of the cache (HiRAG's LLM summary entities are
         rebuilt on first use, from the response cache when it has them).
 

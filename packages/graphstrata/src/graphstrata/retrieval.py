@@ -35,10 +35,11 @@ import numpy as np
 from .config import check_query
 from .filters import compile_filter
 from .methods import METHODS
-from .methods.base import Method, Retrieval, document_rows
+from .methods.base import Method, Retrieval
 from .models import embed_query, preset_for_id
 from .scores import unit
 from .state import EngineState
+from .structures.provenance import document_rows
 from .types import Hit, check_k, check_kinds
 
 __all__ = ["RetrieveRequest", "check_retrieve_args", "retrieve", "select_hits", "check_min_score"]

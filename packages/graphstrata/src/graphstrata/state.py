@@ -94,12 +94,12 @@ class EngineState:
             :func:`~graphstrata.indexing.update.drift_report`); persisted.
         derived_seed: constructor-only (not a field): ``{key: structure}`` entered into the
             derived cache before first use, under the keys :meth:`derived` would compute them
-            under (e.g. :func:`~graphstrata.indexing.hirag.hi_index_key`). Only for structures
+            under (e.g. :func:`~graphstrata.structures.hirag.hi_index_key`). Only for structures
             derived from exactly this state's records — a build hands over what a stage
             computed on a provisional state with the same records (the stage's result, or
             that state's :meth:`derived_snapshot`), and the store hands over the structures it
-            read (:func:`graphstrata.derived.decode`). ``dataclasses.replace`` does not carry
-            it: a replaced state starts with an empty cache unless it is passed again.
+            read (:func:`graphstrata.structures.registry.decode`). ``dataclasses.replace`` does not
+            carry it: a replaced state starts with an empty cache unless it is passed again.
     """
 
     config: GraphStrataConfig
@@ -138,8 +138,8 @@ class EngineState:
         A method that needs more than the shared store (a relation-vector matrix, a passage
         graph, GMM summary layers, ...) builds it here. The cache belongs to this state: the
         next state (insert / delete) starts with its own. Structures registered with
-        :func:`graphstrata.derived.register_derived` are built (or updated) by the facade
-        before a state is published and persisted with it; others live in memory only. A
+        :func:`graphstrata.structures.registry.register_derived` are built (or updated) by the
+        facade before a state is published and persisted with it; others live in memory only. A
         builder may itself call :meth:`derived` for a structure it shares (the lock is
         reentrant); other threads wait until the build is done. A key given in the
         constructor's ``derived_seed`` is found without building.

@@ -11,9 +11,9 @@ from ..chunking import chunk_documents
 from ..config import GraphStrataConfig
 from ..llm import DryRunLLM, LLMClient
 from ..models import Embedder
+from ..structures.hirag import HiIndexConfig
 from ..types import Document
 from .extract import extractor
-from .hirag import HiIndexConfig
 from .hirag_extract import HiragLLMExtractor
 
 #: Completion tokens a call of each prompt family answers with, per token of its basis: the

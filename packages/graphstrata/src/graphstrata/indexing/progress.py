@@ -9,10 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..models import Embedder, l2_normalise
-from ..runner import current_runner
+from ..models import Embedder
+from ..structures.text_vectors import EMBED_BATCH, embed_batches
 
-EMBED_BATCH = 256
 #: Texts per embedding batch while a progress display is shown: the bar moves every few
 #: seconds even with the offline MiniLM on a CPU (a 256-text batch kept it at 0 % for ~8 s).
 SHOWN_EMBED_BATCH = 32
@@ -87,18 +86,7 @@ class Progress:
         out = np.empty((len(texts), embedder.dim), dtype=np.float32)
         size = SHOWN_EMBED_BATCH if bar is not None else EMBED_BATCH
         batches = [texts[i : i + size] for i in range(0, len(texts), size)]
-        start = 0
-        for batch, got in zip(batches, current_runner().embed(embedder, batches), strict=True):
-            vecs = np.asarray(got, dtype=np.float32)
-            if vecs.shape != (len(batch), embedder.dim):
-                raise ValueError(
-                    f"embedder {embedder.id!r} returned shape {vecs.shape} for {len(batch)} "
-                    f"texts; expected ({len(batch)}, {embedder.dim})"
-                )
-            out[start : start + len(batch)] = l2_normalise(vecs)
-            start += len(batch)
-            if bar is not None:
-                bar.update(len(batch))
+        embed_batches(embedder, batches, out, bar.update if bar is not None else None)
         if bar is not None:
             bar.close()
         return out

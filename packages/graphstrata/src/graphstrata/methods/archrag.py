@@ -8,7 +8,7 @@
 3. Source chunks (our addition, so the method can be scored and cited): candidates are the
    dense and BM25 top-N plus the chunks of every retrieved entity and community (at most
    ``entity_chunks`` per entity: a hub's most representative ones,
-   :class:`~graphstrata.methods.base.EntityChunks`; communities keep at most 50); each chunk's
+   :class:`~graphstrata.structures.provenance.EntityChunks`; communities keep at most 50); each chunk's
    query score is the hybrid (normalised dense + BM25) score — for a before/after question the
    best of the whole question's and each clause's (:func:`~graphstrata.methods.temporal.order_clauses`)
    — plus graph evidence: the
@@ -28,7 +28,7 @@ query terms' BM25 postings, one dot product and a few binary searches per candid
 the documents the question names), and a forward push of at most
 ``1 / ((1 − damping) · ppr_epsilon)`` pushes. What it reads beyond the index (entity chunk
 rows, document rows, titles, days, the passage graph) is built at index time and persisted
-(:mod:`graphstrata.derived`).
+(:mod:`graphstrata.structures`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ import numpy as np
 
 from ..models import embed_query
 from ..scores import bounded
-from .temporal import order_clauses
+from ..structures.provenance import ENTITY_CHUNK_LIMIT, entity_chunks, provenance
+from ..structures.push import DEFAULT_EPSILON
 from . import explain as ex
 from .base import (
     DAMPING,
@@ -49,18 +50,15 @@ from .base import (
     OptionSpec,
     Retrieval,
     community_hit,
-    ENTITY_CHUNK_LIMIT,
-    entity_chunks,
     entity_hit,
     hybrid_arrays,
-    provenance,
     rank_arrays,
     relation_hits,
     scored,
     spread_rows,
 )
-from .ppr import DEFAULT_EPSILON
 from .propagation import named_chunks, propagate_arrays
+from .temporal import order_clauses
 
 
 class ArchRAG(Method):
@@ -84,18 +82,18 @@ class ArchRAG(Method):
         candidates: dense and BM25 candidates each.
         propagate: rank by passage propagation (``False``: by the query score alone).
         date_links: also seed the walk with the documents dated on a day the question names
-            (:class:`~graphstrata.methods.temporal.DateIndex`).
+            (:class:`~graphstrata.structures.passages.DateIndex`).
         decompose: score a before/after question's clauses as queries of their own too
             (:func:`~graphstrata.methods.temporal.order_clauses`); a chunk keeps its best score. At
             most ``config.max_query_clauses`` clauses (the first ones) are scored.
         entity_chunks: chunks read per retrieved entity (1 … 50): all of them for an entity of
             at most that many chunks, else its most representative ones (highest chunk–entity
-            cosine, :class:`~graphstrata.methods.base.EntityChunks`); also the entity and
+            cosine, :class:`~graphstrata.structures.provenance.EntityChunks`); also the entity and
             relation hits' provenance (``metadata["chunk_count"]`` holds the full count).
             ``None``: every chunk, as before issue 33 (work grows with hub entities). Same
             recall@5 on the three dev corpora with 20, 50 or ``None``.
         ppr_epsilon: forward-push tolerance of the passage walk
-            (:func:`~graphstrata.methods.ppr.local_pagerank`): its work per query is bounded by
+            (:func:`~graphstrata.structures.push.local_pagerank`): its work per query is bounded by
             ``1 / ((1 − damping) · ppr_epsilon)`` pushes, whatever the corpus size.
         seed_top_n, seed_power, damping, max_df, title_weight, document_weight, named_weight:
             propagation settings
@@ -139,35 +137,7 @@ class ArchRAG(Method):
 
     def retrieve(self, state, query: str, qvec: np.ndarray, k: int, **options: Any) -> Retrieval:
         o = self.resolved(options)
-        layered = state.layered
-        context = []
-        entity_sources: list[tuple[float, np.ndarray, int]] = []
-        community_sources: list[tuple[float, np.ndarray, int]] = []
-        entity_scores: dict[str, float] = {}
-        community_sims: dict[str, float] = {}
-        per_entity = o["entity_chunks"]
-        if layered is not None:
-            bounded_rows = entity_chunks(state) if per_entity is not None else None
-            prov = provenance(state)
-            ks = [int(o["k_entities"])] + [int(o["k_per_layer"])] * (layered.num_layers - 1)
-            per_layer = layered.search_all_layers(qvec, ks, ef_search=o["ef_search"])
-            for row, sim in zip(*per_layer[0], strict=True):
-                hit = entity_hit(state, int(row), float(sim), max_chunks=per_entity)
-                entity_scores[hit.id] = float(sim)
-                if bounded_rows is not None:
-                    mentions = bounded_rows.top(int(row), per_entity)
-                    entity_sources.append((float(sim), mentions, int(bounded_rows.counts[int(row)])))
-                else:
-                    chunk_ids = state.kg.entities[hit.id].chunk_ids
-                    entity_sources.append((float(sim), _rows_of(state, chunk_ids), len(chunk_ids)))
-                context.append(hit)
-            context.extend(relation_hits(state, entity_scores, max_chunks=per_entity))
-            for layer in range(1, layered.num_layers):
-                for row, sim in zip(*per_layer[layer], strict=True):
-                    hit = community_hit(state, layer, int(row), float(sim))
-                    community_sims[hit.id] = float(sim)
-                    community_sources.append((float(sim), prov.community_rows(layer, int(row)), len(hit.chunk_ids)))
-                    context.append(hit)
+        context, entity_sources, community_sources, entity_scores, community_sims = _graph_context(state, qvec, o)
         ent_rows, ent_vals = spread_rows(entity_sources)
         com_rows, com_vals = spread_rows(community_sources)
         n = max(int(o["candidates"]), k)
@@ -221,6 +191,47 @@ class ArchRAG(Method):
             base = dict(zip(rows.tolist(), fused.astype(np.float64).tolist(), strict=True))
             _explain(state, query, qvec, out, entity_scores, community_sims, base, added, set(named), trace, o)
         return out
+
+
+def _graph_context(state, qvec: np.ndarray, o):
+    """ArchRAG's graph context (spec A12): the ``k_entities`` nearest entities, the relations
+    among them and the ``k_per_layer`` nearest communities of each layer (one C-HNSW pass), with
+    the chunk rows each hit cites as evidence sources ``(similarity, rows, chunk count)``.
+
+    Returns:
+        ``(context hits, entity sources, community sources, {entity id: cosine},
+        {community id: cosine})``.
+    """
+    layered = state.layered
+    context = []
+    entity_sources: list[tuple[float, np.ndarray, int]] = []
+    community_sources: list[tuple[float, np.ndarray, int]] = []
+    entity_scores: dict[str, float] = {}
+    community_sims: dict[str, float] = {}
+    per_entity = o["entity_chunks"]
+    if layered is not None:
+        bounded_rows = entity_chunks(state) if per_entity is not None else None
+        prov = provenance(state)
+        ks = [int(o["k_entities"])] + [int(o["k_per_layer"])] * (layered.num_layers - 1)
+        per_layer = layered.search_all_layers(qvec, ks, ef_search=o["ef_search"])
+        for row, sim in zip(*per_layer[0], strict=True):
+            hit = entity_hit(state, int(row), float(sim), max_chunks=per_entity)
+            entity_scores[hit.id] = float(sim)
+            if bounded_rows is not None:
+                mentions = bounded_rows.top(int(row), per_entity)
+                entity_sources.append((float(sim), mentions, int(bounded_rows.counts[int(row)])))
+            else:
+                chunk_ids = state.kg.entities[hit.id].chunk_ids
+                entity_sources.append((float(sim), _rows_of(state, chunk_ids), len(chunk_ids)))
+            context.append(hit)
+        context.extend(relation_hits(state, entity_scores, max_chunks=per_entity))
+        for layer in range(1, layered.num_layers):
+            for row, sim in zip(*per_layer[layer], strict=True):
+                hit = community_hit(state, layer, int(row), float(sim))
+                community_sims[hit.id] = float(sim)
+                community_sources.append((float(sim), prov.community_rows(layer, int(row)), len(hit.chunk_ids)))
+                context.append(hit)
+    return context, entity_sources, community_sources, entity_scores, community_sims
 
 
 def _rows_of(state, chunk_ids) -> np.ndarray:

@@ -94,6 +94,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..structures.passages import title_index
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..state import EngineState
 
@@ -272,13 +274,11 @@ def walk_links(
     limit: int = 3,
 ) -> list[dict[str, Any]]:
     """The seed chunks (``[(row, restart share), ...]``, largest first) with a link of the
-    passage walk (:func:`~graphstrata.methods.propagation.build_passage_graph`) to ``row``,
+    passage walk (:func:`~graphstrata.structures.passages.build_passage_graph`) to ``row``,
     at most ``limit``: ``{"chunk_id", "ppr_reset", "via"?, "title"?, "same_document"?}`` —
     shared entities of 2 … ``max_df`` chunks (rarest first), a document title one of the two
     chunks names (when ``title_weight > 0``), the same document (when ``document_weight >
     0``)."""
-    from .propagation import title_index
-
     kg = state.kg
     chunks = state.chunks
     mine = set(chunk_entity_ids(state, row))

@@ -31,6 +31,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
+from ..structures.push import Transition, transition_matrix
 from .base import bridge_evidence, rank
 
 SEP = " [SEP] "
@@ -38,42 +39,6 @@ SEP_REC = " [SEP_REC] "
 MIN_COST = 1e-6
 
 # -- personalised PageRank -------------------------------------------------------------------
-
-
-@dataclass
-class Transition:
-    """A column-stochastic walk operator for :func:`personalized_pagerank`.
-
-    Attributes:
-        matrix: CSR ``A · D⁻¹`` of a symmetric weighted adjacency ``A`` (column ``u`` holds the
-            probabilities of stepping from ``u`` to each neighbour).
-        dangling: boolean mask of nodes with no (positive-weight) edge.
-    """
-
-    matrix: sp.csr_matrix
-    dangling: np.ndarray
-
-
-def transition_matrix(adjacency: sp.spmatrix) -> Transition:
-    """Build the walk operator of a symmetric, non-negative weighted adjacency matrix.
-
-    Args:
-        adjacency: ``(n, n)`` sparse, symmetric, weights ≥ 0 (``A[u, v]`` = edge weight).
-
-    Returns:
-        A :class:`Transition` (compute once per graph, reuse for every query).
-    """
-    a = sp.csr_matrix(adjacency, dtype=np.float64)
-    a.eliminate_zeros()  # zero-weight edge types cost nothing per iteration
-    if a.shape[0] != a.shape[1]:
-        raise ValueError(f"adjacency must be square, got {a.shape}")
-    if a.nnz and a.data.min() < 0:
-        raise ValueError("adjacency weights must be non-negative")
-    deg = np.asarray(a.sum(axis=0)).ravel()
-    dangling = deg <= 0
-    inv = np.zeros_like(deg)
-    inv[~dangling] = 1.0 / deg[~dangling]
-    return Transition((a @ sp.diags(inv)).tocsr(), dangling)
 
 
 def personalized_pagerank(
@@ -316,14 +281,7 @@ def mcmi_expand(
     rbar = _rbar(edges, scores, cost, mode)
     added: list[Hashable] = []
     while selected and (max_expansion is None or len(added) < max_expansion):
-        best = None  # (key, v, edges to the subgraph)
-        for v in {w for u in selected for w in graph.adj[u]} - selected - banned:
-            links = [u for u in graph.adj[v] if u in selected]
-            c = max(min(cost(u, v) for u in links), MIN_COST)
-            s = float(scores.get(v, 0.0))
-            key = (-(s / c), -s, c, v)
-            if best is None or key < best[0]:
-                best = (key, v, links)
+        best = _best_frontier(graph, selected, banned, scores, cost)
         if best is None:
             break
         ratio = -best[0][0]
@@ -341,6 +299,21 @@ def mcmi_expand(
         (u, v, graph.edges[u, v]) for u, v in graph.subgraph(selected).edges
     )
     return MCMIResult(sub, tree, added, rbar)
+
+
+def _best_frontier(graph: nx.Graph, selected: set, banned: set, scores: Mapping, cost: Callable):
+    """The frontier node of :func:`mcmi_expand`'s next step: ``(key, v, its neighbours in the
+    subgraph)`` with ``key = (−s_v / c, −s_v, c, v)`` smallest (``c`` its cheapest edge into the
+    subgraph, at least :data:`MIN_COST`), or ``None`` when the frontier is empty."""
+    best = None  # (key, v, edges to the subgraph)
+    for v in {w for u in selected for w in graph.adj[u]} - selected - banned:
+        links = [u for u in graph.adj[v] if u in selected]
+        c = max(min(cost(u, v) for u in links), MIN_COST)
+        s = float(scores.get(v, 0.0))
+        key = (-(s / c), -s, c, v)
+        if best is None or key < best[0]:
+            best = (key, v, links)
+    return best
 
 
 # -- path rendering ----------------------------------------------------------------------------

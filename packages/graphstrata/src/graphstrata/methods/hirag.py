@@ -1,8 +1,8 @@
 """HiRAG retrieval, offline (spec seed-hirag.md §3 HiRetrieval, over the HiIndex of §2.5–2.7).
 
 The index — summary-entity layers over the KG and Leiden communities over the multi-layer
-graph G_k — is built by the indexing stage :mod:`graphstrata.indexing.hirag`; retrieval reads
-it through :func:`~graphstrata.indexing.hirag.hi_index` (cached once per state).
+graph G_k — is the structure :mod:`graphstrata.structures.hirag` (built at index time); retrieval
+reads it through :func:`~graphstrata.structures.hirag.hi_index` (cached once per state).
 
 **HiRetrieval** (:class:`HiRAG`, spec §3.1 Eqs. 12–16):
 
@@ -20,7 +20,7 @@ it through :func:`~graphstrata.indexing.hirag.hi_index` (cached once per state).
 
 Issue 33: a query reads only the nodes it touches. The HiIndex is arrays (CSR G_k, community
 CSR, summary entities; the entity layer is the state's), built at index time and persisted
-(:data:`~graphstrata.indexing.hirag.DEFAULT_HI_INDEX`); similarities are computed for the
+(:data:`~graphstrata.structures.hirag.DEFAULT_HI_INDEX`); similarities are computed for the
 local candidates, the retrieved communities' members and the path only; the shortest paths
 are a level-synchronous bidirectional BFS over the CSR arrays (:func:`shortest_path`, the
 path networkx finds) with per-thread scratch marks, so a search costs what it visits.
@@ -29,7 +29,7 @@ Chunks: candidates are the hybrid (dense + BM25) top-N plus the chunks of every 
 entity, community and bridge triple; score = hybrid score + weighted, hub-damped graph
 evidence (as in ArchRAG), so every mode returns ``k`` ranked chunks. Retrieval needs no LLM;
 the LLM step of HiIndex (summary entities) plugs in through ``HiIndexConfig.summarise_fn``, or
-is taken from the state's LLM (:func:`~graphstrata.indexing.hirag.hi_index`). Community reports
+is taken from the state's LLM (:func:`~graphstrata.structures.hirag.hi_index`). Community reports
 stay extractive.
 """
 
@@ -45,13 +45,13 @@ import numpy as np
 from graphstrata_chnsw import shortest_path as native_shortest_path
 
 from ..hierarchy import rank_chunks
-from ..indexing.hirag import HiIndex, HiIndexConfig, extractive_community_report, hi_index
 from ..scores import bounded, cosine
+from ..structures.hirag import HiIndex, HiIndexConfig, extractive_community_report, hi_index
+from ..structures.provenance import ENTITY_CHUNK_LIMIT
 from ..types import Hit
 from . import explain as ex
 from .base import (
     COSINE,
-    ENTITY_CHUNK_LIMIT,
     TOKEN_BUDGET,
     UNIT,
     Method,
@@ -60,6 +60,7 @@ from .base import (
     entity_hit,
     hybrid_scores,
     rank,
+    relation_hit,
     representative_chunks,
     scored,
     spread_to_chunks,
@@ -421,25 +422,7 @@ class HiRAG(Method):
                 hits.append(h)
         if mode == "local":
             return _by_kind(hits)
-        # global: communities containing the local entities (Eq. 13)
-        count: dict[int, int] = {}
-        best: dict[int, float] = {}
-        for i in local:
-            c = int(hi.node_community[i])
-            if c >= 0:
-                count[c] = count.get(c, 0) + 1
-                best[c] = max(best.get(c, -1.0), sims[i])
-        order = sorted(count, key=lambda c: (-count[c], -best[c], c))[: int(o["max_communities"])]
-        reports = []
-        used = 0
-        limit = o["max_report_tokens"]
-        for c in order:
-            h = self._community_hit(state, hi, c, best[c], per_entity)
-            t = count_tokens(h.text)
-            if limit is not None and used + t > limit:
-                break
-            used += t
-            reports.append((c, h))
+        reports = self._reports(state, hi, local, sims, o)
         if mode in ("global", "hi"):
             for _, h in reports:
                 sources["community"].append((h.metadata["raw_score"], h.chunk_ids, _chunk_count(h)))
@@ -447,16 +430,7 @@ class HiRAG(Method):
         if mode == "global":
             return _by_kind(hits)
         # bridge: key entities per community (Eq. 14), shortest paths (Eq. 15), triples (Eq. 16)
-        keys: dict[int, None] = {}
-        m = int(o["top_m"])
-        for c, _ in reports:
-            members = hi.members(c)  # ascending node indices
-            sim = sims.of(members)
-            # the m most similar, ties by node index (a stable sort of the ascending members)
-            for i in members[np.argsort(-sim, kind="stable")[:m]].tolist():
-                keys.setdefault(i, None)
-        if not keys:
-            keys = dict.fromkeys(local[:m])
+        keys = _key_entities(hi, reports, sims, local, int(o["top_m"]))
         key_ids = hi.node_ids_of(keys)
         path_rows = bridge_path_rows(
             hi, list(keys), weighted=bool(o["weighted_paths"]), max_visits=o["max_path_visits"]
@@ -494,6 +468,29 @@ class HiRAG(Method):
         bridge_hits.sort(key=lambda h: (-h.metadata["raw_score"], h.id))
         hits.extend(bridge_hits)
         return _by_kind(hits)
+
+    def _reports(self, state, hi: HiIndex, local: list[int], sims: _Similarity, o) -> list[tuple[int, Hit]]:
+        """Global: the communities containing the local entities (Eq. 13), most local members
+        first, then best similarity; ``(community, hit)`` within ``max_report_tokens``."""
+        count: dict[int, int] = {}
+        best: dict[int, float] = {}
+        for i in local:
+            c = int(hi.node_community[i])
+            if c >= 0:
+                count[c] = count.get(c, 0) + 1
+                best[c] = max(best.get(c, -1.0), sims[i])
+        order = sorted(count, key=lambda c: (-count[c], -best[c], c))[: int(o["max_communities"])]
+        reports = []
+        used = 0
+        limit = o["max_report_tokens"]
+        for c in order:
+            h = self._community_hit(state, hi, c, best[c], o["entity_chunks"])
+            t = count_tokens(h.text)
+            if limit is not None and used + t > limit:
+                break
+            used += t
+            reports.append((c, h))
+        return reports
 
     @staticmethod
     def _name(state, hi: HiIndex, i: int) -> str:
@@ -552,17 +549,9 @@ class HiRAG(Method):
         deg = int(hi.degree[iu] + hi.degree[iv])
         if r is not None:
             chunk_ids = list(r.chunk_ids if per_entity is None else r.chunk_ids[: int(per_entity)])
-            return Hit(
-                id=r.id,
-                text=f"{nu} — {nv}: {r.description}",
-                score=cosine(score),
-                kind="relation",
-                layer=0,
-                chunk_ids=chunk_ids,
-                document_ids=state.document_ids_of(chunk_ids),
-                metadata={"source": nu, "target": nv, "weight": r.weight, "rank": deg,
-                          "bridge": True, "raw_score": score, "chunk_count": len(r.chunk_ids)},
-            )
+            metadata = {"source": nu, "target": nv, "weight": r.weight, "rank": deg,
+                        "bridge": True, "raw_score": score, "chunk_count": len(r.chunk_ids)}
+            return relation_hit(state, r, nu, nv, score, chunk_ids, metadata)
         lo, hi_node = (iu, iv) if hi.layer_of(iu) <= hi.layer_of(iv) else (iv, iu)
         member, summary = self._name(state, hi, lo), self._name(state, hi, hi_node)
         chunk_ids = []
@@ -605,6 +594,19 @@ class _Similarity:
         if i not in self.known:
             self.fill([i])
         return self.known[i]
+
+
+def _key_entities(hi: HiIndex, reports, sims: _Similarity, local: list[int], m: int) -> dict[int, None]:
+    """The bridge's key entities (Eq. 14): each reported community's ``m`` members most similar
+    to the query (ties by node index), else the ``m`` best local entities; in order."""
+    keys: dict[int, None] = {}
+    for c, _ in reports:
+        members = hi.members(c)  # ascending node indices
+        sim = sims.of(members)
+        # the m most similar, ties by node index (a stable sort of the ascending members)
+        for i in members[np.argsort(-sim, kind="stable")[:m]].tolist():
+            keys.setdefault(i, None)
+    return keys if keys else dict.fromkeys(local[:m])
 
 
 def _local_nodes(state, hi: HiIndex, sims: _Similarity, n: int, ef: int) -> list[int]:
@@ -653,18 +655,8 @@ def _explain(state, hi: HiIndex | None, query: str, qvec, out: Retrieval, base, 
     path = next((h for h in ctx if h.kind == "path"), None)
     path_entities = [_node_ref(state, hi, n) for n in path.metadata["nodes"]] if path is not None else []
 
-    def triple(h: Hit) -> list[str]:
-        verb = "belongs to" if h.metadata.get("inter_layer") else "relates to"
-        return [str(h.metadata["source"]), verb, str(h.metadata["target"])]
-
     def reasoning(triples: list[list[str]]) -> dict[str, Any] | None:
-        if path is None:
-            return None
-        rp: dict[str, Any] = {"id": path.id, "entities": path_entities[: 2 * ex.MAX_TRIPLES],
-                              "triples": triples[: ex.MAX_TRIPLES]}
-        if len(triples) > ex.MAX_TRIPLES:
-            rp["truncated"] = len(triples) - ex.MAX_TRIPLES
-        return rp
+        return _reasoning_path(path, path_entities, triples)
 
     rows = [r for r, _ in out.chunks]
     signals = ex.chunk_signals(state, query, qvec, rows)
@@ -676,7 +668,7 @@ def _explain(state, hi: HiIndex | None, query: str, qvec, out: Retrieval, base, 
                      if h.metadata.get("summary") and cid in h.chunk_ids]
         matched = sorted(matched + summaries, key=lambda m: (-m["similarity"], m["id"]))[: ex.MAX_LISTED]
         com = next((h for h in communities if cid in h.chunk_ids), None)
-        triples = [triple(h) for h in bridges if cid in h.chunk_ids]
+        triples = [_bridge_triple(h) for h in bridges if cid in h.chunk_ids]
         out.explain[r] = ex.explanation(
             name,
             None,
@@ -711,7 +703,7 @@ def _explain(state, hi: HiIndex | None, query: str, qvec, out: Retrieval, base, 
                 name, "bridge triple on the shortest path between key entities", layer=h.layer,
                 similarity=h.metadata["raw_score"],
                 matched_entities=[_node_ref(state, hi, e) for e in ends],
-                reasoning_path=reasoning([triple(h)]),
+                reasoning_path=reasoning([_bridge_triple(h)]),
             )
         elif h.kind == "path":
             keys = h.metadata.get("key_entities", [])
@@ -719,8 +711,26 @@ def _explain(state, hi: HiIndex | None, query: str, qvec, out: Retrieval, base, 
                 name, f"shortest path through {len(keys)} key entities of the retrieved communities",
                 similarity=h.metadata["raw_score"],
                 matched_entities=[_node_ref(state, hi, e) for e in keys[: ex.MAX_LISTED]],
-                reasoning_path=reasoning([triple(b) for b in bridges]),
+                reasoning_path=reasoning([_bridge_triple(b) for b in bridges]),
             )
+
+
+def _bridge_triple(h: Hit) -> list[str]:
+    """A bridge relation hit as an explanation triple (an inter-layer edge "belongs to")."""
+    verb = "belongs to" if h.metadata.get("inter_layer") else "relates to"
+    return [str(h.metadata["source"]), verb, str(h.metadata["target"])]
+
+
+def _reasoning_path(path: Hit | None, path_entities: list, triples: list[list[str]]) -> dict[str, Any] | None:
+    """The explanation's reasoning path: the bridge path hit with its first entities and
+    ``triples`` (at most :data:`.explain.MAX_TRIPLES`, the rest counted); ``None`` without a path."""
+    if path is None:
+        return None
+    rp: dict[str, Any] = {"id": path.id, "entities": path_entities[: 2 * ex.MAX_TRIPLES],
+                          "triples": triples[: ex.MAX_TRIPLES]}
+    if len(triples) > ex.MAX_TRIPLES:
+        rp["truncated"] = len(triples) - ex.MAX_TRIPLES
+    return rp
 
 
 def _community_ref(h: Hit) -> dict[str, Any]:

@@ -5,7 +5,7 @@
    option, else the state's ``llm``): one call, stage ``"query:keywords"``
    (:mod:`graphstrata.llm.prompts.lightrag_query`); output the parser cannot read falls back
    to the offline keywords for that query and is counted with ``LLMClient.skip``. Offline,
-   :func:`offline_keywords` matches the query's word n-grams against the corpus vocabulary
+   :func:`~.keywords.offline_keywords` matches the query's word n-grams against the corpus vocabulary
    (entity ids): low-level = the longest non-overlapping n-grams that name an entity, plus
    capitalised spans of the query the KG does not know; high-level = the remaining content
    words. ``keywords_fn=callable(query) -> (high_level, low_level)`` overrides both.
@@ -37,7 +37,7 @@
    (:mod:`graphstrata.generation.lightrag`).
 
 Relation vectors (spec §1.8: keywords + endpoints + description, one vector per relation). In
-an LLM build (:func:`~graphstrata.indexing.descriptions.describes_relations`) each relation's
+an LLM build (:func:`~graphstrata.structures.text_vectors.describes_relations`) each relation's
 keywords, endpoint names and description are embedded, as the spec says
 (:data:`RELATION_TEXT_VECTORS`, :func:`relation_text_vectors`; option
 ``relation_vectors="auto"``). Offline the descriptions are extractive sentences and are not
@@ -52,7 +52,7 @@ sets that candidate set holds 99.9–100 % of the exact top 60 (recall unchanged
 The graph arrays a query reads (:class:`LightGraph`: endpoints, ranks, incident lists,
 chunk ↔ relation and chunk ↔ entity maps, chunk → document) and the relation-vector norms
 are derived structures built at index time and persisted with the index
-(:data:`LIGHT_GRAPH`, :data:`RELATION_VECTORS`, :mod:`graphstrata.derived`), so a loaded
+(:data:`LIGHT_GRAPH`, :data:`RELATION_VECTORS`, :mod:`graphstrata.structures`), so a loaded
 index's first query builds nothing. A query's work is bounded by its seeds: ``top_k``
 entities, ``relation_seed_chunks`` chunks, their capped incident lists, and graph evidence
 spread over sources of at most ``spread_max_chunks`` chunks each (a larger source only adds
@@ -62,33 +62,28 @@ to chunks the others reached).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from ..bm25 import english_stop_words
-from ..derived import DerivedSpec, pack_strings, register_derived, unpack_strings
-from ..extraction import canonical, capitalised_spans
-from ..indexing.descriptions import (
-    TextVectors,
-    optional_arrays,
-    optional_from_arrays,
-    relation_text,
-    state_describes_relations,
-)
-from ..indexing.hirag import lossless_float32
-from ..llm.client import LLMClient
-from ..llm.prompts.lightrag_query import keywords_request, parse_keywords
 from ..scores import bounded, relative, unit
+from ..structures.lightrag import (
+    DEFAULT_RELATION_CHUNK_WEIGHT,
+    LightGraph,
+    csr_ranges,
+    light_graph,
+    relation_text_vectors,
+    relation_vectors,
+    rows_dot,
+)
+from ..structures.provenance import ENTITY_CHUNK_LIMIT
 from ..types import Hit
 from . import explain as ex
 from .base import (
     COSINE,
-    ENTITY_CHUNK_LIMIT,
     TOKEN_BUDGET,
     UNIT,
     Method,
@@ -100,15 +95,9 @@ from .base import (
     rank,
     representative_chunks,
     round_robin,
-    rows_dot,
     scored,
 )
-
-#: ledger stage of the keyword-extraction call
-KEYWORDS_STAGE = "query:keywords"
-
-KeywordsFn = Callable[[str], tuple[Sequence[str], Sequence[str]]]
-"""``keywords_fn(query) -> (high_level_keywords, low_level_keywords)``: the LLM seam."""
+from .keywords import Keywords, query_keywords
 
 MODES = ("local", "global", "hybrid", "mix")
 """The ``mode`` values: the paper's three (spec §2.4) and the reference code's ``mix``."""
@@ -117,532 +106,6 @@ MODES = ("local", "global", "hybrid", "mix")
 RETRIEVED_BY = ("graph", "vector", "both")
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
-_WORD_RE = re.compile(r"[\w][\w'’\-.&]*[\w]|\w", re.UNICODE)
-
-
-# -- keywords ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Keywords:
-    """The two keyword lists of a query (spec §2.3 JSON: high_level / low_level keywords).
-
-    Attributes:
-        high_level: themes / concepts (search relations).
-        low_level: specific entities and details (search entities).
-        matched: entity ids named exactly by a low-level keyword (vocabulary match).
-        source: where they came from: ``"offline"`` (:func:`offline_keywords`, also the
-            fallback for unreadable LLM output), ``"llm"`` (the keyword prompt) or
-            ``"function"`` (a ``keywords_fn``).
-    """
-
-    high_level: list[str]
-    low_level: list[str]
-    matched: list[str] = field(default_factory=list)
-    source: str = "offline"
-
-
-def offline_keywords(query: str, vocabulary: Iterable[str] | Any, max_ngram: int = 5) -> Keywords:
-    """Statistical stand-in for the keyword LLM call.
-
-    Args:
-        query: the question.
-        vocabulary: entity ids (canonical names) — anything supporting ``in``.
-        max_ngram: longest word n-gram tried against the vocabulary.
-
-    Returns:
-        :class:`Keywords`: low-level = longest-first, non-overlapping query n-grams whose
-        canonical form is an entity id (n-grams never start or end with a stop word, and
-        single stop words never match), then capitalised spans
-        of the query not already covered; high-level = the remaining non-stop words, in query
-        order. ``matched`` lists the matched entity ids in query order.
-    """
-    stop = english_stop_words()
-    words = [(m.start(), m.end()) for m in _WORD_RE.finditer(query)]
-    used = [False] * len(words)
-    found: list[tuple[int, str, str]] = []  # (first word index, surface, entity id)
-    for n in range(min(max_ngram, len(words)), 0, -1):
-        for i in range(len(words) - n + 1):
-            if any(used[i : i + n]):
-                continue
-            surface = query[words[i][0] : words[i + n - 1][1]]
-            key = canonical(surface)
-            if not key or (n == 1 and (key in stop or len(key) < 2)):
-                continue
-            edge_words = (query[slice(*words[i])], query[slice(*words[i + n - 1])])
-            if n > 1 and any(canonical(w) in stop for w in edge_words):
-                continue  # "the founder", "Paris in": let the shorter n-gram match
-            if key in vocabulary:
-                found.append((i, surface, key))
-                for j in range(i, i + n):
-                    used[j] = True
-    found.sort()
-    low = [s for _, s, _ in found]
-    matched = list(dict.fromkeys(k for _, _, k in found))
-    covered = {canonical(s) for s in low}
-    for span in capitalised_spans(query):
-        key = canonical(span)
-        if key and key not in covered and key not in stop:
-            low.append(span)
-            covered.add(key)
-    high = [
-        query[s:e]
-        for (s, e), u in zip(words, used, strict=True)
-        if not u and canonical(query[s:e]) not in stop and canonical(query[s:e]) not in covered
-    ]
-    return Keywords(high_level=high, low_level=low, matched=matched)
-
-
-def llm_keywords(client: LLMClient, query: str) -> tuple[list[str], list[str]] | None:
-    """Ask ``client`` for the query's ``(high_level, low_level)`` keywords (spec §2.3; one
-    call, stage ``"query:keywords"``, JSON mode, cached by the client).
-
-    Returns:
-        The two lists, or ``None`` when the output is unreadable
-        (:func:`~graphstrata.llm.prompts.lightrag_query.parse_keywords`); that is counted as
-        one skipped record of the stage and reported as the fallback
-        ``"keywords: offline fallback, unreadable answer"`` (``Answer.fallbacks``).
-
-    Raises:
-        LLMError: the call failed after the client's retries.
-    """
-    out = parse_keywords(client.request(keywords_request(query), KEYWORDS_STAGE).text)
-    if out is None:
-        client.skip(KEYWORDS_STAGE)
-        client.fallback(KEYWORDS_STAGE, "offline fallback, unreadable answer")
-    return out
-
-
-def _keywords(state, query: str, fn: KeywordsFn | None, client: LLMClient | None = None) -> Keywords:
-    """The query's keywords: ``fn`` when given, else the LLM when there is one (offline
-    fallback on unreadable output), else :func:`offline_keywords`."""
-    if fn is not None:
-        out, source = fn(query), "function"
-    elif client is not None:
-        out, source = llm_keywords(client, query), "llm"
-    else:
-        out = None
-    if out is None:
-        return offline_keywords(query, state.kg.entities)
-    if isinstance(out, dict):  # the spec's JSON shape
-        high, low = out.get("high_level_keywords", []), out.get("low_level_keywords", [])
-    else:
-        high, low = out
-    high = [str(x) for x in high if str(x).strip()]
-    low = [str(x) for x in low if str(x).strip()]
-    matched = list(dict.fromkeys(canonical(x) for x in low if canonical(x) in state.kg.entities))
-    return Keywords(high_level=high, low_level=low, matched=matched, source=source)
-
-
-# -- derived structures ------------------------------------------------------------------------
-
-#: relations with more source chunks than this keep their mean chunk vector
-#: (:class:`RelationVectors`); the others' chunk term is computed from their chunks' vectors
-HEAVY_RELATION_CHUNKS = 32
-
-
-def _csr_from_lists(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Ragged int lists as CSR: int64 ``(len + 1,)`` indptr and int32 values."""
-    indptr = np.zeros(len(lists) + 1, np.int64)
-    np.cumsum(np.fromiter((len(x) for x in lists), np.int64, len(lists)), out=indptr[1:])
-    values = np.fromiter((v for x in lists for v in x), np.int32, int(indptr[-1]))
-    return indptr, values
-
-
-def _ranges(indptr: np.ndarray, rows: np.ndarray, cap: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of the CSR slices of ``rows`` concatenated in order (each cut to its first
-    ``cap`` entries), and the owner index (into ``rows``) of every position."""
-    rows = np.asarray(rows, np.int64)
-    starts = indptr[rows]
-    lens = indptr[rows + 1] - starts
-    if cap is not None:
-        lens = np.minimum(lens, cap)
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    owner = np.repeat(np.arange(len(rows), dtype=np.int64), lens)
-    pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens) + starts[owner]
-    return pos, owner
-
-
-@dataclass(eq=False)
-class LightGraph:
-    """LightRAG's graph as arrays, built at index time and persisted (:data:`LIGHT_GRAPH`):
-    what a query reads instead of scanning the KG, so its work follows the entities, relations
-    and chunks it touches.
-
-    Relation ``i`` is the KG relation ``(entity_ids[src[i]], entity_ids[dst[i]])``.
-
-    Attributes:
-        src, dst: int32 ``(n_relations,)`` entity rows of the endpoints (key order).
-        weight: float64 ``(n_relations,)`` relation weights.
-        degree: int32 ``(n_entities,)`` neighbours per entity.
-        rank: int32 ``(n_relations,)`` position of each relation in LightRAG's relation order
-            (edge degree ``deg(u) + deg(v)`` descending, then weight (at float32 precision, as
-            the adjacency matrix holds it) descending, then the endpoint rows).
-        inc_indptr, inc_rel: CSR entity → incident relations, each list in ``rank`` order.
-        rel_chunk_indptr, rel_chunk_rows: CSR relation → source chunk rows (in ``chunk_ids``
-            order, repeats kept, unknown ids dropped).
-        chunk_rel_indptr, chunk_rel: CSR chunk row → relations sourced from it (ascending).
-        ent_chunk_indptr, ent_chunk_rows: CSR entity → its chunk rows (``chunk_ids`` order).
-        chunk_ent_indptr, chunk_ent: CSR chunk row → the entities listing it (ascending rows).
-        chunk_doc: int32 ``(n_chunks,)`` index into ``doc_ids`` of each chunk's document.
-        doc_ids: document ids by index.
-    """
-
-    src: np.ndarray
-    dst: np.ndarray
-    weight: np.ndarray
-    degree: np.ndarray
-    rank: np.ndarray
-    inc_indptr: np.ndarray
-    inc_rel: np.ndarray
-    rel_chunk_indptr: np.ndarray
-    rel_chunk_rows: np.ndarray
-    chunk_rel_indptr: np.ndarray
-    chunk_rel: np.ndarray
-    ent_chunk_indptr: np.ndarray
-    ent_chunk_rows: np.ndarray
-    chunk_ent_indptr: np.ndarray
-    chunk_ent: np.ndarray
-    chunk_doc: np.ndarray
-    doc_ids: list[str]
-
-    def __post_init__(self) -> None:
-        n_rel, n_ent, n_chunks = len(self.src), len(self.degree), len(self.chunk_doc)
-        ok = (
-            len(self.dst) == len(self.weight) == len(self.rank) == n_rel
-            and len(self.inc_indptr) == n_ent + 1 and self.inc_indptr[-1] == len(self.inc_rel)
-            and len(self.rel_chunk_indptr) == n_rel + 1 and self.rel_chunk_indptr[-1] == len(self.rel_chunk_rows)
-            and len(self.chunk_rel_indptr) == n_chunks + 1 and self.chunk_rel_indptr[-1] == len(self.chunk_rel)
-            and len(self.ent_chunk_indptr) == n_ent + 1 and self.ent_chunk_indptr[-1] == len(self.ent_chunk_rows)
-            and len(self.chunk_ent_indptr) == n_chunks + 1 and self.chunk_ent_indptr[-1] == len(self.chunk_ent)
-        )
-        if not ok:
-            raise ValueError("LightGraph arrays do not fit together")
-
-    @property
-    def n_relations(self) -> int:
-        """Relations."""
-        return len(self.src)
-
-    def key(self, kg, i: int) -> tuple[str, str]:
-        """The KG key of relation ``i``."""
-        ids = kg.entity_ids
-        return ids[int(self.src[i])], ids[int(self.dst[i])]
-
-    def documents(self, chunk_rows: np.ndarray) -> list[str]:
-        """Distinct document ids of ``chunk_rows``, in order (as ``state.document_ids_of``)."""
-        if len(chunk_rows) <= 64:  # the common case: plain Python beats numpy's set routines
-            return [self.doc_ids[d] for d in dict.fromkeys(self.chunk_doc[chunk_rows].tolist())]
-        docs = self.chunk_doc[chunk_rows]
-        _, first = np.unique(docs, return_index=True)
-        return [self.doc_ids[d] for d in docs[np.sort(first)].tolist()]
-
-    def check(self, state) -> LightGraph:
-        """``self`` when it fits ``state`` (entity, relation and chunk counts).
-
-        Raises:
-            ValueError: it was built from other records."""
-        if (len(self.degree), self.n_relations, len(self.chunk_doc)) != (
-            len(state.kg.entity_ids), len(state.kg.relations), len(state.chunks)
-        ):
-            raise ValueError("LightRAG's persisted graph does not fit this index (rebuild it)")
-        return self
-
-
-def build_light_graph(state) -> LightGraph:
-    """Build :class:`LightGraph` from ``state``'s KG and chunks (O(entities + relations +
-    mentions), vectorised where it can be)."""
-    kg = state.kg
-    n_ent, n_chunks = len(kg.entity_ids), len(state.chunks)
-    row, chunk_row = kg.row, state.chunk_row
-    keys = list(kg.relations)
-    n_rel = len(keys)
-    src = np.fromiter((row[a] for a, _ in keys), np.int64, n_rel)
-    dst = np.fromiter((row[b] for _, b in keys), np.int64, n_rel)
-    rels = kg.relations
-    weight = np.fromiter((float(rels[k].weight) for k in keys), np.float64, n_rel)
-    degree = (np.bincount(src, minlength=n_ent) + np.bincount(dst, minlength=n_ent)).astype(np.int32)
-    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
-    edeg = degree[lo].astype(np.int64) + degree[hi]
-    w32 = weight.astype(np.float32).astype(np.float64)
-    order = np.lexsort((hi, lo, -w32, -edeg))
-    rank = np.empty(n_rel, np.int32)
-    rank[order] = np.arange(n_rel, dtype=np.int32)
-    ends = np.concatenate([src, dst])
-    rel2 = np.concatenate([np.arange(n_rel), np.arange(n_rel)])
-    inc_order = np.lexsort((rank[rel2], ends))
-    inc_indptr = np.zeros(n_ent + 1, np.int64)
-    np.cumsum(np.bincount(ends, minlength=n_ent), out=inc_indptr[1:])
-    inc_rel = rel2[inc_order].astype(np.int32)
-    rel_chunk_indptr, rel_chunk_rows = _csr_from_lists(
-        [[chunk_row[c] for c in rels[k].chunk_ids if c in chunk_row] for k in keys]
-    )
-    owner = np.repeat(np.arange(n_rel, dtype=np.int64), np.diff(rel_chunk_indptr))
-    pairs = np.unique(rel_chunk_rows.astype(np.int64) * max(n_rel, 1) + owner)
-    by_chunk, by_rel = np.divmod(pairs, max(n_rel, 1))
-    chunk_rel_indptr = np.zeros(n_chunks + 1, np.int64)
-    np.cumsum(np.bincount(by_chunk, minlength=n_chunks), out=chunk_rel_indptr[1:])
-    ent_chunk_indptr, ent_chunk_rows = _csr_from_lists(
-        [[chunk_row[c] for c in kg.entities[e].chunk_ids if c in chunk_row] for e in kg.entity_ids]
-    )
-    ent_owner = np.repeat(np.arange(n_ent, dtype=np.int64), np.diff(ent_chunk_indptr))
-    by_chunk_order = np.lexsort((ent_owner, ent_chunk_rows))
-    chunk_ent_indptr = np.zeros(n_chunks + 1, np.int64)
-    np.cumsum(np.bincount(ent_chunk_rows, minlength=n_chunks), out=chunk_ent_indptr[1:])
-    doc_index: dict[str, int] = {}
-    chunk_doc = np.fromiter(
-        (doc_index.setdefault(c.document_id, len(doc_index)) for c in state.chunks), np.int32, n_chunks
-    )
-    return LightGraph(
-        src=src.astype(np.int32), dst=dst.astype(np.int32), weight=weight, degree=degree, rank=rank,
-        inc_indptr=inc_indptr, inc_rel=inc_rel,
-        rel_chunk_indptr=rel_chunk_indptr, rel_chunk_rows=rel_chunk_rows,
-        chunk_rel_indptr=chunk_rel_indptr, chunk_rel=by_rel.astype(np.int32),
-        ent_chunk_indptr=ent_chunk_indptr, ent_chunk_rows=ent_chunk_rows,
-        chunk_ent_indptr=chunk_ent_indptr, chunk_ent=ent_owner[by_chunk_order].astype(np.int32),
-        chunk_doc=chunk_doc, doc_ids=list(doc_index),
-    )
-
-
-_GRAPH_ARRAYS = (
-    "src", "dst", "weight", "degree", "rank", "inc_indptr", "inc_rel", "rel_chunk_indptr",
-    "rel_chunk_rows", "chunk_rel_indptr", "chunk_rel", "ent_chunk_indptr", "ent_chunk_rows",
-    "chunk_ent_indptr", "chunk_ent", "chunk_doc",
-)
-
-
-def light_graph_arrays(g: LightGraph) -> dict[str, np.ndarray]:
-    """:class:`LightGraph` as named numpy arrays (document ids packed as UTF-8)."""
-    out = {name: getattr(g, name) for name in _GRAPH_ARRAYS}
-    out["weight"] = lossless_float32(g.weight)
-    packed = pack_strings(g.doc_ids)
-    out["doc_ids"], out["doc_ids_offsets"] = packed["utf8"], packed["offsets"]
-    return out
-
-
-def light_graph_from_arrays(arrays: Mapping[str, np.ndarray]) -> LightGraph:
-    """The inverse of :func:`light_graph_arrays`.
-
-    Raises:
-        KeyError: a missing array; ValueError: arrays that do not fit together.
-    """
-    return LightGraph(
-        **{name: np.asarray(arrays[name]) for name in _GRAPH_ARRAYS if name != "weight"},
-        weight=np.asarray(arrays["weight"], np.float64),
-        doc_ids=unpack_strings(arrays["doc_ids"], arrays["doc_ids_offsets"]),
-    )
-
-
-#: the derived-cache key of :class:`LightGraph`
-LIGHT_GRAPH_KEY = "lightrag:graph"
-
-
-def light_graph(state) -> LightGraph:
-    """The cached :class:`LightGraph` of ``state`` (persisted with the index: :data:`LIGHT_GRAPH`).
-
-    Raises:
-        ValueError: a persisted graph that does not fit the state."""
-    return state.derived(LIGHT_GRAPH_KEY, lambda: build_light_graph(state)).check(state)
-
-
-#: LightRAG's graph arrays, built at index time and persisted (:mod:`graphstrata.derived`).
-LIGHT_GRAPH = register_derived(
-    DerivedSpec(key=LIGHT_GRAPH_KEY, build=build_light_graph, to_arrays=light_graph_arrays,
-                from_arrays=light_graph_from_arrays)
-)
-
-
-@dataclass(eq=False)
-class RelationVectors:
-    """Implicit relation vectors for chunk weight ``w`` (see the module docstring): relation
-    ``i``'s vector is ``(1 − w)·mean(endpoint entity vectors) + w·mean(source chunk vectors)``;
-    only its norm is stored, plus the mean chunk vector of the few relations with more than
-    :data:`HEAVY_RELATION_CHUNKS` source chunks, so a query scores a relation from the entity
-    and chunk vectors it touches.
-
-    Attributes:
-        weight: ``w``.
-        norms: float32 ``(n_relations,)`` norms of the unnormalised vectors (≥ 1e-6).
-        heavy: int32 sorted relation indices with a stored chunk mean.
-        heavy_mean: float32 ``(len(heavy), dim)`` their mean source-chunk vectors.
-    """
-
-    weight: float
-    norms: np.ndarray
-    heavy: np.ndarray
-    heavy_mean: np.ndarray
-
-    def similarity(self, g: LightGraph, state, rels: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """float32 cosine of ``query`` to the vectors of relations ``rels`` (int array)."""
-        rels = np.asarray(rels, np.int64)
-        if len(rels) == 0:
-            return np.zeros(0, np.float32)
-        q = np.asarray(query, np.float32)
-        w = self.weight
-        ents = np.concatenate([g.src[rels], g.dst[rels]]).astype(np.int64)
-        uniq, inv = np.unique(ents, return_inverse=True)
-        es = rows_dot(state.vectors["entities"][uniq], q)[inv]
-        v = (1.0 - w) * 0.5 * (es[: len(rels)] + es[len(rels):]).astype(np.float64)
-        if w > 0:
-            v = v + w * self._chunk_term(g, state, rels, q)
-        return (v / self.norms[rels]).astype(np.float32)
-
-    def _chunk_term(self, g: LightGraph, state, rels: np.ndarray, q: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(rels), np.float64)
-        if len(self.heavy):
-            hpos = np.minimum(np.searchsorted(self.heavy, rels), len(self.heavy) - 1)
-            is_heavy = self.heavy[hpos] == rels
-        else:
-            hpos, is_heavy = np.zeros(len(rels), np.int64), np.zeros(len(rels), bool)
-        if is_heavy.any():
-            out[is_heavy] = rows_dot(self.heavy_mean[hpos[is_heavy]], q)
-        light = np.flatnonzero(~is_heavy)
-        if len(light):
-            pos, owner = _ranges(g.rel_chunk_indptr, rels[light])
-            if len(pos):
-                rows = g.rel_chunk_rows[pos]
-                uniq, inv = np.unique(rows, return_inverse=True)
-                cs = rows_dot(state.vectors["chunks"][uniq], q)[inv].astype(np.float64)
-                sums = np.bincount(owner, weights=cs, minlength=len(light))
-                counts = np.bincount(owner, minlength=len(light))
-                out[light] = np.where(counts > 0, sums / np.maximum(counts, 1), 0.0)
-        return out
-
-
-def build_relation_vectors(state, weight: float, g: LightGraph | None = None) -> RelationVectors:
-    """Build :class:`RelationVectors` for chunk weight ``weight`` (blocks of 8192 relations)."""
-    g = g or light_graph(state)
-    ents, chunks = state.vectors["entities"], state.vectors["chunks"]
-    n_rel = g.n_relations
-    counts = np.diff(g.rel_chunk_indptr)
-    mean = sp.csr_matrix(
-        (np.repeat(1.0 / np.maximum(counts, 1), counts).astype(np.float32), g.rel_chunk_rows, g.rel_chunk_indptr),
-        shape=(n_rel, len(chunks)),
-    )
-    norms = np.empty(n_rel, np.float32)
-    step = 8192
-    for s in range(0, n_rel, step):
-        e = slice(s, s + step)
-        v = (1.0 - weight) * 0.5 * (ents[g.src[e]] + ents[g.dst[e]])
-        if weight > 0:
-            v = v + weight * np.asarray(mean[e] @ chunks)
-        norms[e] = np.linalg.norm(v, axis=1)
-    heavy = np.flatnonzero(counts > HEAVY_RELATION_CHUNKS).astype(np.int32)
-    dim = chunks.shape[1] if chunks.ndim == 2 else 1
-    heavy_mean = np.asarray(mean[heavy] @ chunks, np.float32) if len(heavy) else np.zeros((0, dim), np.float32)
-    return RelationVectors(float(weight), np.maximum(norms, 1e-6), heavy, heavy_mean)
-
-
-def relation_vectors_key(weight: float) -> str:
-    """The derived-cache key of :class:`RelationVectors` for chunk weight ``weight``."""
-    return f"lightrag:relations:{float(weight):g}"
-
-
-def relation_vectors(state, weight: float) -> RelationVectors:
-    """The cached :class:`RelationVectors` of ``state`` for ``weight`` (the default weight's
-    are persisted with the index: :data:`RELATION_VECTORS`).
-
-    Raises:
-        ValueError: persisted vectors that do not fit the state."""
-    rv = state.derived(relation_vectors_key(weight), lambda: build_relation_vectors(state, weight))
-    if len(rv.norms) != len(state.kg.relations):
-        raise ValueError("LightRAG's persisted relation vectors do not fit this index (rebuild it)")
-    return rv
-
-
-def _relation_vectors_arrays(rv: RelationVectors) -> dict[str, np.ndarray]:
-    return {"weight": np.asarray([rv.weight], np.float64), "norms": rv.norms, "heavy": rv.heavy,
-            "heavy_mean": rv.heavy_mean}
-
-
-def _relation_vectors_from_arrays(arrays: Mapping[str, np.ndarray]) -> RelationVectors:
-    heavy, mean = np.asarray(arrays["heavy"], np.int32), np.asarray(arrays["heavy_mean"], np.float32)
-    if mean.ndim != 2 or len(mean) != len(heavy):
-        raise ValueError("relation vectors: heavy means do not match their relations")
-    return RelationVectors(float(np.asarray(arrays["weight"]).ravel()[0]), np.asarray(arrays["norms"], np.float32),
-                           heavy, mean)
-
-
-#: default chunk weight of a relation vector (the ``relation_chunk_weight`` option)
-DEFAULT_RELATION_CHUNK_WEIGHT = 0.5
-
-#: the derived-cache key of an LLM build's embedded relation texts (:func:`relation_text_vectors`)
-RELATION_TEXT_KEY = "lightrag:relation_text"
-
-
-def build_relation_text_vectors(state, previous: TextVectors | None = None) -> TextVectors | None:
-    """The embedded relation texts of an LLM build (spec §1.8, LightRAG §3.1: one vector per
-    relation over its keywords, source and target names and description,
-    :func:`~graphstrata.indexing.descriptions.relation_text`), relation ``i`` (in
-    ``state.kg.relations`` order, :class:`LightGraph`'s) at row ``i``.
-
-    Args:
-        state: the state (its KG and embedder).
-        previous: the structure of the state ``state`` was updated from: the vectors of texts
-            it holds are reused, only new or changed texts are embedded.
-
-    Returns:
-        A :class:`~graphstrata.indexing.descriptions.TextVectors` with one text per relation
-        (float32 ``(n_relations, dim)`` vectors, L2-normalised), or ``None`` when the state's
-        descriptions are not the LLM's
-        (:func:`~graphstrata.indexing.descriptions.describes_relations` is false: offline,
-        statistical extraction, ``llm_description_vectors=False``).
-
-    Raises:
-        ValueError: the embedder returned another shape.
-    """
-    if not state_describes_relations(state):
-        return None
-    kg = state.kg
-    groups = [[relation_text(kg, key)] for key in kg.relations]
-    return TextVectors.embedded(groups, state.embedder, previous, "embedding relations")
-
-
-def relation_text_vectors(state) -> TextVectors | None:
-    """The state's embedded relation texts (:func:`build_relation_text_vectors`; built at
-    index time, persisted with the index and carried over by updates:
-    :data:`RELATION_TEXT_VECTORS`), or ``None`` for an index without them.
-
-    Raises:
-        ValueError: persisted vectors that do not fit the state."""
-    tv = state.derived(RELATION_TEXT_KEY, lambda: build_relation_text_vectors(state))
-    if tv is not None and (tv.n_owners != len(state.kg.relations) or len(tv.texts) != tv.n_owners):
-        raise ValueError("LightRAG's persisted relation text vectors do not fit this index (rebuild it)")
-    return tv
-
-
-def _update_relation_text_vectors(old: TextVectors | None, old_state, new_state) -> TextVectors | None:
-    """:data:`RELATION_TEXT_VECTORS`' update hook: the new state's relation texts, embedding
-    only those ``old`` lacks (an unchanged relation keeps its vector; ``None`` when ``old`` is
-    ``None``: :func:`build_relation_text_vectors` decides)."""
-    if old is None:
-        return None
-    return build_relation_text_vectors(new_state, old)
-
-
-#: an LLM build's embedded relation texts, built at index time, persisted (an index without
-#: them persists a marker) and updated incrementally
-RELATION_TEXT_VECTORS = register_derived(
-    DerivedSpec(
-        key=RELATION_TEXT_KEY,
-        build=build_relation_text_vectors,
-        to_arrays=optional_arrays,
-        from_arrays=optional_from_arrays,
-        update=_update_relation_text_vectors,
-    )
-)
-
-#: the relation vectors of the default chunk weight, built at index time and persisted
-RELATION_VECTORS = register_derived(
-    DerivedSpec(
-        key=relation_vectors_key(DEFAULT_RELATION_CHUNK_WEIGHT),
-        build=lambda state: build_relation_vectors(state, DEFAULT_RELATION_CHUNK_WEIGHT),
-        to_arrays=_relation_vectors_arrays,
-        from_arrays=_relation_vectors_from_arrays,
-    )
-)
 
 
 # -- context -----------------------------------------------------------------------------------
@@ -705,10 +168,10 @@ def _relation_candidates(
     parts = []
     if n_chunks > 0 and len(state.chunks):
         rows, _ = state.chunk_index.search(np.asarray(v, np.float32), n_chunks)
-        pos, _ = _ranges(g.chunk_rel_indptr, rows)
+        pos, _ = csr_ranges(g.chunk_rel_indptr, rows)
         parts.append(g.chunk_rel[pos])
     if len(seed_entities):
-        pos, _ = _ranges(g.inc_indptr, seed_entities, None if cap is None else int(cap))
+        pos, _ = csr_ranges(g.inc_indptr, seed_entities, None if cap is None else int(cap))
         parts.append(g.inc_rel[pos])
     if not parts:
         return np.zeros(0, np.int64)
@@ -732,7 +195,7 @@ def _incident_edges(kg, g: LightGraph, found: list[tuple[str, float, str]], text
     lens = g.inc_indptr[rows + 1] - g.inc_indptr[rows]
     cap = 64 if limit is not None else None
     while True:
-        pos, owner = _ranges(g.inc_indptr, rows, cap)
+        pos, owner = csr_ranges(g.inc_indptr, rows, cap)
         rel = g.inc_rel[pos].astype(np.int64)
         s = sims[owner]
         first = np.lexsort((-s, rel))  # by relation, best similarity first
@@ -818,7 +281,7 @@ def add_second_hop(state, scores: dict[int, float], base: dict[int, float], o: M
         ents = g.chunk_ent[g.chunk_ent_indptr[row] : g.chunk_ent_indptr[row + 1]].astype(np.int64)
         df = g.ent_chunk_indptr[ents + 1] - g.ent_chunk_indptr[ents]
         ents, df = ents[(df >= 2) & (df <= max_df)], df[(df >= 2) & (df <= max_df)]
-        pos, owner = _ranges(g.ent_chunk_indptr, ents)
+        pos, owner = csr_ranges(g.ent_chunk_indptr, ents)
         rows = g.ent_chunk_rows[pos].astype(np.int64)
         other = g.chunk_doc[rows] != g.chunk_doc[row]
         rows_parts.append(rows[other])
@@ -870,7 +333,7 @@ class LightRAG(Method):
             the chunk ranking by turns; LightRAG's reference code, see the module docstring
             and "Chunk scores" below). Another value raises ``ValueError`` naming these four.
         keywords_fn: ``None`` (the LLM keyword prompt when the query has an LLM, else
-            offline vocabulary matching, :func:`offline_keywords`) or
+            offline vocabulary matching, :func:`~.keywords.offline_keywords`) or
             ``fn(query) -> (high_level, low_level)`` (or the spec's JSON dict), which wins
             over both.
         llm: the :class:`~graphstrata.llm.LLMClient` of the keyword step (``None``: the
@@ -908,7 +371,7 @@ class LightRAG(Method):
             candidates, first by rank (256; ``None`` = all).
         entity_chunks: provenance of the entity and relation hits (1 … 50, as ArchRAG's and
             HiRAG's option): an entity of more chunks lists its most representative ones
-            (highest chunk–entity cosine, :class:`~graphstrata.methods.base.EntityChunks`), a
+            (highest chunk–entity cosine, :class:`~graphstrata.structures.provenance.EntityChunks`), a
             relation its first ones; ``metadata["chunk_count"]`` holds the full count. A hub
             entity's chunk list grows with the corpus (a context listed ~3.4k chunk ids per
             query at 50k chunks, ~14k at 1M): bounded, a query costs what it costs at 50k.
@@ -1003,140 +466,21 @@ class LightRAG(Method):
         return self._context(state, query, qvec, o)[0]
 
     def _context(self, state, query, qvec, o):
-        kg = state.kg
         client = query_llm(state, o) if o["keywords_fn"] is None else None
-        kw = _keywords(state, query, o["keywords_fn"], client)
+        kw = query_keywords(state, query, o["keywords_fn"], client)
         mode = "hybrid" if o["mode"] == "mix" else o["mode"]  # mix adds chunks, not context
-        top_k = int(o["top_k"])
-        floor = float(o["min_similarity"])
         ents_vec = state.vectors.get("entities")
-        empty = LightRAGContext(kw, [], [], [])
-        if not len(kg) or ents_vec is None or len(ents_vec) == 0:
-            return empty, {}
-        g = light_graph(state)
-        degree = g.degree
-        ef = int(o["ef_search"])
-
-        kv = o["keyword_vectors"]
-
-        def vec(words: list[str]) -> np.ndarray:
-            if not words or kv == "query" or (kv == "auto" and kw.source == "offline"):
-                return qvec
-            return np.asarray(state.embedder.embed([", ".join(words)])[0], np.float32)
-
-        searched: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-        def entity_top(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            # global and local modes share the search when they query the same vector (offline)
-            if id(v) not in searched:
-                searched[id(v)] = _entity_search(state, v, top_k, ef)
-            return searched[id(v)]
-
-        def top(rows: np.ndarray, sims: np.ndarray) -> list[tuple[int, float]]:
-            keep = sims >= floor
-            rows, sims = rows[keep], sims[keep]
-            order = np.lexsort((rows, -sims))[:top_k]
-            return list(zip(rows[order].tolist(), sims[order].tolist(), strict=True))
-
-        def edeg(key):
-            return float(degree[kg.row[key[0]]] + degree[kg.row[key[1]]])
-
-        def ent_text(eid):
-            e = kg.entities[eid]
-            return f"{e.name}: {e.description}" if e.description else e.name
-
-        def rel_text(key):
-            r = kg.relations[key]
-            return f"{kg.entities[key[0]].name} — {kg.entities[key[1]].name}: {r.description}"
-
-        def ent_order(items):  # rank = degree, then weight, then id
-            return sorted(
-                items, key=lambda x: (-degree[kg.row[x[0]]], -kg.entities[x[0]].weight, x[0])
-            )
-
-        def rel_order(items):
-            return sorted(items, key=lambda x: (-edeg(x[0]), -kg.relations[x[0]].weight, x[0]))
-
-        entities: dict[str, tuple[float, str]] = {}
-        relations: dict[tuple[str, str], tuple[float, str]] = {}
-        rel_rows: dict[tuple[str, str], int] = {}
-        # evidence sources: (similarity, "entity" | "relation", entity row / relation index)
-        evidence_src: dict[str, list[tuple[float, str, int]]] = {"entity": [], "relation": [], "hop": []}
-        ent_limit, rel_limit = o["max_entity_tokens"], o["max_relation_tokens"]
-
+        if not len(state.kg) or ents_vec is None or len(ents_vec) == 0:
+            return LightRAGContext(kw, [], [], []), {}
+        q = _ContextQuery(state, light_graph(state), kw, qvec, o)
         if mode in ("global", "hybrid"):
-            hvec = vec(kw.high_level or [query])
-            seeds = _relation_candidates(
-                state, g, hvec, entity_top(hvec)[0], int(o["relation_seed_chunks"]), o["relation_seed_cap"]
-            )
-            tv = relation_text_vectors(state) if o["relation_vectors"] == "auto" else None
-            if tv is not None:  # an LLM build: the embedded keywords + names + description (spec §1.8)
-                rsim = rows_dot(tv.vectors[seeds], np.asarray(hvec, np.float32))
-            else:
-                rv = relation_vectors(state, float(o["relation_chunk_weight"]))
-                rsim = rv.similarity(g, state, seeds, hvec)
-            found = []
-            for i, s in top(seeds, rsim):
-                found.append((g.key(kg, i), s, "global"))
-                rel_rows[found[-1][0]] = i
-                evidence_src["relation"].append((s, "relation", i))
-            kept = _budget(rel_order(found), lambda x: rel_text(x[0]), state, rel_limit)
-            ends: dict[str, float] = {}
-            for key, s, _ in kept:
-                relations.setdefault(key, (s, "global"))
-                for eid in key:
-                    ends[eid] = max(ends.get(eid, 0.0), s)
-            hop = ent_order([(e, s, "global") for e, s in ends.items()])
-            hop = _budget(hop, lambda x: ent_text(x[0]), state, ent_limit)
-            for eid, s, p in hop:
-                entities.setdefault(eid, (s, p))
-                evidence_src["hop"].append((s, "entity", kg.row[eid]))
-
+            q.global_path(query)
         if mode in ("local", "hybrid"):
-            lvec = vec(kw.low_level or [query])
-            rows, esim = entity_top(lvec)
-            sims = {kg.entity_ids[r]: s for r, s in top(rows, esim)}
-            for eid in kw.matched:  # named exactly by a keyword: always retrieved, first
-                sims[eid] = max(sims.get(eid, 0.0), 1.0)
-            found_e = ent_order([(e, s, "local") for e, s in sims.items()])
-            for eid, s, _ in found_e:
-                evidence_src["entity"].append((s, "entity", kg.row[eid]))
-            kept_e = _budget(found_e, lambda x: ent_text(x[0]), state, ent_limit)
-            hop_r = _incident_edges(kg, g, found_e, lambda x: rel_text(x[0]), rel_limit)
-            for _, s, _, i in hop_r:
-                evidence_src["hop"].append((s, "relation", i))
-            for eid, s, p in kept_e:
-                if eid not in entities or entities[eid][1] != "local":
-                    entities[eid] = (max(s, entities.get(eid, (0.0, ""))[0]), p)
-            for key, s, p, i in hop_r:
-                relations.setdefault(key, (s, p))
-                rel_rows[key] = i
-
-        ent_list = ent_order([(e, s, p) for e, (s, p) in entities.items()])
-        rel_list = rel_order([(k, s, p) for k, (s, p) in relations.items()])
-        weights = {
-            "entity": o["entity_weight"], "relation": o["relation_weight"], "hop": o["hop_weight"]
-        }
-        part_rows, part_values = [], []
-        for part, srcs in evidence_src.items():
-            rows, values = _spread(g, srcs, int(o["spread_max_chunks"]))
-            if len(rows):
-                part_rows.append(rows)
-                part_values.append(float(weights[part]) * values / values.max())
-        limit = o["max_source_tokens"]
-        sources = []
-        used = 0
-        if part_rows:
-            rows, inv = np.unique(np.concatenate(part_rows), return_inverse=True)
-            evidence = np.bincount(inv, weights=np.concatenate(part_values), minlength=len(rows))
-            for i in np.lexsort((rows, -evidence)).tolist():
-                row = int(rows[i])
-                t = count_tokens(state.chunks[row].text)
-                if limit is not None and used + t > limit:
-                    break
-                used += t
-                sources.append((row, float(evidence[i])))
-        rel_rows = {key: rel_rows[key] for key in relations}
+            q.local_path(query)
+        sources = _sources(state, q.g, q.evidence_src, o)
+        ent_list = q.ent_order([(e, s, p) for e, (s, p) in q.entities.items()])
+        rel_list = q.rel_order([(k, s, p) for k, (s, p) in q.relations.items()])
+        rel_rows = {key: q.rel_rows[key] for key in q.relations}
         return LightRAGContext(kw, ent_list, rel_list, sources, rel_rows), dict(sources)
 
     # -- retrieval -----------------------------------------------------------------------
@@ -1226,6 +570,138 @@ class LightRAG(Method):
                 )
             )
         return hits
+
+
+class _ContextQuery:
+    """One query's two LightRAG paths (spec §2.4) and what they gather: the context entities
+    and relations (``{key: (similarity, path)}``), each listed relation's row, and the graph
+    evidence sources per part (``(similarity, "entity" | "relation", row)``)."""
+
+    def __init__(self, state, g: LightGraph, kw: Keywords, qvec: np.ndarray, o: Mapping[str, Any]) -> None:
+        self.state, self.kg, self.g, self.kw, self.qvec, self.o = state, state.kg, g, kw, qvec, o
+        self.top_k, self.floor = int(o["top_k"]), float(o["min_similarity"])
+        self.searched: dict[int, tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]] = {}
+        self.entities: dict[str, tuple[float, str]] = {}
+        self.relations: dict[tuple[str, str], tuple[float, str]] = {}
+        self.rel_rows: dict[tuple[str, str], int] = {}
+        self.evidence_src: dict[str, list[tuple[float, str, int]]] = {"entity": [], "relation": [], "hop": []}
+
+    def vec(self, words: list[str]) -> np.ndarray:
+        """The search vector of keywords ``words`` (the query's own when offline)."""
+        kv = self.o["keyword_vectors"]
+        if not words or kv == "query" or (kv == "auto" and self.kw.source == "offline"):
+            return self.qvec
+        return np.asarray(self.state.embedder.embed([", ".join(words)])[0], np.float32)
+
+    def entity_top(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # global and local modes share the search when they query the same vector (offline);
+        # the vector is kept with its result, so its id is not reused within the query
+        if id(v) not in self.searched:
+            self.searched[id(v)] = (v, _entity_search(self.state, v, self.top_k, int(self.o["ef_search"])))
+        return self.searched[id(v)][1]
+
+    def top(self, rows: np.ndarray, sims: np.ndarray) -> list[tuple[int, float]]:
+        keep = sims >= self.floor
+        rows, sims = rows[keep], sims[keep]
+        order = np.lexsort((rows, -sims))[: self.top_k]
+        return list(zip(rows[order].tolist(), sims[order].tolist(), strict=True))
+
+    def ent_text(self, eid):
+        e = self.kg.entities[eid]
+        return f"{e.name}: {e.description}" if e.description else e.name
+
+    def rel_text(self, key):
+        kg = self.kg
+        return f"{kg.entities[key[0]].name} — {kg.entities[key[1]].name}: {kg.relations[key].description}"
+
+    def ent_order(self, items):  # rank = degree, then weight, then id
+        kg, degree = self.kg, self.g.degree
+        return sorted(items, key=lambda x: (-degree[kg.row[x[0]]], -kg.entities[x[0]].weight, x[0]))
+
+    def rel_order(self, items):
+        kg, degree = self.kg, self.g.degree
+
+        def edeg(key):
+            return float(degree[kg.row[key[0]]] + degree[kg.row[key[1]]])
+
+        return sorted(items, key=lambda x: (-edeg(x[0]), -kg.relations[x[0]].weight, x[0]))
+
+    def global_path(self, query: str) -> None:
+        """High-level keywords → relations (their vectors), one hop to their endpoints."""
+        state, kg, g, o = self.state, self.kg, self.g, self.o
+        hvec = self.vec(self.kw.high_level or [query])
+        seeds = _relation_candidates(
+            state, g, hvec, self.entity_top(hvec)[0], int(o["relation_seed_chunks"]), o["relation_seed_cap"]
+        )
+        tv = relation_text_vectors(state) if o["relation_vectors"] == "auto" else None
+        if tv is not None:  # an LLM build: the embedded keywords + names + description (spec §1.8)
+            rsim = rows_dot(tv.vectors[seeds], np.asarray(hvec, np.float32))
+        else:
+            rv = relation_vectors(state, float(o["relation_chunk_weight"]))
+            rsim = rv.similarity(g, state, seeds, hvec)
+        found = []
+        for i, s in self.top(seeds, rsim):
+            found.append((g.key(kg, i), s, "global"))
+            self.rel_rows[found[-1][0]] = i
+            self.evidence_src["relation"].append((s, "relation", i))
+        kept = _budget(self.rel_order(found), lambda x: self.rel_text(x[0]), state, o["max_relation_tokens"])
+        ends: dict[str, float] = {}
+        for key, s, _ in kept:
+            self.relations.setdefault(key, (s, "global"))
+            for eid in key:
+                ends[eid] = max(ends.get(eid, 0.0), s)
+        hop = self.ent_order([(e, s, "global") for e, s in ends.items()])
+        hop = _budget(hop, lambda x: self.ent_text(x[0]), state, o["max_entity_tokens"])
+        for eid, s, p in hop:
+            self.entities.setdefault(eid, (s, p))
+            self.evidence_src["hop"].append((s, "entity", kg.row[eid]))
+
+    def local_path(self, query: str) -> None:
+        """Low-level keywords → entities, one hop to their incident relations."""
+        state, kg, o, entities = self.state, self.kg, self.o, self.entities
+        rows, esim = self.entity_top(self.vec(self.kw.low_level or [query]))
+        sims = {kg.entity_ids[r]: s for r, s in self.top(rows, esim)}
+        for eid in self.kw.matched:  # named exactly by a keyword: always retrieved, first
+            sims[eid] = max(sims.get(eid, 0.0), 1.0)
+        found_e = self.ent_order([(e, s, "local") for e, s in sims.items()])
+        for eid, s, _ in found_e:
+            self.evidence_src["entity"].append((s, "entity", kg.row[eid]))
+        kept_e = _budget(found_e, lambda x: self.ent_text(x[0]), state, o["max_entity_tokens"])
+        hop_r = _incident_edges(kg, self.g, found_e, lambda x: self.rel_text(x[0]), o["max_relation_tokens"])
+        for _, s, _, i in hop_r:
+            self.evidence_src["hop"].append((s, "relation", i))
+        for eid, s, p in kept_e:
+            if eid not in entities or entities[eid][1] != "local":
+                entities[eid] = (max(s, entities.get(eid, (0.0, ""))[0]), p)
+        for key, s, p, i in hop_r:
+            self.relations.setdefault(key, (s, p))
+            self.rel_rows[key] = i
+
+
+def _sources(state, g: LightGraph, evidence_src: Mapping[str, list], o: Mapping[str, Any]) -> list[tuple[int, float]]:
+    """The Sources section: each part's evidence spread to chunks, scaled to its weight, summed,
+    best first within ``max_source_tokens``: ``[(chunk_row, evidence), ...]``."""
+    weights = {"entity": o["entity_weight"], "relation": o["relation_weight"], "hop": o["hop_weight"]}
+    part_rows, part_values = [], []
+    for part, srcs in evidence_src.items():
+        rows, values = _spread(g, srcs, int(o["spread_max_chunks"]))
+        if len(rows):
+            part_rows.append(rows)
+            part_values.append(float(weights[part]) * values / values.max())
+    limit = o["max_source_tokens"]
+    sources = []
+    used = 0
+    if part_rows:
+        rows, inv = np.unique(np.concatenate(part_rows), return_inverse=True)
+        evidence = np.bincount(inv, weights=np.concatenate(part_values), minlength=len(rows))
+        for i in np.lexsort((rows, -evidence)).tolist():
+            row = int(rows[i])
+            t = count_tokens(state.chunks[row].text)
+            if limit is not None and used + t > limit:
+                break
+            used += t
+            sources.append((row, float(evidence[i])))
+    return sources
 
 
 def _mix(state, qvec: np.ndarray, k: int, graph: list[tuple[int, float]], floor: float,

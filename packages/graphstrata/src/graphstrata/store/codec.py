@@ -4,7 +4,7 @@ version (:func:`save_state`) and back (:func:`load_state`).
 A version holds the records (``graphstrata.sqlite``, :mod:`graphstrata.store.sqlite`), the
 row → node id labels (``labels.npz``; schema ≤ 4: ``vectors.npz``), both C-HNSW files, the BM25
 arrays (``bm25.npz``) and the derived structures (``derived.npz``,
-:func:`graphstrata.derived.encode`). The directory, its versions and its lock are
+:func:`graphstrata.structures.registry.encode`). The directory, its versions and its lock are
 :mod:`graphstrata.store.versions`.
 """
 
@@ -79,8 +79,8 @@ def save_state(state: EngineState, target: str | os.PathLike | IndexDirectory) -
     """Persist one :class:`~graphstrata.state.EngineState` as the next version of ``target``.
 
     Writes the records (SQLite), the row labels, both C-HNSW files, the BM25 arrays and the
-    derived structures present in the state's cache (:func:`graphstrata.derived.encode`; the
-    facade prepares them first, :func:`graphstrata.derived.prepare`).
+    derived structures present in the state's cache (:func:`graphstrata.structures.registry.encode`; the
+    facade prepares them first, :func:`graphstrata.structures.registry.prepare`).
 
     Args:
         state: the state to write.
@@ -105,7 +105,7 @@ def _write_payload(state: EngineState, tmp: Path) -> dict[str, Any]:
     """Write ``state``'s payload files into the version directory being made, ``tmp``;
     returns the manifest's ``embedder`` / ``counts`` / ``generation`` / ``llm`` /
     ``build_seconds`` fields."""
-    from .. import derived
+    from ..structures import registry as derived
 
     emb = state.embedder
     meta = {
@@ -166,7 +166,7 @@ def as_persisted(state: EngineState, previous: EngineState | None = None) -> Eng
     :class:`~graphstrata.state.FrozenStats`: only updates read them), chunk texts read from
     their documents (:class:`~graphstrata.types.DocumentChunk`), and, after a build
     (``previous`` is ``None``), every eager derived structure in its cache
-    (:func:`graphstrata.derived.prepare`), so the store persists them and the first query
+    (:func:`graphstrata.structures.registry.prepare`), so the store persists them and the first query
     after a load builds nothing.
 
     After an update (``previous`` given) only the structures an update hook carries over from
@@ -176,7 +176,7 @@ def as_persisted(state: EngineState, previous: EngineState | None = None) -> Eng
     :meth:`GraphStrata.load` builds what an index persisted after an update lacks, so the first
     query after a load still builds nothing.
     """
-    from .. import derived
+    from ..structures import registry as derived
 
     records, frozen, docs = state.records, state.frozen, state.documents
     compact_records = records is None or isinstance(records, ChunkRecords)
@@ -197,9 +197,9 @@ def as_persisted(state: EngineState, previous: EngineState | None = None) -> Eng
 
 def registered_derived(state: EngineState) -> dict[str, Any]:
     """The registered derived structures in ``state``'s cache (functions of its records alone,
-    :mod:`graphstrata.derived`: what a version persists), to seed a state that differs only
+    :mod:`graphstrata.structures.registry`: what a version persists), to seed a state that differs only
     in its LLM."""
-    from .. import derived
+    from ..structures import registry as derived
 
     keys = {spec.key for spec in derived.registered()}
     return {k: v for k, v in state.derived_snapshot().items() if k in keys}
@@ -240,7 +240,7 @@ def load_state(
             or with NaN / infinite values, BM25 arrays or derived structures that do not fit
             the index (the file named).
     """
-    from .. import derived, methods  # noqa: F401  (methods register their derived structures)
+    from ..structures import registry as derived  # importing structures registers every structure
 
     index = directory if isinstance(directory, IndexDirectory) else None
     path = index.named if index is not None else Path(directory)
@@ -309,7 +309,7 @@ def _read_state(
 ) -> EngineState:
     """One version's files (``vdir``, its validated ``manifest``) as a state; errors name the
     index as ``path``. Raises as :func:`load_state`."""
-    from .. import derived
+    from ..structures import registry as derived
     from ..index import layer_vectors
     from ..state import EngineState, check_integrity
 

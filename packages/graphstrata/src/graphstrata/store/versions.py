@@ -18,7 +18,7 @@ Layout of a persisted index (schema 6; 1 to 5 still load)::
         bm25.npz             the BM25 score matrix (schema 6; BM25Index.to_arrays): a load
                              neither tokenises nor indexes a chunk
         derived.npz          the derived structures methods read (schema 6, optional;
-                             graphstrata.derived.encode): built at index time, so the first
+                             graphstrata.structures.registry.encode): built at index time, so the first
                              query after a load builds nothing
         layers.chnsw         C-HNSW over entities (layer 0) and community layers 1..L
         chunks.chnsw         C-HNSW over chunk vectors (one layer)
@@ -87,7 +87,7 @@ LABELS = "labels.npz"  # schema 5: only the row → node id maps; vectors live i
 LAYERS = "layers.chnsw"
 CHUNKS = "chunks.chnsw"
 BM25 = "bm25.npz"  # schema 6: BM25Index.to_arrays()
-DERIVED = "derived.npz"  # schema 6: graphstrata.derived.encode(state), when there is any
+DERIVED = "derived.npz"  # schema 6: graphstrata.structures.registry.encode(state), when there is any
 CURRENT = "CURRENT"
 LOCK = ".lock"
 #: the only payload files an index version may hold (besides manifest.json)

@@ -1,9 +1,11 @@
-"""Local personalised PageRank: forward push, whose work is bounded by the seeds and the
-tolerance, not by the size of the graph (issue 33).
+"""Walk graphs and local personalised PageRank: forward push, whose work is bounded by the seeds
+and the tolerance, not by the size of the graph (issue 33).
 
-:func:`personalized_pagerank` (:mod:`.graph_ops`) iterates over every node until the whole
-vector converges: a query then costs O(edges × iterations), 60 ms at 44k chunks and more than a
-second at a million. Forward push (Andersen, Chung and Lang 2006, "Local graph partitioning
+The walks a method builds at index time live here (:class:`Transition`, the column-stochastic
+operator of exact PageRank; :class:`PushGraph`, the forward-push graph); the query-time exact
+iteration is :func:`~graphstrata.methods.graph_ops.personalized_pagerank`, which iterates
+over every node until the whole vector converges: a query then costs O(edges × iterations),
+60 ms at 44k chunks and more than a second at a million. Forward push (Andersen, Chung and Lang 2006, "Local graph partitioning
 using PageRank vectors") keeps an estimate and a residual per touched node and only pushes nodes
 whose residual is at least ``epsilon × out-degree``: at most ``1 / ((1 − damping) · epsilon)``
 pushes per query, whatever the graph's size, and the residual left is an upper bound on the L1
@@ -11,10 +13,10 @@ error of the estimate. The push runs in the native module (``graphstrata_chnsw.p
 released); this module builds its graph arrays and wraps the call.
 
 A :class:`PushGraph` is a CSR out-adjacency with step probabilities. It holds either an ordinary
-weighted graph (:func:`push_graph`, the same walk as a :class:`~.graph_ops.Transition`) or a
+weighted graph (:func:`push_graph`, the same walk as a :class:`Transition`) or a
 bipartite one whose second side are *relay* nodes (:func:`bipartite_push_graph`): a walk
 through a relay moves on at once, so item → relay → item is one damped step, the two-hop
-chunk → entity → chunk walk of :mod:`.propagation` without materialising the item × item
+chunk → entity → chunk walk of :mod:`.passages` without materialising the item × item
 matrix (whose size grows with the square of an entity's chunk count).
 """
 
@@ -27,14 +29,49 @@ import numpy as np
 import scipy.sparse as sp
 from graphstrata_chnsw import ppr_push
 
-from .graph_ops import Transition
-
 #: default push tolerance: a node is pushed while its residual ≥ ``epsilon × out-degree``.
 #: Chosen on the dev questions (README "Scale"): recall@5 equal to the exact PageRank's.
 DEFAULT_EPSILON = 1e-5
 #: default cap on pushes per query (never reached with the default epsilon and damping 0.5:
 #: the bound is ``1 / ((1 − d) · epsilon)`` units of out-degree)
 DEFAULT_MAX_PUSHES = 2_000_000
+
+
+@dataclass
+class Transition:
+    """A column-stochastic walk operator for
+    :func:`~graphstrata.methods.graph_ops.personalized_pagerank`.
+
+    Attributes:
+        matrix: CSR ``A · D⁻¹`` of a symmetric weighted adjacency ``A`` (column ``u`` holds the
+            probabilities of stepping from ``u`` to each neighbour).
+        dangling: boolean mask of nodes with no (positive-weight) edge.
+    """
+
+    matrix: sp.csr_matrix
+    dangling: np.ndarray
+
+
+def transition_matrix(adjacency: sp.spmatrix) -> Transition:
+    """Build the walk operator of a symmetric, non-negative weighted adjacency matrix.
+
+    Args:
+        adjacency: ``(n, n)`` sparse, symmetric, weights ≥ 0 (``A[u, v]`` = edge weight).
+
+    Returns:
+        A :class:`Transition` (compute once per graph, reuse for every query).
+    """
+    a = sp.csr_matrix(adjacency, dtype=np.float64)
+    a.eliminate_zeros()  # zero-weight edge types cost nothing per iteration
+    if a.shape[0] != a.shape[1]:
+        raise ValueError(f"adjacency must be square, got {a.shape}")
+    if a.nnz and a.data.min() < 0:
+        raise ValueError("adjacency weights must be non-negative")
+    deg = np.asarray(a.sum(axis=0)).ravel()
+    dangling = deg <= 0
+    inv = np.zeros_like(deg)
+    inv[~dangling] = 1.0 / deg[~dangling]
+    return Transition((a @ sp.diags(inv)).tocsr(), dangling)
 
 
 @dataclass(frozen=True)
@@ -108,7 +145,7 @@ def _csr_arrays(m: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def push_graph(walk: Transition) -> PushGraph:
-    """The :class:`PushGraph` of a column-stochastic :class:`~.graph_ops.Transition` (column
+    """The :class:`PushGraph` of a column-stochastic :class:`Transition` (column
     ``u`` of ``walk.matrix`` holds the step probabilities out of ``u``): the same walk."""
     indptr, indices, probs = _csr_arrays(walk.matrix.T.tocsr())
     return PushGraph(indptr, indices, probs, None, walk.matrix.shape[0])
@@ -119,7 +156,7 @@ def bipartite_push_graph(incidence: sp.spmatrix) -> PushGraph:
 
     From item ``u`` the walk steps to node ``j`` with probability ``B[u, j] / Σ_j B[u, j]``,
     then at once to item ``v`` with probability ``B[v, j] / Σ_v B[v, j]`` — the row-stochastic
-    chunk → chunk matrix :func:`~graphstrata.methods.propagation.build_passage_graph` used to
+    chunk → chunk matrix :func:`~graphstrata.structures.passages.build_passage_graph` used to
     materialise, kept factorised. Items with no node are dangling (their walk restarts).
 
     Args:
@@ -181,7 +218,7 @@ def local_pagerank(
 ) -> LocalRank:
     """Personalised PageRank of the seeds by forward push (module docstring).
 
-    The walk is :func:`~.graph_ops.personalized_pagerank`'s (``s = (1 − d)·p + d·(W s + dangling
+    The walk is :func:`~graphstrata.methods.graph_ops.personalized_pagerank`'s (``s = (1 − d)·p + d·(W s + dangling
     mass · p)``, ``p`` the normalised seed weights); the estimate differs from its fixed point by
     at most ``residual`` in L1 (plus the float32 rounding of the step probabilities, ~1e-7).
 

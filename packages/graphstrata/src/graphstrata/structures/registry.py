@@ -3,7 +3,7 @@ relation indexes, HiRAG's summary layers, ...): registered once, built at index 
 persisted with the index, and handed to a loaded state, so the first query after a load costs
 what any other query costs (issue 33; DESIGN.md "Scale is part of the design").
 
-A method module registers each structure it reads with :func:`register_derived`: the key it
+Each module of :mod:`graphstrata.structures` registers its structures with :func:`register_derived`: the key it
 uses with :meth:`EngineState.derived <graphstrata.state.EngineState.derived>`, a builder from the
 state, and a codec to and from named numpy arrays. The facade runs :func:`prepare` on every new
 state (build, update, rebuild) before persisting it; the store writes :func:`encode` of the
@@ -11,7 +11,7 @@ state's cache and hands :func:`decode` of what it read to the loaded state as it
 ``derived_seed``. A structure whose arrays are missing or of another ``version`` is simply built
 again on first use, so indexes persisted before a structure existed still load.
 
-Nothing here imports a method: the methods import this module.
+Nothing here imports a method or an indexing stage: the structures import this module.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .heap import release_free_memory
+from ..heap import release_free_memory
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .state import EngineState
+    from ..state import EngineState
 
 #: separator of ``key``, ``version`` and array name in an encoded array's name
 SEP = "|"
@@ -183,7 +183,7 @@ def decode(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
 
 
 def pack_strings(values: Iterable[str]) -> dict[str, np.ndarray]:
-    """Strings as numeric arrays (for :mod:`graphstrata.derived` codecs): ``{"utf8": uint8
+    """Strings as numeric arrays (for :mod:`graphstrata.structures.registry` codecs): ``{"utf8": uint8
     (total bytes,), "offsets": int64 (len + 1,)}``; :func:`unpack_strings` reads them back."""
     encoded = [str(v).encode("utf-8") for v in values]
     offsets = np.zeros(len(encoded) + 1, np.int64)
@@ -207,3 +207,10 @@ def unpack_strings(utf8: np.ndarray, offsets: np.ndarray) -> list[str]:
         return [blob[a:b].decode("utf-8") for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)]
     except UnicodeDecodeError as exc:
         raise ValueError(f"packed strings: not UTF-8 ({exc})") from None
+
+
+def lossless_float32(weights: np.ndarray) -> np.ndarray:
+    """float64 ``weights`` as float32 when that loses nothing (counts, simple fractions), else
+    unchanged: what a codec stores (decoders widen them back to float64)."""
+    w32 = weights.astype(np.float32)
+    return w32 if np.array_equal(w32.astype(np.float64), weights) else weights
