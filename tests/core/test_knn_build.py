@@ -93,6 +93,7 @@ def test_a_large_layer_is_built_on_several_threads_and_still_finds_its_neighbour
 
     monkeypatch.setattr(index, "_chnsw", lambda: types.SimpleNamespace(CHNSW=Spy))
     monkeypatch.setenv("GRAPHSTRATA_NUM_THREADS", "2")
+    monkeypatch.setenv("GRAPHSTRATA_PARALLEL_INSERTS", "1")  # opt-in since issue 44 (not reproducible)
     monkeypatch.setattr(index, "PARALLEL_BUILD_MIN", 1000)
     x, small = _clustered(4000, seed=3), _clustered(200, seed=4)
     layered = LayeredIndex.build([x, small], M=16, ef_construction=100)
