@@ -47,7 +47,9 @@ from typing import Any
 
 import numpy as np
 
+from .cjk import cut_long_cjk_runs
 from .config import DEFAULT_MAX_ENTITIES_PER_CHUNK, DEFAULT_MAX_RELATIONS_PER_SENTENCE
+from .sentences import sentence_spans
 from .types import Chunk, Entity, Relation
 
 DEFAULT_MAX_SENTENCE_CHARS = 2_000
@@ -235,8 +237,9 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return [(s, e) for s, e in spans if text[s:e].strip()]
 
 
-def bounded_sentences(text: str, max_chars: int) -> list[tuple[int, int]]:
-    """:func:`split_sentences`, with every span longer than ``max_chars`` cut into pieces.
+def bounded_sentences(text: str, max_chars: int, split: str = "regex") -> list[tuple[int, int]]:
+    """:func:`split_sentences` (``split="splitter"``: :func:`graphstrata.sentences.sentence_spans`),
+    with every span longer than ``max_chars`` cut into pieces.
 
     A long span is cut at the last whitespace at most ``max_chars`` characters after the
     piece's start (at exactly ``max_chars`` where there is none), so each piece holds at most
@@ -255,7 +258,7 @@ def bounded_sentences(text: str, max_chars: int) -> list[tuple[int, int]]:
     if int(max_chars) <= 0:
         raise ValueError(f"max_chars must be > 0 characters, got {max_chars}")
     out: list[tuple[int, int]] = []
-    for s, e in split_sentences(text):
+    for s, e in sentence_spans(text) if split == "splitter" else split_sentences(text):
         while e - s > max_chars:
             cut = s + max_chars
             space = max(text.rfind(" ", s + 1, cut + 1), text.rfind("\t", s + 1, cut + 1))
@@ -280,7 +283,7 @@ def capitalised_spans(sentence: str) -> list[str]:
     """
     out = []
     for m in _CAP_SPAN_RE.finditer(sentence):
-        span = _POSSESSIVE_RE.sub("", m.group(0).strip(" .-"))
+        span = _POSSESSIVE_RE.sub("", cut_long_cjk_runs(m.group(0)).strip(" .-"))  # cjk.py
         words = span.split()
         # strip trailing connectors picked up by the pattern
         while words and _CONNECT_RE.fullmatch(words[-1]):
@@ -318,6 +321,8 @@ class StatisticalExtractor:
             first mention (``config.max_relations_per_sentence``).
         max_sentence_chars: longest span treated as one sentence, in characters (> 0); longer
             spans are cut at whitespace (:func:`bounded_sentences`).
+        sentence_split: ``"regex"`` (this module's sentence regex, the default) or
+            ``"splitter"`` (:mod:`graphstrata.sentences`, what ``chunking="sentence"`` uses).
 
     The extractor is fitted on the chunks passed to :meth:`extract`, so the same corpus always
     gives the same records (deterministic, no randomness). The caps bound the work per chunk
@@ -338,6 +343,7 @@ class StatisticalExtractor:
         max_entities_per_chunk: int = DEFAULT_MAX_ENTITIES_PER_CHUNK,
         max_relations_per_sentence: int = DEFAULT_MAX_RELATIONS_PER_SENTENCE,
         max_sentence_chars: int = DEFAULT_MAX_SENTENCE_CHARS,
+        sentence_split: str = "regex",
     ) -> None:
         if top_n < 0:
             raise ValueError(f"top_n must be >= 0, got {top_n}")
@@ -357,6 +363,7 @@ class StatisticalExtractor:
         self.max_entities_per_chunk = int(max_entities_per_chunk)
         self.max_relations_per_sentence = int(max_relations_per_sentence)
         self.max_sentence_chars = int(max_sentence_chars)
+        self.sentence_split = "splitter" if sentence_split == "splitter" else "regex"
 
     @classmethod
     def from_config(cls, config: Any) -> StatisticalExtractor:
@@ -379,6 +386,8 @@ class StatisticalExtractor:
             value = getattr(config, name, None)
             if value is not None:
                 kwargs[arg] = value
+        if getattr(config, "chunking", "tokens") == "sentence":  # one splitter for chunks and sentences
+            kwargs["sentence_split"] = "splitter"
         return cls(**kwargs)
 
     # -- TF-IDF ---------------------------------------------------------------------------
@@ -485,7 +494,7 @@ class StatisticalExtractor:
             # pass 1: the entities of each sentence piece
             sentences: list[tuple[str, list[str], dict[str, str]]] = []
             mentions: Counter = Counter()  # sentences of this chunk naming each entity
-            for s, e in bounded_sentences(text, self.max_sentence_chars):
+            for s, e in bounded_sentences(text, self.max_sentence_chars, getattr(self, "sentence_split", "regex")):
                 sent = text[s:e].strip()
                 found: dict[str, str] = {}
                 for span in capitalised_spans(sent):
@@ -513,7 +522,7 @@ class StatisticalExtractor:
                     match = find(term)
                     if match:
                         key = canonical(match)
-                        if len(key) >= 2:
+                        if len(key) >= 2 and cut_long_cjk_runs(match) == match:
                             found.setdefault(key, match)
                 if title_key:
                     found.setdefault(title_key, title)
