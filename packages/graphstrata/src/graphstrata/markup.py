@@ -168,11 +168,12 @@ class _Builder:
         if not self.block_start and not self.space:
             self.space = text
 
-    def add(self, text: str, locate: bool = True) -> None:
-        """Append visible text: leading whitespace dropped at a block's start, trailing
-        whitespace held until more text follows in the block."""
+    def add(self, text: str, locate: bool = True, verbatim: bool = False) -> None:
+        """Append visible text: leading whitespace dropped at a block's start (kept for
+        ``verbatim`` text: preformatted blocks, apart from blank lines), trailing whitespace
+        held until more text follows in the block."""
         if self.block_start:
-            text = text.lstrip()
+            text = text.lstrip("\n") if verbatim else text.lstrip()
         core = text.rstrip()
         if not core:
             if text:
@@ -261,7 +262,7 @@ def markdown_text(source: str) -> MarkupText:
                     b.add(child.content or "".join(c.content for c in child.children or ()))
         elif kind in ("fence", "code_block"):
             b.brk()
-            b.add(tok.content)
+            b.add(tok.content, verbatim=True)
             b.brk()
         elif kind == "html_block":
             b.brk()
@@ -490,7 +491,7 @@ def _html_walk(root: Any, b: _Builder) -> None:
         if tag == "-text":
             text = node.text_content or ""
             if pre:
-                b.add(text)
+                b.add(text, verbatim=True)
             else:
                 b.add(_SPACE_RE.sub(" ", text))
             continue
