@@ -135,3 +135,28 @@ def test_sentence_chunking_build_and_its_extraction_split(embedder):
     assert gs.chunks and all(c.start in starts for c in gs.chunks)
     assert StatisticalExtractor.from_config(cfg).sentence_split == "splitter"
     assert StatisticalExtractor.from_config(GraphStrataConfig()).sentence_split == "regex"
+
+
+def test_cli_index_chunking_sentence(tmp_path, monkeypatch, embedder, capsys):
+    import graphstrata.api
+    import graphstrata.models
+    from graphstrata import GraphStrata, cli
+
+    monkeypatch.setattr(graphstrata.api, "default_embedder", lambda: embedder)
+    monkeypatch.setattr(graphstrata.models.MiniLMEmbedder, "id", embedder.id)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "bakery.md").write_text("# The bakery\n\n" + SENTENCES, encoding="utf-8")
+    args = ["index", str(folder), "--quiet", "--chunk-size", "24", "--chunk-overlap", "8"]
+    assert cli.main([*args, "--out", str(tmp_path / "s"), "--chunking", "sentence"]) == 0
+    assert cli.main([*args, "--out", str(tmp_path / "t")]) == 0
+    sentence, tokens = GraphStrata.load(tmp_path / "s"), GraphStrata.load(tmp_path / "t")
+    assert sentence.config.chunking == "sentence" and tokens.config.chunking == "tokens"
+    text = sentence.documents["bakery.md"].text
+    assert text.startswith("The bakery\n\nDr. Smith")
+    starts = _sentence_starts(text)
+    assert all(c.start in starts and c.n_tokens <= 24 for c in sentence.chunks)
+    assert all(text[c.start : c.end] == c.text for c in sentence.chunks)
+    assert not all(c.start in starts for c in tokens.chunks)  # the default cuts anywhere
+    with pytest.raises(SystemExit):  # argparse: invalid choice
+        cli.main([*args, "--out", str(tmp_path / "x"), "--chunking", "words"])
