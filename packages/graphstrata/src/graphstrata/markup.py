@@ -24,8 +24,9 @@ suffix                 parser                what is kept
 ``.html``, ``.htm``    selectolax (Lexbor)    the text of ``<main>`` (else ``<body>``) and
                                               the ``<title>``; dropped: tags, comments,
                                               ``script``/``style``/``template``/``svg``;
-                                              whitespace collapsed as a browser shows it
-                                              (kept in ``<pre>``)
+                                              Sphinx's ``¶`` permalinks; whitespace
+                                              collapsed as a browser shows it (kept in
+                                              ``<pre>``)
 =====================  ====================  ==============================================
 
 Blocks (headings, paragraphs, list items, table rows, code blocks) are separated by a blank
@@ -497,6 +498,8 @@ def _html_walk(root: Any, b: _Builder) -> None:
             continue
         if tag in _HTML_SKIP and node is not root:
             continue
+        if tag == "a" and "headerlink" in ((node.attributes or {}).get("class") or ""):
+            continue  # Sphinx's ¶ permalink, shown on hover only
         if tag == "br":
             b.sep("\n")
             continue

@@ -3,22 +3,27 @@
 The splitter is Bling Fire's (Microsoft, package ``blingfire``): a finite-state sentence
 breaker trained on many languages (it ends sentences at ``。！？`` as at ``.!?``, and keeps
 ``Dr.``, ``e.g.``, ``U.S.``, ``$3.50`` and ``Jan. 5`` inside a sentence). It was chosen over
-pysbd and spaCy's ``senter`` by speed, measured on 2,000 HotpotQA passages on one core of the
-2-core build machine with another process busy (2026-12-04):
+pysbd and spaCy's ``senter`` by speed, measured on 2,000 HotpotQA passages (2.0 M characters) on
+the 2-core build machine with another process keeping a core busy (2026-12-05):
 
-============================  =================  ===================
-splitter                      characters / s      sentences / s
-============================  =================  ===================
-blingfire 0.1.8               4.2 M              31,700
-spaCy 3.8 ``senter`` (sm)     0.50 M             3,850
-pysbd 0.3.4                   0.16 M             1,200
-============================  =================  ===================
+==============================================  ================  ===============
+splitter                                        characters / s    sentences / s
+==============================================  ================  ===============
+:func:`sentence_boundaries` (blingfire 0.1.8)   3.4 M             25,600
+blingfire's own Python wrapper                  1.6 M             12,400
+spaCy 3.8 ``senter`` (en_core_web_sm)           0.14 M            1,100
+pysbd 0.3.4                                     0.07 M            530
+==============================================  ================  ===============
 
-A 1M-chunk corpus is ~0.85e9 characters; split twice (chunking, then extraction's sentences)
-that is ~3 min on two cores with blingfire, against ~28 min with spaCy and ~90 min with pysbd
-(the 1M fast-preset build takes 41 min and must stay within 60). spaCy's small model also kept
-``See Fig. 2`` apart and ran three Chinese sentences together; pysbd was as good as blingfire
-on the test sentences, 26x slower.
+A 1M-chunk corpus is ~0.85e9 characters; split twice (chunking, then the extractor's
+sentences) that is ~4 min on two cores here, against ~100 min with spaCy and ~200 with pysbd
+(the 1M fast-preset build takes 41 min and must stay within 60). On the kernel docs' visible
+text the splitter ran at 9.4 M characters / s on a quieter machine (``bench/bench_text.py``).
+spaCy's small model also kept ``See Fig. 2`` apart and ran three Chinese sentences together;
+pysbd split the test sentences as well as blingfire, ~50x slower. Bling Fire's last release is
+0.1.8 (2021); it is Microsoft's, MIT-licensed, and its wheel ships x86-64 native libraries only
+(Linux, macOS, Windows): elsewhere ``chunking="sentence"`` raises ImportError naming the
+problem, and the default token chunking needs nothing of it.
 
 Paragraphs (a blank line: ``\\n`` + optional spaces + ``\\n``) are boundaries too; a text read
 from Markdown, reST or HTML (:mod:`graphstrata.markup`) has one between every block (heading,
