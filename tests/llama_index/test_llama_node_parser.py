@@ -204,3 +204,26 @@ def test_old_extractor_import_path_still_works_and_warns():
     assert node.metadata[KG_NODES_KEY]
     with pytest.raises(AttributeError, match="GraphStrataExtractr"):
         old_package.GraphStrataExtractr  # noqa: B018 - a typo is still an AttributeError
+
+
+def test_parser_sentence_chunking_like_the_core():
+    from graphstrata.sentences import sentence_boundaries
+    from llama_index.core import Document
+
+    text = (
+        "Dr. Smith moved to Washington, D.C. in 1990. He founded a bakery on Main St. with his "
+        "brother. The bakery sold rye at $3.50 a loaf. It closed in 2004!\n\nA new owner "
+        "reopened it. Was it the same? Nobody could tell."
+    )
+    parser = GraphStrataNodeParser(chunk_size=16, chunk_overlap=4, tokenizer="words", chunking="sentence")
+    nodes = parser.get_nodes_from_documents([Document(text=text, id_="bakery")])
+    core = chunk_documents([GSDocument(id="bakery", text=text)], 16, 4, chunking="sentence")
+    assert [(n.node_id, n.start_char_idx, n.end_char_idx) for n in nodes] == [
+        (c.id, c.start, c.end) for c in core
+    ]
+    starts = set(sentence_boundaries(text)[0])
+    assert len(nodes) > 2 and all(n.start_char_idx in starts for n in nodes)
+    assert all(text[n.start_char_idx : n.end_char_idx] == n.text for n in nodes)
+    assert GraphStrataNodeParser(tokenizer="words").chunking == "tokens"
+    with pytest.raises(ValueError, match="chunking"):
+        GraphStrataNodeParser(tokenizer="words", chunking="paragraphs")

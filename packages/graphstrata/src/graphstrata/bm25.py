@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .cjk import cjk_words
 from .extraction import document_title
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,7 +34,7 @@ def bm25_tokenize(text: str) -> list[str]:
     """
     stop = english_stop_words()
     out = []
-    for word in _TOKEN_RE.findall(text):
+    for word in cjk_words(_TOKEN_RE.findall(text)):  # CJK runs: character bigrams (cjk.py)
         lower = word.lower()
         parts = _PART_RE.findall(word)
         if len(parts) > 1:

@@ -248,6 +248,8 @@ def _index_command(sub: Any) -> None:
     ix.add_argument("--out", required=True, help="index directory to write (atomically)")
     ix.add_argument("--chunk-size", type=_count(1), default=None, help="tokens per chunk")
     ix.add_argument("--chunk-overlap", type=_count(0), default=None, help="tokens of overlap")
+    ix.add_argument("--chunking", choices=["tokens", "sentence"], default=None,
+                    help="cut chunks anywhere (tokens, the default) or on sentence boundaries")
     ix.add_argument("--quiet", action="store_true", help="no progress bars")
     ix.add_argument("--preset", choices=["default", "fast"], default="default",
                     help="embedder: MiniLM (default), or fast: a static embedder distilled from it, "
@@ -438,6 +440,8 @@ def _index_config(args) -> dict[str, Any] | None:
         config["chunk_size"] = args.chunk_size
     if args.chunk_overlap is not None:
         config["chunk_overlap"] = args.chunk_overlap
+    if args.chunking is not None:
+        config["chunking"] = args.chunking
     if not config:
         return None
     from pydantic import ValidationError

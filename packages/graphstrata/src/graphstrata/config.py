@@ -41,6 +41,14 @@ class GraphStrataConfig(BaseModel):
 
     chunk_size: int = Field(200, gt=0, description="tokens per chunk")
     chunk_overlap: int = Field(32, ge=0, description="tokens shared by consecutive chunks")
+    chunking: Literal["tokens", "sentence"] = Field(
+        "tokens",
+        description="where chunks are cut: 'tokens', a window every chunk_size - chunk_overlap"
+        " tokens, cut anywhere (the default, as every index was built so far); 'sentence', whole"
+        " sentences within the same token budget, ending at a paragraph where one falls in the"
+        " window's second half (graphstrata.chunking.sentence_chunk_text; the statistical"
+        " extractor then splits descriptions with the same splitter)",
+    )
     tfidf_top_n: int = Field(8, ge=0, description="TF-IDF 1-3-gram entities kept per chunk")
     use_titles: bool = Field(
         True,
@@ -220,7 +228,7 @@ def as_config(config: GraphStrataConfig | dict[str, Any] | None) -> GraphStrataC
 
 
 STORED_DEFAULTS: dict[str, Any] = {
-    "llm_description_vectors": False, "extractor": "statistical", "entity_resolution": False,
+    "llm_description_vectors": False, "extractor": "statistical", "entity_resolution": False, "chunking": "tokens",
 }
 """Fields that change what a build makes, with the value that reproduces an index persisted
 before the field existed: :func:`stored_config` fills them in when a stored config lacks them
@@ -248,7 +256,8 @@ def stored_config(data: dict[str, Any] | None) -> GraphStrataConfig:
     """The :class:`GraphStrataConfig` of a persisted index from its stored config dict:
     :func:`as_config`, with each field of :data:`STORED_DEFAULTS` the dict lacks set to the value
     that reproduces an index persisted before the field existed (``llm_description_vectors``:
-    ``False``, the name + chunk-centroid entity vectors such an index holds).
+    ``False``, the name + chunk-centroid entity vectors such an index holds; ``chunking``:
+    ``"tokens"``, its token windows, whatever the default becomes).
 
     Args:
         data: the stored dict (``None``: an index that stored no config, read as ``{}``).

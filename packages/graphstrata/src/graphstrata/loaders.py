@@ -4,8 +4,12 @@ Accepted inputs, each element of the iterable passed to ``GraphStrata.build``/``
 
 * :class:`Document` — kept as is;
 * ``dict`` with ``"text"`` and optional ``"id"``, ``"title"``, ``"metadata"``;
-* :class:`pathlib.Path` — ``.txt`` / ``.md`` files become one document each (id = file name, or
-  the path relative to a given folder); ``.jsonl`` files give one document per line
+* :class:`pathlib.Path` — ``.txt``, ``.md``, ``.rst`` and ``.html`` files become one document
+  each (id = file name, or the path relative to a given folder); Markdown, reST and HTML are
+  read as the text a reader sees (:mod:`graphstrata.markup`: no tags, directives, heading
+  underlines; ``metadata["text_format"]`` names the markup and
+  :func:`graphstrata.markup.source_span` maps offsets back into the file); ``.jsonl`` files
+  give one document per line
   ``{"id", "title", "text"}`` (title prepended to the text, kept in ``metadata["title"]``);
   folders are walked recursively for those suffixes;
 * ``str`` — always the document text itself, never a file name (texts come from users: a text
@@ -35,9 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from .config import DEFAULT_MAX_DOCUMENT_CHARS
+from .markup import FORMAT_KEY, visible_text
 from .types import Document
 
-TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
+TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".html", ".htm")
 JSONL_SUFFIXES = (".jsonl",)
 SUFFIXES = TEXT_SUFFIXES + JSONL_SUFFIXES
 READ_PIECE = 1 << 20
@@ -289,7 +294,9 @@ def _file_documents(path: Path, doc_id: str, root: Path | None = None, follow_sy
     check_source_file(path, root, follow_symlinks, None if jsonl else max_bytes)
     if jsonl:
         return _jsonl_documents(path, max_bytes)
-    return [Document(id=doc_id, text=_read_text(path, max_bytes), metadata={"source": str(path)})]
+    text, fmt = visible_text(_read_text(path, max_bytes), path)
+    meta = {"source": str(path)} if fmt is None else {"source": str(path), FORMAT_KEY: fmt}
+    return [Document(id=doc_id, text=text, metadata=meta)]
 
 
 def _path_documents(path: Path, follow_symlinks: bool = False,

@@ -109,12 +109,12 @@ class _StageWorker:
         return emb
 
     def chunk(self, token: int, ref_box: list[Any], documents: list[Any], chunk_size: int,
-              chunk_overlap: int, max_document_chars: int | None) -> list[Any]:
+              chunk_overlap: int, max_document_chars: int | None, chunking: str = "tokens") -> list[Any]:
         from .chunking import chunk_documents
 
         return chunk_documents(
             documents, chunk_size, chunk_overlap, embedder=self._embedder(token, ref_box),
-            max_document_chars=max_document_chars,
+            max_document_chars=max_document_chars, chunking=chunking,
         )
 
     def embed(self, token: int, ref_box: list[Any], texts: list[str]) -> np.ndarray:
@@ -345,7 +345,7 @@ class RayRunner:
         size = max(1, min(MAX_SLICE, -(-n // (self._workers() * SLICES_PER_WORKER))))
         return [range(i, min(n, i + size)) for i in range(0, n, size)]
 
-    def chunk(self, documents, chunk_size, chunk_overlap, embedder, max_document_chars):
+    def chunk(self, documents, chunk_size, chunk_overlap, embedder, max_document_chars, chunking="tokens"):
         """Chunk document slices on the stage actors; chunks in document order."""
         documents = list(documents)
         if not documents:
@@ -354,7 +354,7 @@ class RayRunner:
         token, box = self._embedder_box(embedder)
         parts = pool.map(
             lambda a, r: a.chunk.remote(token, box, documents[r.start : r.stop], chunk_size, chunk_overlap,
-                                        max_document_chars),
+                                        max_document_chars, chunking),
             self._slices(len(documents)),
         )
         return [c for part in parts for c in part]

@@ -51,7 +51,7 @@ class Runner(Protocol):
 
     def chunk(
         self, documents: Sequence[Document], chunk_size: int, chunk_overlap: int, embedder: Embedder,
-        max_document_chars: int | None,
+        max_document_chars: int | None, chunking: str = "tokens",
     ) -> list[Chunk]:
         """:func:`graphstrata.chunking.chunk_documents` over ``documents``."""
         ...
@@ -90,11 +90,12 @@ class LocalRunner:
 
     name = "local"
 
-    def chunk(self, documents, chunk_size, chunk_overlap, embedder, max_document_chars):
+    def chunk(self, documents, chunk_size, chunk_overlap, embedder, max_document_chars, chunking="tokens"):
         from .chunking import chunk_documents
 
         return chunk_documents(
-            documents, chunk_size, chunk_overlap, embedder=embedder, max_document_chars=max_document_chars
+            documents, chunk_size, chunk_overlap, embedder=embedder, max_document_chars=max_document_chars,
+            chunking=chunking,
         )
 
     def embed(self, embedder, batches):
@@ -217,13 +218,15 @@ def _worker_init() -> None:
         pass
 
 
-def _worker_windows(token: int, blob: bytes, texts: list[str], chunk_size: int, chunk_overlap: int) -> list[list[tuple[int, int, int]]]:
-    from .chunking import chunk_text
+def _worker_windows(token: int, blob: bytes, texts: list[str], chunk_size: int, chunk_overlap: int,
+                    chunking: str = "tokens") -> list[list[tuple[int, int, int]]]:
+    from .chunking import chunk_text, sentence_chunk_text
     from .models import regex_token_spans
 
     emb = _worker_embedder(token, blob)
     spans = getattr(emb, "token_spans", None) or regex_token_spans
-    return [chunk_text(t, chunk_size, chunk_overlap, spans) for t in texts]
+    cut = sentence_chunk_text if chunking == "sentence" else chunk_text
+    return [cut(t, chunk_size, chunk_overlap, spans) for t in texts]
 
 
 def _worker_embed(token: int, blob: bytes, batches: list[list[str]]) -> list[np.ndarray]:
@@ -403,21 +406,22 @@ class ProcessRunner:
         return [range(i, min(n, i + size)) for i in range(0, n, size)]
 
     # -- stages --------------------------------------------------------------------------------
-    def chunk(self, documents, chunk_size, chunk_overlap, embedder, max_document_chars):
+    def chunk(self, documents, chunk_size, chunk_overlap, embedder, max_document_chars, chunking="tokens"):
         """Token windows of document slices on the workers; chunks (texts cut here, as
         :func:`graphstrata.chunking.chunk_documents` cuts them) in document order."""
-        from .chunking import check_document_size, validate_chunking
+        from .chunking import check_chunking, check_document_size, validate_chunking
         from .types import Chunk
 
         documents = list(documents)
         validate_chunking(chunk_size, chunk_overlap)
+        check_chunking(chunking)
         for doc in documents:
             check_document_size(doc.id, len(doc.text), max_document_chars)
         token, blob = self._embedder_blob(embedder)
         slices = self._slices(len(documents), 200)
         parts = self.map(
             _worker_windows,
-            ((token, blob, [documents[i].text for i in r], chunk_size, chunk_overlap) for r in slices),
+            ((token, blob, [documents[i].text for i in r], chunk_size, chunk_overlap, chunking) for r in slices),
         )
         chunks: list[Chunk] = []
         for r, windows in zip(slices, parts, strict=True):

@@ -9,9 +9,11 @@ reads it with :func:`load_sources`, which gives the documents it could read and 
 
 What a file becomes:
 
-* ``.txt`` / ``.md`` / ``.markdown`` / ``.rst``: one document, decoded as UTF-8, else as
-  ``encoding`` when one is given (``"latin-1"``, ``"cp1252"``, ...); a file with a NUL byte in
-  its first 8 KiB is binary and skipped;
+* ``.txt`` / ``.md`` / ``.markdown`` / ``.rst`` / ``.html`` / ``.htm``: one document, decoded
+  as UTF-8, else as ``encoding`` when one is given (``"latin-1"``, ``"cp1252"``, ...); a file
+  with a NUL byte in its first 8 KiB is binary and skipped; Markdown, reST (also
+  ``.rst.txt``) and HTML are read as the text a reader sees (:mod:`graphstrata.markup`,
+  ``metadata["text_format"]`` naming the markup), and one with no visible text is skipped;
 * ``.pdf``: one document of its pages' text (pypdf, the ``graphstrata[pdf]`` extra; without it
   PDFs are skipped with a reason naming the extra);
 * ``.jsonl``: one document per line ``{"id", "title", "text", "metadata"}`` (as the loaders;
@@ -53,6 +55,7 @@ from .loaders import (
     jsonl_objects,
     read_file_bounded,
 )
+from .markup import FORMAT_KEY, visible_text
 from .types import Document
 
 PDF_SUFFIXES = (".pdf",)
@@ -195,7 +198,10 @@ def _documents(path: Path, key: str, data: bytes, digest: str, encoding: str | N
     base = {"source": str(path), FILE_KEY: key, HASH_KEY: digest}
     if path.suffix.lower() in PDF_SUFFIXES:
         return [Document(id=key, text=pdf_text(path, data), metadata=dict(base))]
-    return [Document(id=key, text=decode_text(data, path, encoding), metadata=dict(base))]
+    text, fmt = visible_text(decode_text(data, path, encoding), path)
+    if fmt is not None:
+        base[FORMAT_KEY] = fmt
+    return [Document(id=key, text=text, metadata=dict(base))]
 
 
 def _jsonl_documents(

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cjk import cut_long_cjk_runs
 from ..config import DEFAULT_MAX_ENTITIES_PER_CHUNK, DEFAULT_MAX_RELATIONS_PER_SENTENCE
 from ..types import Chunk, Entity, Relation
 from .text import (
@@ -79,6 +80,8 @@ class StatisticalExtractor:
             first mention (``config.max_relations_per_sentence``).
         max_sentence_chars: longest span treated as one sentence, in characters (> 0); longer
             spans are cut at whitespace (:func:`bounded_sentences`).
+        sentence_split: ``"regex"`` (the sentence regex, the default) or ``"splitter"``
+            (:mod:`graphstrata.sentences`, what ``chunking="sentence"`` uses).
 
     The extractor is fitted on the chunks passed to :meth:`extract`, so the same corpus always
     gives the same records (deterministic, no randomness). The caps bound the work per chunk
@@ -99,6 +102,7 @@ class StatisticalExtractor:
         max_entities_per_chunk: int = DEFAULT_MAX_ENTITIES_PER_CHUNK,
         max_relations_per_sentence: int = DEFAULT_MAX_RELATIONS_PER_SENTENCE,
         max_sentence_chars: int = DEFAULT_MAX_SENTENCE_CHARS,
+        sentence_split: str = "regex",
     ) -> None:
         if top_n < 0:
             raise ValueError(f"top_n must be >= 0, got {top_n}")
@@ -118,6 +122,7 @@ class StatisticalExtractor:
         self.max_entities_per_chunk = int(max_entities_per_chunk)
         self.max_relations_per_sentence = int(max_relations_per_sentence)
         self.max_sentence_chars = int(max_sentence_chars)
+        self.sentence_split = "splitter" if sentence_split == "splitter" else "regex"
 
     @classmethod
     def from_config(cls, config: Any) -> StatisticalExtractor:
@@ -140,6 +145,8 @@ class StatisticalExtractor:
             value = getattr(config, name, None)
             if value is not None:
                 kwargs[arg] = value
+        if getattr(config, "chunking", "tokens") == "sentence":  # one splitter for chunks and sentences
+            kwargs["sentence_split"] = "splitter"
         return cls(**kwargs)
 
     # -- TF-IDF ---------------------------------------------------------------------------
@@ -245,7 +252,7 @@ class StatisticalExtractor:
             # pass 1: the entities of each sentence piece
             sentences: list[tuple[str, list[str], dict[str, str]]] = []
             mentions: Counter = Counter()  # sentences of this chunk naming each entity
-            for s, e in bounded_sentences(text, self.max_sentence_chars):
+            for s, e in bounded_sentences(text, self.max_sentence_chars, getattr(self, "sentence_split", "regex")):
                 sent = text[s:e].strip()
                 found = _sentence_entities(sent, terms, term_heads)
                 if title_key:
@@ -329,7 +336,7 @@ def _sentence_entities(
         match = find(term)
         if match:
             key = canonical(match)
-            if len(key) >= 2:
+            if len(key) >= 2 and cut_long_cjk_runs(match) == match:
                 found.setdefault(key, match)
     return found
 

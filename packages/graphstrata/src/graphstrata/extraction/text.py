@@ -10,6 +10,9 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
+from ..cjk import cut_long_cjk_runs
+from ..sentences import sentence_spans
+
 DEFAULT_MAX_SENTENCE_CHARS = 2_000
 """Longest span treated as one sentence by :class:`StatisticalExtractor` (characters)."""
 
@@ -123,8 +126,9 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return [(s, e) for s, e in spans if text[s:e].strip()]
 
 
-def bounded_sentences(text: str, max_chars: int) -> list[tuple[int, int]]:
-    """:func:`split_sentences`, with every span longer than ``max_chars`` cut into pieces.
+def bounded_sentences(text: str, max_chars: int, split: str = "regex") -> list[tuple[int, int]]:
+    """:func:`split_sentences` (``split="splitter"``: :func:`graphstrata.sentences.sentence_spans`),
+    with every span longer than ``max_chars`` cut into pieces.
 
     A long span is cut at the last whitespace at most ``max_chars`` characters after the
     piece's start (at exactly ``max_chars`` where there is none), so each piece holds at most
@@ -143,7 +147,7 @@ def bounded_sentences(text: str, max_chars: int) -> list[tuple[int, int]]:
     if int(max_chars) <= 0:
         raise ValueError(f"max_chars must be > 0 characters, got {max_chars}")
     out: list[tuple[int, int]] = []
-    for s, e in split_sentences(text):
+    for s, e in sentence_spans(text) if split == "splitter" else split_sentences(text):
         while e - s > max_chars:
             cut = s + max_chars
             space = max(text.rfind(" ", s + 1, cut + 1), text.rfind("\t", s + 1, cut + 1))
@@ -168,7 +172,7 @@ def capitalised_spans(sentence: str) -> list[str]:
     """
     out = []
     for m in _CAP_SPAN_RE.finditer(sentence):
-        span = _POSSESSIVE_RE.sub("", m.group(0).strip(" .-"))
+        span = _POSSESSIVE_RE.sub("", cut_long_cjk_runs(m.group(0)).strip(" .-"))  # cjk.py
         words = span.split()
         # strip trailing connectors picked up by the pattern
         while words and _CONNECT_RE.fullmatch(words[-1]):

@@ -20,17 +20,19 @@ def chunk_stage(docs: Sequence[Document], config: GraphStrataConfig, embedder: E
     before any work is sent out.
 
     Returns:
-        The chunks of every document, in document order (token windows of
-        ``config.chunk_size`` tokens with ``config.chunk_overlap`` overlap).
+        The chunks of every document, in document order (windows of at most
+        ``config.chunk_size`` tokens with ``config.chunk_overlap`` overlap, cut as
+        ``config.chunking`` says: anywhere, or on sentence boundaries).
 
     Raises:
         ValueError: a document over ``config.max_document_chars`` (named).
     """
     for doc in docs:
         check_document_size(doc.id, len(doc.text), config.max_document_chars)
-    return current_runner().chunk(
-        docs, config.chunk_size, config.chunk_overlap, embedder, config.max_document_chars
-    )
+    args = (docs, config.chunk_size, config.chunk_overlap, embedder, config.max_document_chars)
+    if config.chunking == "tokens":  # as before: a runner written before `chunking` still works
+        return current_runner().chunk(*args)
+    return current_runner().chunk(*args, chunking=config.chunking)
 
 
 def chunk_vectors(

@@ -62,6 +62,7 @@ def extractor(
             use_titles=config.use_titles,
             max_entities_per_chunk=config.max_entities_per_chunk,
             max_relations_per_sentence=config.max_relations_per_sentence,
+            sentence_split="splitter" if config.chunking == "sentence" else "regex",
         )
     if llm is None or config.llm_extraction == "statistical":
         return statistical

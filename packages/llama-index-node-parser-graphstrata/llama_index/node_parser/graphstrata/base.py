@@ -40,7 +40,8 @@ def _core_chunk_defaults() -> tuple[int, int]:
 # node parser
 # --------------------------------------------------------------------------------------------
 class GraphStrataNodeParser(NodeParser):
-    """Split documents into token windows exactly as the graphstrata core does.
+    """Split documents into token windows (or windows of whole sentences) exactly as the
+    graphstrata core does.
 
     Each output ``TextNode`` is a substring of its source (``start_char_idx`` /
     ``end_char_idx`` are character offsets into the source text), links to it with
@@ -57,9 +58,14 @@ class GraphStrataNodeParser(NodeParser):
             ``"words"``: the core's regex word tokenizer (what the core uses with a
             LlamaIndex embedding, via ``CallableEmbedder``; no model); or a graphstrata
             ``Embedder`` whose ``token_spans`` counts tokens.
+        chunking: ``"tokens"`` (token windows cut anywhere, the core's default) or
+            ``"sentence"``: windows of whole sentences within the same budget, as the core
+            cuts them with ``GraphStrataConfig(chunking="sentence")``
+            (``graphstrata.chunking.sentence_chunk_text``).
 
     Raises:
-        ValueError: bad ``chunk_size`` / ``chunk_overlap`` / ``tokenizer`` (at construction).
+        ValueError: bad ``chunk_size`` / ``chunk_overlap`` / ``tokenizer`` / ``chunking`` (at
+            construction).
     """
 
     chunk_size: int = Field(default=0, description="Tokens per chunk (0: the core default).")
@@ -69,15 +75,19 @@ class GraphStrataNodeParser(NodeParser):
         description='"default" (core embedder tokenizer), "words", or a graphstrata Embedder.',
         exclude=True,
     )
+    chunking: str = Field(
+        default="tokens", description='"tokens" (cut anywhere) or "sentence" (whole sentences).'
+    )
 
     def __init__(
         self,
         chunk_size: int | None = None,
         chunk_overlap: int | None = None,
         tokenizer: str | Embedder = "default",
+        chunking: str = "tokens",
         **kwargs: Any,
     ) -> None:
-        from graphstrata.chunking import validate_chunking
+        from graphstrata.chunking import check_chunking, validate_chunking
 
         default_size, default_overlap = _core_chunk_defaults()
         size = default_size if chunk_size is None else chunk_size
@@ -88,6 +98,7 @@ class GraphStrataNodeParser(NodeParser):
         else:
             overlap = default_overlap
         validate_chunking(size, overlap)
+        check_chunking(chunking)
         if isinstance(tokenizer, str):
             if tokenizer not in ("default", "words"):
                 raise ValueError(
@@ -99,7 +110,8 @@ class GraphStrataNodeParser(NodeParser):
                 f"got {type(tokenizer).__name__}"
             )
         super().__init__(
-            chunk_size=int(size), chunk_overlap=int(overlap), tokenizer=tokenizer, **kwargs
+            chunk_size=int(size), chunk_overlap=int(overlap), tokenizer=tokenizer, chunking=chunking,
+            **kwargs,
         )
 
     @classmethod
@@ -131,6 +143,7 @@ class GraphStrataNodeParser(NodeParser):
                 chunk_size=self.chunk_size,
                 chunk_overlap=self.chunk_overlap,
                 embedder=embedder,
+                chunking=self.chunking,
             )
             source = {NodeRelationship.SOURCE: node.as_related_node_info()}
             for i, chunk in enumerate(chunks):
