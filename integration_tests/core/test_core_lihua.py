@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 from graphstrata import GraphStrata
 from graphstrata.eval import evaluate
-from graphstrata.methods.temporal import DateIndex, document_date, mentioned_dates, order_clauses
+from graphstrata.methods.temporal import order_clauses
+from graphstrata.structures.passages import DateIndex, document_date, mentioned_dates
 
 
 @pytest.fixture(scope="module")

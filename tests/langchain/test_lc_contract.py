@@ -1,4 +1,4 @@
-"""GraphStrataRetriever keeps the adapter contract of docs/core-api.md (issue 14, LangChain side).
+"""GraphStrataRetriever keeps the adapter contract of docs/python-api.md (issue 14, LangChain side).
 
 One section per bullet of issue 14's first list that concerns LangChain: k and graph context,
 [0, 1] scores and thresholds, filters and vector-store-style arguments, metadata on every

@@ -1,4 +1,4 @@
-"""The adapter contract (docs/core-api.md, "What the framework adapters promise"), LlamaIndex side.
+"""The adapter contract (docs/python-api.md, "What the framework adapters promise"), LlamaIndex side.
 
 Issue 14: k means at most k chunk nodes, graph context is opt-in with its own cap, scores are
 the core's [0, 1] scores, MetadataFilters are applied inside retrieval, a Document's metadata

@@ -5,7 +5,7 @@ The retriever only translates: a query goes to :meth:`graphstrata.GraphStrata.re
 :class:`~langchain_core.documents.Document`. Documents go the other way through
 :meth:`GraphStrataRetriever.add_documents` / :meth:`~GraphStrataRetriever.delete`.
 
-It keeps the adapter contract shared with the LlamaIndex packages (``docs/core-api.md``, "What
+It keeps the adapter contract shared with the LlamaIndex packages (``docs/python-api.md``, "What
 the framework adapters promise"): ``k`` is at most k chunk Documents; graph context is opt-in
 through ``kinds`` with its own cap ``context_k``; scores are the core's [0, 1] scores (in
 metadata only with ``include_scores=True``: ``Document.id`` is the chunk id and a chunk is the
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from graphstrata import EmbedderMismatchError, GraphStrata
-from graphstrata.api import retrieval_arguments
+from graphstrata.retrieval import retrieval_arguments
 from graphstrata.retrieval import RetrieveRequest, check_retrieve_args
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -157,8 +157,9 @@ class GraphStrataRetriever(BaseRetriever):
             other embeddings than ``embeddings`` (from ``GraphStrata.load``).
         FileNotFoundError: ``index_dir`` does not exist or is not a directory.
         TypeError: ``index`` is not a GraphStrata-like object.
-        All are raised at construction; ``invoke`` raises ``ValueError`` for a bad per-call
-        argument and for an empty query.
+
+    All of these are raised at construction; ``invoke`` raises ``ValueError`` for a bad
+    per-call argument and for an empty query.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")

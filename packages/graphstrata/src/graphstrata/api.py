@@ -47,7 +47,7 @@ _T = TypeVar("_T")
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Answer", "GraphStrata", "retrieval_arguments"]
+__all__ = ["Answer", "GraphStrata"]
 
 
 class GraphStrata:
@@ -86,6 +86,8 @@ class GraphStrata:
             ``layered``, ``chunk_index``, ``bm25``, ``vectors`` and ``build_seconds`` read
             the same fields of the current state.
     """
+
+    accepts_retrieve_request = True  # retrieve(request=...) takes a checked RetrieveRequest as is
 
     def __init__(self, state: EngineState | None = None) -> None:  # use build() / load() / empty()
         self._state = state
@@ -610,7 +612,7 @@ class GraphStrata:
             dup = [i for i, n in Counter(ids).items() if n > 1]
             if dup:
                 raise ValueError(f"duplicate document id(s) in one insert: {dup[:5]}")
-            changed = [d for d in new if not _same_document(state.documents.get(d.id), d)]
+            changed = [d for d in new if state.documents.get(d.id) != d]  # same id, text and metadata: no change
             if changed:
                 self._commit(state, changed, (), show_progress)
             return ids
@@ -840,10 +842,8 @@ class GraphStrata:
         if self._state is None:
             return "GraphStrata(empty)"
         s = self.state.stats()
-        return (
-            f"GraphStrata(documents={s['documents']}, chunks={s['chunks']}, "
-            f"entities={s['entities']}, layers={s['communities_per_layer']})"
-        )
+        return (f"GraphStrata(documents={s['documents']}, chunks={s['chunks']}, entities={s['entities']}, "
+                f"layers={s['communities_per_layer']})")
 
 
 @dataclass(frozen=True)
@@ -877,11 +877,6 @@ def _opened(
     return state
 
 
-def _same_document(old: Document | None, new: Document) -> bool:
-    """Whether re-inserting ``new`` changes nothing (same text and metadata)."""
-    return old is not None and old.text == new.text and old.metadata == new.metadata
-
-
 def _llm_client(llm: Any, config: GraphStrataConfig | None, index: store.IndexDirectory | None) -> Any:
     """``llm`` as an :class:`~graphstrata.llm.LLMClient` (``None`` stays ``None``) with the
     response cache at ``index``'s :attr:`~graphstrata.store.IndexDirectory.cache_path` (in
@@ -900,11 +895,3 @@ def _llm_client(llm: Any, config: GraphStrataConfig | None, index: store.IndexDi
         llm, cache=cache, concurrency=config.llm_concurrency, max_failure_share=config.llm_max_failure_share,
         context_window=config.llm_context_window,
     )
-
-
-def retrieval_arguments(engine: Any, request: RetrieveRequest) -> dict[str, Any]:
-    """The keyword arguments that ask ``engine.retrieve`` / ``engine.aretrieve`` for
-    ``request``: ``{"request": request}`` for a :class:`GraphStrata` (the checked request is
-    used as is, not checked again), else :meth:`RetrieveRequest.as_kwargs` (any other object
-    with :meth:`GraphStrata.retrieve`'s keyword signature, such as a test double)."""
-    return {"request": request} if isinstance(engine, GraphStrata) else request.as_kwargs()

@@ -5,7 +5,7 @@ returned.
 Every caller — :meth:`graphstrata.GraphStrata.retrieve`, the LlamaIndex retriever, the
 LangChain retriever, the CLI — goes through :func:`check_retrieve_args` and
 :func:`retrieve`, so what ``k``, ``kinds``, ``context_k``, ``min_score`` and ``filters`` mean
-is written once (``docs/core-api.md``, "What the framework adapters promise"):
+is written once (``docs/python-api.md``, "What the framework adapters promise"):
 
 * ``k``: at most ``k`` chunk hits, best first (fewer only when the index or the filter has
   fewer chunks, or ``min_score`` drops some);
@@ -42,7 +42,7 @@ from .state import EngineState
 from .structures.provenance import document_rows
 from .types import Hit, check_k, check_kinds
 
-__all__ = ["RetrieveRequest", "check_retrieve_args", "retrieve", "select_hits", "check_min_score"]
+__all__ = ["RetrieveRequest", "check_retrieve_args", "retrieve", "retrieval_arguments", "select_hits", "check_min_score"]
 
 
 @dataclass(frozen=True)
@@ -401,3 +401,13 @@ def _chunk_hit(
         metadata=metadata,
         explain=explain,
     )
+
+
+def retrieval_arguments(engine: Any, request: RetrieveRequest) -> dict[str, Any]:
+    """The keyword arguments that ask ``engine.retrieve`` / ``engine.aretrieve`` for
+    ``request``: ``{"request": request}`` for an engine that takes a checked request as is
+    (:class:`~graphstrata.GraphStrata`, whose ``accepts_retrieve_request`` is true: not checked
+    again), else :meth:`RetrieveRequest.as_kwargs` (any other object with
+    :meth:`GraphStrata.retrieve <graphstrata.GraphStrata.retrieve>`'s keyword signature, such
+    as a test double)."""
+    return {"request": request} if getattr(engine, "accepts_retrieve_request", False) is True else request.as_kwargs()

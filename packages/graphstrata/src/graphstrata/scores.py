@@ -6,7 +6,7 @@ threshold (LlamaIndex ``SimilarityPostprocessor(similarity_cutoff=...)``, LangCh
 ``similarity_score_threshold``) cuts the method's own ranking. The method's own number is kept
 in ``hit.metadata["raw_score"]``.
 
-Per method (docs/core-api.md, "Scores", has the table):
+Per method (docs/python-api.md, "Scores", has the table):
 
 * a cosine similarity (dense chunks; entities, communities and relations found by vector
   search) → :func:`cosine` = ``max(0, cos)``: the value vector-store users know, with

@@ -241,7 +241,7 @@ class Hit:
         id: id of the record hit (chunk id, entity id, relation id, community id, or a path id).
         text: the text a reader/LLM should see.
         score: relevance in [0, 1], higher is better, non-increasing along one method's
-            ranking (docs/core-api.md, "Scores"); the method's own number is in
+            ranking (docs/python-api.md, "Scores"); the method's own number is in
             ``metadata["raw_score"]``.
         kind: ``"chunk" | "entity" | "relation" | "community" | "path"``.
         layer: hierarchy layer (0 entities/relations, i ≥ 1 communities); ``None`` for chunks/paths.

@@ -31,18 +31,8 @@ from tenacity import (
     wait_exponential,
 )
 
-from .base import (
-    LLM,
-    LLMRequest,
-    LLMResponse,
-    Usage,
-    as_llm,
-    context_window,
-    count_prompt_tokens,
-    estimate_tokens,
-    generation_settings,
-    has_async_api,
-)
+from .base import LLM, LLMRequest, LLMResponse, Usage, as_llm, context_window, count_prompt_tokens
+from .base import estimate_tokens, generation_settings, has_async_api
 from .cache import ResponseCache
 from .guards import DEFAULT_MAX_FAILURE_SHARE, check_failure_share
 

@@ -50,13 +50,8 @@ from ..structures.hirag import HiIndex, HiIndexConfig, extractive_community_repo
 from ..structures.provenance import ENTITY_CHUNK_LIMIT
 from ..types import Hit
 from . import explain as ex
+from .base import COSINE, TOKEN_BUDGET, UNIT, Method, OptionSpec, Retrieval
 from .base import (
-    COSINE,
-    TOKEN_BUDGET,
-    UNIT,
-    Method,
-    OptionSpec,
-    Retrieval,
     entity_hit,
     hybrid_scores,
     rank,

@@ -1,5 +1,5 @@
 """The retrieval contract as a reusable test suite: one class of tests that the core and every
-framework adapter run (``docs/core-api.md``, "What the framework adapters promise";
+framework adapter run (``docs/python-api.md``, "What the framework adapters promise";
 :mod:`graphstrata.retrieval` implements it).
 
 An adapter's test module subclasses :class:`RetrievalContract` and implements

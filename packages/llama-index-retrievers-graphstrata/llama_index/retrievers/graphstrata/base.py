@@ -18,7 +18,7 @@ from llama_index.core.schema import IndexNode, NodeWithScore, QueryBundle
 from llama_index.retrievers.graphstrata.conversion import embedder_from_llama_index, hit_to_node
 from llama_index.retrievers.graphstrata.filters import to_core_filters
 
-from graphstrata.api import retrieval_arguments
+from graphstrata.retrieval import retrieval_arguments
 from graphstrata.retrieval import check_retrieve_args
 
 if TYPE_CHECKING:
