@@ -66,6 +66,8 @@ bench: install
 	$(BIN)/python bench/bench_chnsw.py
 	$(BIN)/python bench/bench_quality.py
 	$(BIN)/python bench/bench_graph_quality.py --json .bench_out/graph_quality.json
+	$(BIN)/python bench/bench_extractors.py musique fast
+	$(BIN)/python bench/bench_text.py
 	$(BIN)/python bench/bench_query.py --json .bench_out/query.json
 	$(BIN)/python bench/bench_build.py --corpus musique,hotpotqa,lihua_world --load --json .bench_out/build.json
 	$(BIN)/python bench/bench_embedders.py

@@ -867,7 +867,8 @@ def _opened(
     :meth:`GraphStrata.load`; ``reload``: this instance's own client, reloading its directory),
     derived structures prepared, warmed up when ``warm_up``. Raises as :meth:`GraphStrata.load`."""
     where = index.path if reload else index.named
-    state = store.load_state(index, store.matching_embedder(where, embedder, reload), stored_config)
+    embedder_for = store.matching_embedder(where, embedder, reload, default=lambda: default_embedder())
+    state = store.load_state(index, embedder_for, stored_config)
     if llm is not None:  # only once it is known to be an index: the cache lives in it
         client = llm if reload else _llm_client(llm, state.config, index)
         state = dataclasses.replace(state, llm=client, derived_seed=store.registered_derived(state))

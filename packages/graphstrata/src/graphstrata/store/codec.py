@@ -254,13 +254,15 @@ def load_state(
 
 
 def matching_embedder(
-    where: str | os.PathLike, embedder: Embedder | None, reload: bool = False
+    where: str | os.PathLike, embedder: Embedder | None, reload: bool = False,
+    default: Callable[[], Embedder] | None = None,
 ) -> Callable[[dict[str, Any]], Embedder]:
     """The ``embedder_for`` of :func:`load_state` for a caller holding ``embedder``: it gives
     ``embedder`` when that has the index's embedder id and dimension; for ``embedder=None``
     the packaged preset of the index's id, made once however often the load starts over.
     ``reload``: the mismatch message of an instance reloading its own directory; ``where``:
-    the index as messages name it.
+    the index as messages name it; ``default``: what makes the default preset's embedder
+    (``None``: :func:`graphstrata.models.default_embedder`).
 
     Raises (when called):
         graphstrata.models.EmbedderMismatchError: another id or dimension, or no embedder
@@ -282,7 +284,7 @@ def matching_embedder(
                     None,
                 )
             if not chosen:
-                chosen.append(default_embedder() if preset == "default" else resolve_embedder(preset))
+                chosen.append((default or default_embedder)() if preset == "default" else resolve_embedder(preset))
             emb = chosen[0]
         if emb.id != info["id"] or int(emb.dim) != int(info["dim"]):
             raise EmbedderMismatchError(
