@@ -1,4 +1,4 @@
-"""Issue 30 finding 5: GraphML export of a corpus full of control characters is valid XML.
+"""GraphML export of a corpus full of control characters is valid XML (issue 30, finding 5).
 
 Before the fix ``nx.write_graphml`` wrote the control characters as they were: 3 of 3 exports
 failed to parse and networkx could not read them back.

@@ -1,4 +1,4 @@
-"""Issue 15 findings 1 and 2 on real LiHua-World sessions: queries during writes, loads during
+"""On real LiHua-World sessions (issue 15, findings 1 and 2): queries during writes, loads during
 persists, and SIGKILL at every step of a persist and at seeded random points of a run of
 build / insert / delete / upsert / persist.
 

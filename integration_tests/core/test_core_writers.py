@@ -1,4 +1,4 @@
-"""Issue 30 finding 3: two writer processes, one index directory, no acknowledged write lost.
+"""Two writer processes, one index directory, no acknowledged write lost (issue 30, finding 3).
 
 Before the fix two processes inserting into one directory, each reloading before every insert,
 lost 48 of 96 acknowledged inserts with no error: the file lock covered only the final write,

@@ -102,7 +102,7 @@ def _scripted_agent(tool_name: str, question: str) -> MockFunctionCallingLLM:
 async def test_agent_tool_output_is_at_most_k_nodes_and_small_for_every_method(
     lihua_persisted, lihua_questions
 ):
-    """Issue 14: a RetrieverTool over any method hands the agent at most k nodes, < 8k chars."""
+    """A RetrieverTool over any method hands the agent at most k nodes, < 8k chars (issue 14)."""
     index, _ = lihua_persisted
     question = lihua_questions[2]["question"]
     for method in index.methods:

@@ -230,9 +230,9 @@ def test_langchain_build_from_documents_with_chat_model(
 def test_papers_prompts_on_a_real_model_fail_fast_or_keep_only_grounded_entities(
     shared_data: Path, llama_index_llm: Any, timings: dict[str, float]
 ) -> None:
-    """Issue 29: with the papers' extraction prompt (worked example included) and the default
-    failure threshold, SmolLM2-135M either stops the build with one error naming the model, the
-    stage and the share, or leaves only entities its chunks name (none from the example)."""
+    """With the papers' extraction prompt (worked example included) and the default failure
+    threshold, SmolLM2-135M either stops the build with one error naming the model, the stage
+    and the share, or leaves only entities its chunks name (none from the example; issue 29)."""
     from graphstrata import GraphStrata, GraphStrataConfig
     from graphstrata.extraction import canonical
     from graphstrata.llm import LLMOutputError

@@ -154,8 +154,8 @@ def test_the_browser_really_has_no_network(chromium, tmp_path):
 
 
 def test_entity_and_document_names_that_are_javascript_object_keys(chromium, tmp_path):
-    """Issue 30: an entity named ``constructor`` threw a JavaScript error (the page's maps were
-    plain objects, whose prototype answers ``constructor``, ``toString``, ``__proto__``)."""
+    """Entities named ``constructor``, ``__proto__``, ``toString``... render without a JavaScript
+    error (issue 30: the page's maps were plain objects, whose prototype answers them)."""
     keys = ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"]
     docs = [{"id": k, "title": k, "text": f"{k} is discussed with {keys[(i + 1) % 5]} and {keys[(i + 2) % 5]}. "
              f"The {k} object calls toString and constructor."} for i, k in enumerate(keys)]
